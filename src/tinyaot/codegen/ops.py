@@ -1,0 +1,81 @@
+"""Per-op C emitters: constants for flash and one kernel call per node.
+
+Each emitter gets the prepared params the NumPy reference uses, so both backends read the same
+compile-time numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from tinyaot.codegen.cformat import c_array, c_ident, c_int
+from tinyaot.ir import Graph, Node
+from tinyaot.ref import fully_connected_s8 as fc
+
+
+@dataclass(frozen=True)
+class EmittedOp:
+    constants: str  # C definitions placed at file scope
+    call: str  # statement(s) inside invoke()
+    const_bytes: int  # flash taken by the constants
+    kernel_file: str | None  # kernel source this op needs
+
+
+def _ptr(arena: str, offset_macro: str, ctype: str, const: bool = False) -> str:
+    q = "const " if const else ""
+    return f"({q}{ctype} *)({arena} + {offset_macro})"
+
+
+def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
+    p = fc.prepare(node, g)
+    base = f"{prefix}_{c_ident(node.name)}"
+    bias = p.folded_bias.astype(np.int32)
+    arrays = [
+        (f"{base}_weights", p.weights),
+        (f"{base}_bias", bias),
+        (f"{base}_multiplier", p.multiplier),
+        (f"{base}_shift", p.shift),
+    ]
+    consts = "".join(c_array(n, a) for n, a in arrays)
+    nbytes = sum(a.nbytes for _, a in arrays)
+    x, y = node.inputs[0], node.outputs[0]
+    call = (
+        f"tinyaot_fully_connected_s8({_ptr('arena', offsets[x], 'int8_t', True)},\n"
+        f"                               {base}_weights, {base}_bias, {base}_multiplier, {base}_shift,\n"
+        f"                               {c_int(p.output_offset)}, {c_int(p.act_min)}, {c_int(p.act_max)},\n"
+        f"                               {p.batches}, {p.in_features}, {p.out_features},\n"
+        f"                               {_ptr('arena', offsets[y], 'int8_t')});"
+    )
+    return EmittedOp(consts, call, nbytes, "fully_connected_s8.c")
+
+
+def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
+    return EmittedOp("", "/* a view: same bytes, nothing to do */", 0, None)
+
+
+EMITTERS: dict[str, Callable[..., EmittedOp]] = {
+    "fully_connected": emit_fully_connected,
+    "reshape": emit_view,
+}
+
+
+def describe(node: Node, g: Graph) -> str:
+    """A one-line comment naming the layer, what it computes and where it came from."""
+    if node.op == "fully_connected":
+        w = g.tensor(node.inputs[1])
+        act = node.attrs.get("activation")
+        what = f"Linear {w.shape[1]} -> {w.shape[0]}" + (f" + {act.upper()}" if act else "")
+    else:
+        src, dst = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+        what = f"{node.op} {list(src.shape)} -> {list(dst.shape)}"
+    where = f"  [{_short_source(node.source)}]" if node.source else ""
+    return f"{node.name}: {what}{where}"
+
+
+def _short_source(source: str) -> str:
+    path, _, rest = source.partition(":")
+    tail = path.rsplit("/", 1)[-1]
+    line = rest.split(":", 1)[0]
+    return f"{tail}:{line}" if line else tail

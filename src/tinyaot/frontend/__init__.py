@@ -1,0 +1,1 @@
+"""Front ends: turn a user's model into a float (or already quantized) Graph."""

@@ -1,0 +1,124 @@
+"""Graph IR shared by every stage.
+
+A graph is a list of nodes in a valid execution order over named tensors. Constant tensors carry
+their data; activation tensors carry shape, dtype and (once quantized) quantization parameters.
+The same op names appear in the IR, the NumPy reference (`tinyaot.ref`) and the C kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class QParams:
+    """Affine quantization: real = scale * (q - zero_point). Per-channel when scale has >1 entry."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+    @staticmethod
+    def per_tensor(scale: float, zero_point: int) -> "QParams":
+        return QParams((float(scale),), (int(zero_point),))
+
+    @property
+    def is_per_tensor(self) -> bool:
+        return len(self.scale) == 1
+
+    def dequantize(self, q: np.ndarray) -> np.ndarray:
+        scale = np.asarray(self.scale, dtype=np.float64)
+        zp = np.asarray(self.zero_point, dtype=np.float64)
+        if not self.is_per_tensor and self.axis is not None:
+            bshape = [1] * q.ndim
+            bshape[self.axis] = -1
+            scale, zp = scale.reshape(bshape), zp.reshape(bshape)
+        return (q.astype(np.float64) - zp) * scale
+
+
+@dataclass
+class Tensor:
+    """A value in the graph. `data` is set for constants only."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "float32" | "int8" | "uint8" | "int32"
+    data: np.ndarray | None = None
+    qparams: QParams | None = None
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+
+@dataclass
+class Node:
+    """One operation. `source` is where the op came from in the user's model (file:line)."""
+
+    op: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass
+class Graph:
+    tensors: dict[str, Tensor]
+    nodes: list[Node]
+    inputs: list[str]
+    outputs: list[str]
+    layout: str = "NCHW"  # layout of the model's input as the user feeds it
+
+    def tensor(self, name: str) -> Tensor:
+        return self.tensors[name]
+
+    def producer(self, tensor_name: str) -> Node | None:
+        for node in self.nodes:
+            if tensor_name in node.outputs:
+                return node
+        return None
+
+    def consumers(self, tensor_name: str) -> list[Node]:
+        return [n for n in self.nodes if tensor_name in n.inputs]
+
+    def activations(self) -> list[Tensor]:
+        """Non-constant tensors: everything the arena must hold."""
+        return [t for t in self.tensors.values() if not t.is_const]
+
+    def constants(self) -> list[Tensor]:
+        return [t for t in self.tensors.values() if t.is_const]
+
+    def add_tensor(self, tensor: Tensor) -> Tensor:
+        if tensor.name in self.tensors:
+            raise ValueError(f"duplicate tensor name {tensor.name!r}")
+        self.tensors[tensor.name] = tensor
+        return tensor
+
+    def prune(self) -> None:
+        """Drop tensors no node or graph boundary refers to."""
+        used = set(self.inputs) | set(self.outputs)
+        for node in self.nodes:
+            used.update(node.inputs)
+            used.update(node.outputs)
+        self.tensors = {k: v for k, v in self.tensors.items() if k in used}
+
+    def __str__(self) -> str:
+        from tinyaot.ir.printer import format_graph
+
+        return format_graph(self)

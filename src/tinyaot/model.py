@@ -1,0 +1,225 @@
+"""CompiledModel: what `tinyaot.compile` returns; runs on every engine and reports its numbers."""
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from tinyaot.errors import ModelError, TinyAOTError
+from tinyaot.ir import Graph, QParams
+from tinyaot.plan import MemoryPlan
+from tinyaot.quantize.float_eval import evaluate
+from tinyaot.quantize.scheme import quantize_array
+
+ENGINES = ("reference", "host", "m33")
+
+
+class CompiledModel:
+    def __init__(self, name: str, float_graph: Graph, graph: Graph, plan: MemoryPlan,
+                 float_plan: MemoryPlan, calibration_size: int = 0, calibration_ranges=None):
+        self.name = name
+        self.float_graph = float_graph
+        self.graph = graph
+        self.plan = plan
+        self.float_plan = float_plan
+        self.calibration_size = calibration_size
+        self.calibration_ranges = calibration_ranges or {}
+        self._host = None
+        self.last_m33 = None  # M33Result of the latest m33 run
+
+    # ---- numbers -------------------------------------------------------------------------
+    @property
+    def arena_bytes(self) -> int:
+        return self.plan.arena_bytes
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self.plan.lower_bound
+
+    @property
+    def float_arena_bytes(self) -> int:
+        """What the same plan needs with fp32 activations (weights excluded, as for int8)."""
+        return self.float_plan.arena_bytes
+
+    @property
+    def float_weight_bytes(self) -> int:
+        return sum(t.nbytes for t in self.float_graph.constants())
+
+    @property
+    def constant_bytes(self) -> int:
+        return self.c_sources.const_bytes
+
+    @cached_property
+    def code_bytes(self) -> int | None:
+        """Bytes of machine code (model + kernels) for Cortex-M33, or None without the toolchain."""
+        from tinyaot.targets.sizes import m33_code_bytes
+
+        return m33_code_bytes(self.c_sources)
+
+    @property
+    def flash_bytes(self) -> int:
+        return self.constant_bytes + (self.code_bytes or 0)
+
+    @property
+    def input_qparams(self) -> tuple[float, int]:
+        return _pair(self.graph.tensor(self.graph.inputs[0]).qparams)
+
+    @property
+    def output_qparams(self) -> tuple[float, int]:
+        return _pair(self.graph.tensor(self.graph.outputs[0]).qparams)
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return self.graph.tensor(self.graph.inputs[0]).shape
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return self.graph.tensor(self.graph.outputs[0]).shape
+
+    @property
+    def input_size(self) -> int:
+        return self.graph.tensor(self.graph.inputs[0]).nbytes
+
+    @property
+    def output_size(self) -> int:
+        return self.graph.tensor(self.graph.outputs[0]).nbytes
+
+    # ---- code -----------------------------------------------------------------------------
+    @cached_property
+    def c_sources(self):
+        from tinyaot.codegen import generate_c
+
+        return generate_c(self.graph, self.plan, self.name)
+
+    def export(self, directory, target: str = "c") -> list[Path]:
+        """Write the generated C (target "c") into `directory`; returns the files written."""
+        if target != "c":
+            raise ModelError(f"unknown export target {target!r}; available: 'c'")
+        return self.c_sources.write(Path(directory))
+
+    # ---- running --------------------------------------------------------------------------
+    def _as_batch(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
+        x = np.asarray(x)
+        shape, sample = self.input_shape, self.input_shape[1:]
+        if x.shape == shape:
+            return x.reshape((1,) + shape), "one"
+        if x.shape == sample:
+            return x.reshape((1,) + shape), "sample"
+        if x.shape[1:] == sample:
+            return x.reshape((len(x),) + shape), "batch-of-samples"
+        if x.shape[1:] == shape:
+            return x.reshape((len(x),) + shape), "batch"
+        raise ModelError(
+            f"input of shape {x.shape} does not fit model '{self.name}', which takes {shape} "
+            f"(or a batch shaped (N, {', '.join(map(str, sample))}))"
+        )
+
+    def _shape_like(self, out: np.ndarray, form: str) -> np.ndarray:
+        """Give outputs the batch form the inputs came in."""
+        per = self.output_shape
+        if form == "one":
+            return out.reshape(per)
+        if form == "sample":
+            return out.reshape(per[1:])
+        if form == "batch-of-samples":
+            return out.reshape((len(out),) + per[1:])
+        return out.reshape((len(out),) + per)
+
+    def run(self, x, engine: str = "reference", arena_bytes: int | None = None) -> np.ndarray:
+        """int8 in, int8 out. `x` is one input or a batch of them (dim 0)."""
+        if engine not in ENGINES:
+            raise ModelError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        batch, form = self._as_batch(x)
+        if batch.dtype != np.int8:
+            if not np.issubdtype(batch.dtype, np.integer) or batch.min() < -128 or batch.max() > 127:
+                raise ModelError(
+                    f"run() takes int8 inputs (got {batch.dtype}); use run_float() for float inputs "
+                    f"or quantize with scale={self.input_qparams[0]:.6g}, zero_point={self.input_qparams[1]}"
+                )
+            batch = batch.astype(np.int8)
+        flat = batch.reshape(len(batch), -1)
+        if engine == "reference":
+            from tinyaot.ref.interpreter import Interpreter
+
+            out = Interpreter(self.graph, self.plan).run(batch)
+        elif engine == "host":
+            out = self._host_model(arena_bytes).run(flat)
+        else:
+            from tinyaot.targets.m33 import run_m33
+
+            with _tempdir() as tmp:
+                self.c_sources.write(Path(tmp))
+                self.last_m33 = run_m33(Path(tmp), self.name, flat, self.output_size)
+            out = self.last_m33.outputs
+        return self._shape_like(out, form)
+
+    def _host_model(self, arena_bytes: int | None):
+        from tinyaot.targets.host import HostModel, build_shared_library
+
+        if self._host is None:
+            lib = build_shared_library(self.c_sources.files, self.name)
+            self._host = HostModel(lib, self.name, self.input_size, self.output_size, self.arena_bytes)
+        self._host.init(arena_bytes)
+        return self._host
+
+    def quantize_input(self, x) -> np.ndarray:
+        """Host-side helper: float input -> int8 with the published scale and zero point."""
+        x = np.asarray(x, dtype=np.float64)
+        if not np.isfinite(x).all():
+            raise ModelError("input holds NaN/Inf values; int8 cannot represent them")
+        scale, zp = self.input_qparams
+        lo, hi = scale * (-128 - zp), scale * (127 - zp)
+        outside = float(np.mean((x < lo - scale / 2) | (x > hi + scale / 2)))
+        if outside > 0.01:
+            warnings.warn(
+                f"{outside:.1%} of input values fall outside the calibrated range [{lo:.4g}, {hi:.4g}] "
+                "and saturate; calibrate on data that covers the inputs you run",
+                stacklevel=3,
+            )
+        return quantize_array(x, QParams.per_tensor(scale, zp))
+
+    def dequantize_output(self, y) -> np.ndarray:
+        scale, zp = self.output_qparams
+        return (np.asarray(y, dtype=np.float64) - zp) * scale
+
+    def run_float(self, x, engine: str = "reference") -> np.ndarray:
+        """Float in, float out: quantize on the host, run int8, dequantize on the host."""
+        return self.dequantize_output(self.run(self.quantize_input(x), engine=engine))
+
+    def float_reference(self, x) -> np.ndarray:
+        """The float model (after BN folding/fusion) evaluated in NumPy."""
+        batch, form = self._as_batch(np.asarray(x, dtype=np.float64))
+        y = evaluate(self.float_graph, batch.reshape((-1,) + self.input_shape[1:]))
+        return self._shape_like(y[self.float_graph.outputs[0]], form)
+
+    # ---- reports --------------------------------------------------------------------------
+    def report(self):
+        from tinyaot.report.memory import MemoryReport
+
+        return MemoryReport.of(self)
+
+    def layer_errors(self, samples):
+        from tinyaot.report.quant_error import layer_errors
+
+        return layer_errors(self, samples)
+
+
+def _pair(qp: QParams) -> tuple[float, int]:
+    return float(qp.scale[0]), int(qp.zero_point[0])
+
+
+class _tempdir:
+    def __enter__(self):
+        import tempfile
+
+        self._td = tempfile.TemporaryDirectory(prefix="tinyaot-")
+        return self._td.name
+
+    def __exit__(self, *exc):
+        self._td.cleanup()
+        return False
+
+
+__all__ = ["CompiledModel", "ENGINES", "TinyAOTError"]

@@ -1,0 +1,1 @@
+"""Graph-to-graph rewrites, applied in the order `pipeline.py` lists them."""

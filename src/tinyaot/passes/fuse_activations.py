@@ -1,0 +1,28 @@
+"""Fold a ReLU into the op that produces its input, so int8 needs no separate clamp pass."""
+from __future__ import annotations
+
+from tinyaot.ir import Graph
+
+FUSABLE_PRODUCERS = {"fully_connected"}
+FUSABLE_ACTIVATIONS = {"relu"}
+
+
+def fuse_activations(g: Graph) -> Graph:
+    for act in [n for n in g.nodes if n.op in FUSABLE_ACTIVATIONS]:
+        src = act.inputs[0]
+        producer = g.producer(src)
+        if producer is None or producer.op not in FUSABLE_PRODUCERS:
+            continue
+        if producer.attrs.get("activation") or len(g.consumers(src)) != 1 or src in g.outputs:
+            continue
+        producer.attrs["activation"] = act.op
+        _rename_uses(g, act.outputs[0], src)
+        g.nodes.remove(act)
+    g.prune()
+    return g
+
+
+def _rename_uses(g: Graph, old: str, new: str) -> None:
+    for node in g.nodes:
+        node.inputs = [new if i == old else i for i in node.inputs]
+    g.outputs = [new if o == old else o for o in g.outputs]

@@ -1,0 +1,50 @@
+"""The compiler's stages, in order. Each reads the previous stage's output and nothing later."""
+from __future__ import annotations
+
+import re
+
+from tinyaot.errors import CalibrationError, ModelError
+from tinyaot.ir import Graph
+from tinyaot.model import CompiledModel
+from tinyaot.passes.fuse_activations import fuse_activations
+from tinyaot.plan import buffers_of, plan_memory
+from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
+from tinyaot.quantize.lower import lower_to_int8
+
+
+def _check_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
+        raise ModelError(f"model name {name!r} must be a C identifier (letters, digits, '_'), e.g. 'mnist'")
+    return name.lower()
+
+
+def import_float_model(model, example_input) -> Graph:
+    """Front end: PyTorch nn.Module -> float Graph."""
+    if example_input is None:
+        raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1)")
+    from tinyaot.frontend.pytorch import from_torch
+
+    return from_torch(model, example_input)
+
+
+def plan(g: Graph, alignment: int = 4):
+    return plan_memory(buffers_of(g), len(g.nodes), alignment=alignment)
+
+
+def compile_model(model, example_input=None, *, calibration=None, name: str = "model",
+                  alignment: int = 4) -> CompiledModel:
+    name = _check_name(name)
+    float_graph = fuse_activations(import_float_model(model, example_input))
+    if calibration is None:
+        raise CalibrationError(
+            "a float model needs calibration samples: pass calibration= a few hundred representative "
+            "inputs (an array/tensor shaped (N, ...) like the example input, or an iterable of batches)"
+        )
+    sample_shape = float_graph.tensor(float_graph.inputs[0]).shape[1:]
+    batch = as_sample_batch(calibration, sample_shape)
+    ranges = collect_ranges(float_graph, batch)
+    int8_graph = lower_to_int8(float_graph, ranges)
+    memory = plan(int8_graph, alignment)
+    float_memory = plan(float_graph, alignment)
+    return CompiledModel(name, float_graph, int8_graph, memory, float_memory, calibration_size=len(batch),
+                         calibration_ranges=ranges)

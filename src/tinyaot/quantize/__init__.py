@@ -1,0 +1,1 @@
+"""Post-training int8 quantization (TFLite int8 scheme)."""

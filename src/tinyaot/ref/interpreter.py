@@ -1,0 +1,49 @@
+"""The reference interpreter: runs an int8 graph inside one byte array at the planned offsets.
+
+Because every tensor lives at its planned arena offset, exactly as in the generated C, a planning
+mistake (two live tensors sharing bytes) changes the answer here too.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from tinyaot.ir import Graph, Node
+from tinyaot.plan import MemoryPlan
+from tinyaot.ref import fully_connected_s8 as fc
+
+# op -> (prepare, kernel); view ops need neither: their bytes are already in place.
+KERNELS: dict[str, tuple[Callable, Callable]] = {
+    "fully_connected": (fc.prepare, fc.fully_connected_s8),
+}
+VIEW_OPS = {"reshape"}
+
+
+class Interpreter:
+    def __init__(self, g: Graph, plan: MemoryPlan):
+        self.graph = g
+        self.plan = plan
+        self.arena = np.zeros(plan.arena_bytes, dtype=np.uint8)
+        self.params = {n.name: KERNELS[n.op][0](n, g) for n in g.nodes if n.op in KERNELS}
+
+    def view(self, tensor: str) -> np.ndarray:
+        t = self.graph.tensor(tensor)
+        off = self.plan.offset_of(tensor)
+        return self.arena[off : off + t.nbytes].view(t.dtype).reshape(t.shape)
+
+    def invoke(self, x: np.ndarray, trace: Callable[[Node, np.ndarray], None] | None = None) -> np.ndarray:
+        g = self.graph
+        self.view(g.inputs[0])[...] = np.asarray(x, dtype=np.int8).reshape(g.tensor(g.inputs[0]).shape)
+        for node in g.nodes:
+            if node.op not in VIEW_OPS:
+                args = [self.view(i) for i in node.inputs if not g.tensor(i).is_const]
+                y = KERNELS[node.op][1](*args, self.params[node.name])
+                self.view(node.outputs[0])[...] = y.reshape(g.tensor(node.outputs[0]).shape)
+            if trace is not None:
+                trace(node, self.view(node.outputs[0]).copy())
+        return self.view(g.outputs[0]).copy()
+
+    def run(self, xs: np.ndarray) -> np.ndarray:
+        """Run a batch of samples one at a time (the C runs one sample per invoke)."""
+        return np.stack([self.invoke(x) for x in xs])

@@ -1,0 +1,1 @@
+"""Reports: memory (table + picture), flash/RAM, per-layer quantization error, profiles."""
