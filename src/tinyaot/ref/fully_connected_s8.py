@@ -12,7 +12,11 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
+from tinyaot.quantize.fixedpoint import (
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    wrap_i32,
+)
 
 
 @dataclass(frozen=True)

@@ -108,10 +108,11 @@ def run_m33(
     extension so the portable C kernels are used.  `build_dir` defaults to
     ``model_dir / "build_m33"``.
     """
-    model_dir = Path(model_dir)
+    model_dir = Path(model_dir).resolve()
     _check_model(model_dir, name)
     samples = _as_samples(inputs)
-    build = Path(build_dir) if build_dir is not None else model_dir / "build_m33"
+    # Absolute, because gcc runs in several subdirectories of it.
+    build = Path(build_dir).resolve() if build_dir is not None else model_dir / "build_m33"
     tc = find_m33_toolchain()
     objects = _compile_all(tc, model_dir, name, build, samples.shape[1], output_size, dsp)
 
@@ -205,7 +206,7 @@ def _compile(
 ) -> list[Path]:
     """Compile `sources` into `out_dir`; separate dirs keep equal basenames apart."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    _gcc(tc, [*flags, "-c", *(str(s.resolve()) for s in sources)], out_dir)
+    _gcc(tc, [*flags, "-c", *(str(s) for s in sources)], out_dir)
     return [out_dir / (s.stem + ".o") for s in sources]
 
 
@@ -225,7 +226,7 @@ def _compile_all(
     main_c = build / "main.c"
     main_c.write_text(_main_c(name, input_size, output_size))
     base = [*_cpu_flags(dsp), *C_FLAGS]
-    model_inc = f"-I{model_dir.resolve()}"
+    model_inc = f"-I{model_dir}"
     support_inc = f"-I{SUPPORT_DIR}"
     support = [SUPPORT_DIR / s for s in SUPPORT_SOURCES]
     return [
@@ -443,7 +444,7 @@ def _run_qemu(tc: M33Toolchain, elf: Path, timeout: float) -> str:
     if proc.returncode != 0:
         raise M33RunError(
             f"{elf.name} exited with status {proc.returncode} on QEMU"
-            f"{_explain_exit(proc.returncode, stdout)}\n"
+            f"{_explain_exit(proc.returncode, stdout, elf)}\n"
             f"--- guest output ---\n{_tail(stdout)}{_stderr_block(stderr)}"
         )
     return stdout
@@ -493,18 +494,29 @@ _CFSR_BITS = {
     25: "DIVBYZERO: integer division by zero",
 }
 
-_FAULT_RE = re.compile(r"FAULT CFSR=0x([0-9a-f]{8})")
+_FAULT_RE = re.compile(r"FAULT CFSR=0x([0-9a-f]{8}).* PC=0x([0-9a-f]{8})")
 
 
-def _explain_exit(status: int, stdout: str) -> str:
+def _explain_exit(status: int, stdout: str, elf: Path) -> str:
+    """Turn startup.c's FAULT line into the fault's cause and function."""
     if status != FAULT_EXIT_STATUS:
         return ""
     match = _FAULT_RE.search(stdout)
     if match is None:
         return " (fault)"
-    cfsr = int(match.group(1), 16)
+    cfsr, pc = int(match.group(1), 16), int(match.group(2), 16)
     causes = [text for bit, text in _CFSR_BITS.items() if cfsr >> bit & 1]
-    return " (fault: " + ("; ".join(causes) or "see FAULT line") + ")"
+    return f" (fault in {_symbolize(elf, pc)}: " + ("; ".join(causes) or "see FAULT line") + ")"
+
+
+def _symbolize(elf: Path, address: int) -> str:
+    with open(elf, "rb") as f:
+        symtab = ELFFile(f).get_section_by_name(".symtab")
+        for sym in symtab.iter_symbols() if symtab is not None else ():
+            start = sym["st_value"] & ~1  # Thumb bit
+            if sym["st_info"]["type"] == "STT_FUNC" and start <= address < start + sym["st_size"]:
+                return f"{sym.name}+0x{address - start:x}"
+    return f"0x{address:08x}"
 
 
 def _text(data: bytes | str | None) -> str:

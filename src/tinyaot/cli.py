@@ -1,0 +1,170 @@
+"""Command line: tinyaot compile | run | report | demo."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tinyaot import __version__
+from tinyaot.errors import TinyAOTError
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="path/to/file.py:name (an nn.Module or a function returning one)")
+    p.add_argument("--input-shape", help="model input shape with batch 1, e.g. 1,28,28 "
+                   "(default: the calibration samples' shape)")
+    p.add_argument("--calibration", help=".npy file of representative samples, shaped (N, ...)")
+    p.add_argument("--name", default="model", help="C identifier prefixing every generated symbol")
+    p.add_argument("--alignment", type=int, default=4, help="arena alignment in bytes (default 4)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def _compile_from_args(args):
+    import torch
+
+    from tinyaot import compile as compile_model
+    from tinyaot.errors import CalibrationError
+    from tinyaot.loader import load_array, load_model, parse_shape
+
+    model = load_model(args.model)
+    if not args.calibration:
+        raise CalibrationError("a float model needs --calibration samples.npy (representative inputs, (N, ...))")
+    cal = load_array(args.calibration, "calibration")
+    shape = parse_shape(args.input_shape) if args.input_shape else (1,) + tuple(cal.shape[1:])
+    example = torch.zeros(shape)
+    return compile_model(model, example, calibration=cal, name=args.name, alignment=args.alignment)
+
+
+def _summary(cm) -> dict:
+    return {
+        "name": cm.name,
+        "arena_bytes": cm.arena_bytes,
+        "lower_bound_bytes": cm.lower_bound_bytes,
+        "float_arena_bytes": cm.float_arena_bytes,
+        "constant_bytes": cm.constant_bytes,
+        "code_bytes": cm.code_bytes,
+        "flash_bytes": cm.flash_bytes,
+        "input": {"shape": list(cm.input_shape), "dtype": "int8", "scale": cm.input_qparams[0],
+                  "zero_point": cm.input_qparams[1]},
+        "output": {"shape": list(cm.output_shape), "dtype": "int8", "scale": cm.output_qparams[0],
+                   "zero_point": cm.output_qparams[1]},
+    }
+
+
+def cmd_compile(args) -> int:
+    cm = _compile_from_args(args)
+    out = Path(args.output or f"out/{cm.name}")
+    files = cm.export(out)
+    info = _summary(cm) | {"files": [str(f) for f in files]}
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        c = _console()
+        c.print(f"compiled [bold]{cm.name}[/]: arena {cm.arena_bytes:,} B (lower bound "
+                f"{cm.lower_bound_bytes:,} B), flash {cm.flash_bytes:,} B")
+        c.print(f"wrote {len(files)} files to {out}/")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from tinyaot.loader import load_array
+
+    cm = _compile_from_args(args)
+    x = load_array(args.input, "input")
+    if np.issubdtype(x.dtype, np.floating):
+        y = cm.run_float(x, engine=args.engine)
+    else:
+        y = cm.run(x, engine=args.engine)
+    if args.output:
+        np.save(args.output, y)
+    if args.json:
+        print(json.dumps({"engine": args.engine, "output": y.tolist(), "argmax": np.argmax(y, -1).tolist()}))
+    else:
+        np.set_printoptions(linewidth=120)
+        print(y)
+    return 0
+
+
+def cmd_report(args) -> int:
+    cm = _compile_from_args(args)
+    rep = cm.report()
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        _console().print(rep)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from tinyaot.demo import demo_tables, run_demo
+
+    if args.json:
+        result = run_demo(Path(args.out), use_m33=not args.no_m33)
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        console = _console()
+        with console.status("starting") as status:
+            result = run_demo(Path(args.out), use_m33=not args.no_m33,
+                              progress=lambda m: (status.update(m), console.print(f"[dim]-[/] {m}")))
+        console.print(demo_tables(result))
+        console.print(f"C sources, report.txt and report.json written to {args.out}/")
+    return 0 if result.all_correct and not any(n.startswith("MISMATCH") for n in result.notes) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tinyaot", description="Compile neural networks to integer-only C "
+                                "for microcontrollers.")
+    p.add_argument("--version", action="version", version=f"tinyaot {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="compile a model to C")
+    _add_model_args(c)
+    c.add_argument("-o", "--output", help="output directory (default out/NAME)")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("run", help="run a model on inputs from a .npy file")
+    _add_model_args(r)
+    r.add_argument("--input", required=True, help=".npy input (int8 is used as is; float is quantized)")
+    r.add_argument("--engine", default="reference", choices=["reference", "host", "m33"])
+    r.add_argument("-o", "--output", help="save the outputs to this .npy file")
+    r.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="memory plan, RAM and flash of a compiled model")
+    _add_model_args(rep)
+    rep.set_defaults(func=cmd_report)
+
+    d = sub.add_parser("demo", help="the Pico 2 MNIST demo done right (no arguments needed)")
+    d.add_argument("--out", default="out/demo", help="where to write the C sources and the report")
+    d.add_argument("--no-m33", action="store_true", help="skip the emulated Cortex-M33")
+    d.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TinyAOTError as exc:
+        print(f"tinyaot: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # toolchain errors and the like: say it plainly, no traceback
+        from tinyaot.targets.toolchain import ToolchainMissing
+
+        if isinstance(exc, ToolchainMissing):
+            print(f"tinyaot: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
