@@ -65,13 +65,23 @@ def describe(node: Node, g: Graph) -> str:
     """A one-line comment naming the layer, what it computes and where it came from."""
     if node.op == "fully_connected":
         w = g.tensor(node.inputs[1])
-        act = node.attrs.get("activation")
-        what = f"Linear {w.shape[1]} -> {w.shape[0]}" + (f" + {act.upper()}" if act else "")
+        what = f"Linear {w.shape[1]} -> {w.shape[0]}" + clamp_text(node.attrs.get("clamp"))
     else:
         src, dst = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
         what = f"{node.op} {list(src.shape)} -> {list(dst.shape)}"
     where = f"  [{_short_source(node.source)}]" if node.source else ""
     return f"{node.name}: {what}{where}"
+
+
+def clamp_text(clamp) -> str:
+    if clamp is None:
+        return ""
+    lo, hi = clamp
+    if lo == 0.0 and hi == float("inf"):
+        return " + ReLU"
+    if (lo, hi) == (0.0, 6.0):
+        return " + ReLU6"
+    return f" + clamp({lo:g}, {hi:g})"
 
 
 def _short_source(source: str) -> str:

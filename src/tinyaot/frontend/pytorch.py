@@ -12,6 +12,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, Tensor
+from tinyaot.ir.ops import RELU
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
@@ -89,7 +90,7 @@ def _linear(b: _Builder, n) -> None:
 
 
 def _relu(b: _Builder, n) -> None:
-    b.node("relu", n, [_arg(b, n.args[0])])
+    b.node("relu", n, [_arg(b, n.args[0])], {"clamp": RELU})
 
 
 def _reshape(b: _Builder, n) -> None:

@@ -1,4 +1,7 @@
-"""Fold a ReLU into the op that produces its input, so int8 needs no separate clamp pass."""
+"""Fold a ReLU/ReLU6/clamp into the op that produces its input, so int8 needs no separate pass.
+
+A standalone activation is a `relu` node with a `clamp` attribute (see ir/ops.py).
+"""
 from __future__ import annotations
 
 from tinyaot.ir import Graph
@@ -13,9 +16,9 @@ def fuse_activations(g: Graph) -> Graph:
         producer = g.producer(src)
         if producer is None or producer.op not in FUSABLE_PRODUCERS:
             continue
-        if producer.attrs.get("activation") or len(g.consumers(src)) != 1 or src in g.outputs:
+        if producer.attrs.get("clamp") or len(g.consumers(src)) != 1 or src in g.outputs:
             continue
-        producer.attrs["activation"] = act.op
+        producer.attrs["clamp"] = act.attrs["clamp"]
         _rename_uses(g, act.outputs[0], src)
         g.nodes.remove(act)
     g.prune()

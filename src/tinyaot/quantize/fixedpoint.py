@@ -83,3 +83,17 @@ def _wrap_i32(x: np.ndarray) -> np.ndarray:
 
 def wrap_i32(x) -> np.ndarray:
     return _wrap_i32(_as_i64(x))
+
+
+def activation_range(clamp, scale: float, zero_point: int, qmin: int = -128, qmax: int = 127) -> tuple[int, int]:
+    """Integer clamp bounds of a fused activation, as TFLite's CalculateActivationRangeQuantized.
+
+    `clamp` is None or (lo, hi) in real units; the real bounds are quantized in float32 like TFLite.
+    """
+    if clamp is None:
+        return qmin, qmax
+    lo, hi = clamp
+    s = np.float32(scale)
+    act_min = qmin if lo == -math.inf else max(qmin, zero_point + _round_half_away(float(np.float32(lo) / s)))
+    act_max = qmax if hi == math.inf else min(qmax, zero_point + _round_half_away(float(np.float32(hi) / s)))
+    return int(act_min), int(act_max)

@@ -15,14 +15,14 @@ def _fully_connected(node: Node, args: list[np.ndarray]) -> np.ndarray:
 
 
 def _activation(node: Node, y: np.ndarray) -> np.ndarray:
-    act = node.attrs.get("activation")
-    if act == "relu":
-        return np.maximum(y, 0.0)
-    return y
+    clamp = node.attrs.get("clamp")
+    if clamp is None:
+        return y
+    return np.clip(y, clamp[0], clamp[1])
 
 
 def _relu(node: Node, args: list[np.ndarray]) -> np.ndarray:
-    return np.maximum(args[0], 0.0)
+    return _activation(node, args[0])
 
 
 def _reshape(node: Node, args: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:

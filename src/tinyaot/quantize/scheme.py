@@ -20,7 +20,7 @@ def activation_qparams(lo: float, hi: float, qmin: int = INT8_MIN, qmax: int = I
     lo, hi = min(lo, 0.0), max(hi, 0.0)
     if hi == lo:
         return QParams.per_tensor(1.0, 0 if qmin < 0 else qmin)
-    scale = (hi - lo) / (qmax - qmin)
+    scale = float(np.float32((hi - lo) / (qmax - qmin)))  # a .tflite stores float32 scales
     zero_point = int(np.clip(round_half_away(qmin - lo / scale), qmin, qmax))
     return QParams.per_tensor(scale, zero_point)
 
@@ -30,7 +30,7 @@ def quantize_weights_per_channel(w: np.ndarray, axis: int = 0) -> tuple[np.ndarr
     w = np.asarray(w, dtype=np.float64)
     reduce_axes = tuple(i for i in range(w.ndim) if i != axis)
     max_abs = np.abs(w).max(axis=reduce_axes) if reduce_axes else np.abs(w)
-    scale = np.where(max_abs > 0, max_abs / 127.0, 1.0)
+    scale = np.where(max_abs > 0, max_abs / 127.0, 1.0).astype(np.float32).astype(np.float64)
     bshape = [1] * w.ndim
     bshape[axis] = -1
     q = np.clip(round_half_away(w / scale.reshape(bshape)), -127, 127).astype(np.int8)
@@ -40,7 +40,7 @@ def quantize_weights_per_channel(w: np.ndarray, axis: int = 0) -> tuple[np.ndarr
 
 def quantize_bias(b: np.ndarray, input_scale: float, weight_scales: np.ndarray) -> tuple[np.ndarray, QParams]:
     """int32 bias with scale input_scale * weight_scale[c], zero point 0."""
-    scale = input_scale * np.asarray(weight_scales, dtype=np.float64)
+    scale = (input_scale * np.asarray(weight_scales, dtype=np.float64)).astype(np.float32).astype(np.float64)
     q = np.clip(round_half_away(np.asarray(b, np.float64) / scale), INT32_MIN, INT32_MAX)
     return q.astype(np.int32), QParams(tuple(float(s) for s in scale), (0,) * len(scale), axis=0)
 

@@ -13,6 +13,7 @@ import numpy as np
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
 from tinyaot.quantize.fixedpoint import (
+    activation_range,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     wrap_i32,
@@ -40,22 +41,12 @@ class FullyConnectedParams:
         return (self.bias.astype(np.int64) + self.input_offset * kernel_sum).astype(np.int64)
 
 
-def activation_range(activation: str | None, out_scale: float, out_zp: int) -> tuple[int, int]:
-    """Clamp bounds of a fused activation in the output's integer domain, as TFLite computes them."""
-    lo, hi = -128, 127
-    if activation == "relu":
-        lo = max(lo, out_zp)
-    elif activation is not None:
-        raise ModelError(f"unknown fused activation {activation!r}")
-    return lo, hi
-
-
 def prepare(node: Node, g: Graph) -> FullyConnectedParams:
     x, w, b = (g.tensor(n) for n in node.inputs)
     y = g.tensor(node.outputs[0])
     in_scale, out_scale = x.qparams.scale[0], y.qparams.scale[0]
     pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in w.qparams.scale]
-    act_min, act_max = activation_range(node.attrs.get("activation"), out_scale, y.qparams.zero_point[0])
+    act_min, act_max = activation_range(node.attrs.get("clamp"), out_scale, y.qparams.zero_point[0])
     out_features, in_features = w.shape
     params = FullyConnectedParams(
         weights=w.data,
