@@ -123,10 +123,35 @@ def supported_ops() -> list[str]:
     return sorted(CONVERTERS)
 
 
+def _layer_type(fx_node) -> str:
+    stack = fx_node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    t = list(stack.values())[-1][1]
+    name = t.__name__ if isinstance(t, type) else str(t).rsplit(".", 1)[-1].strip("'>")
+    return f" ({name})"
+
+
+# Layers with state or control flow that have no integer kernel; caught before export for a clear message.
+UNSUPPORTED_MODULES = ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "Transformer",
+                       "TransformerEncoderLayer", "TransformerDecoderLayer", "Embedding", "EmbeddingBag")
+
+
+def check_modules(model) -> None:
+    for path, module in model.named_modules():
+        kind = type(module).__name__
+        if kind in UNSUPPORTED_MODULES:
+            raise UnsupportedOpError(
+                f"layer '{path}' is an nn.{kind}, which tinyaot cannot compile to integer kernels "
+                f"(recurrent/attention/embedding layers are not supported). Supported PyTorch ops: "
+                f"{', '.join(supported_ops())}."
+            )
+
+
 def _unsupported(n) -> UnsupportedOpError:
     where = source_location(n) or "(no source location recorded)"
     return UnsupportedOpError(
-        f"unsupported operation {n.target} in layer '{_layer_name(n)}' at {where}.\n"
+        f"unsupported operation {n.target} in layer '{_layer_name(n)}'{_layer_type(n)} at {where}.\n"
         f"tinyaot never falls back to float. Supported PyTorch ops: {', '.join(supported_ops())}.\n"
         "Rewrite the layer with supported ops, or open an issue asking for this one."
     )
@@ -145,6 +170,15 @@ def _export(model, example_input):
     model = model.eval()
     try:
         with torch.no_grad():
+            model(example_input)
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelError(
+            f"the model does not run on an example input of shape {tuple(example_input.shape)}: {first}. "
+            "Pass an example input (batch size 1) shaped like the data the model was built for."
+        ) from None
+    try:
+        with torch.no_grad():
             return torch.export.export(model, (example_input,)), example_input
     except Exception as exc:  # torch.export's own errors are long; keep the first lines
         first = "\n".join(str(exc).splitlines()[:6])
@@ -153,6 +187,7 @@ def _export(model, example_input):
 
 def from_torch(model, example_input) -> Graph:
     """Export `model` with torch.export and translate it to a float Graph."""
+    check_modules(model)
     ep, example = _export(model, example_input)
     params = {**dict(ep.named_parameters()), **dict(ep.named_buffers())}
     params.update(getattr(ep, "constants", {}) or {})

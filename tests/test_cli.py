@@ -1,0 +1,120 @@
+"""The command line, as a firmware team's CI would call it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from conftest import have_m33, needs_host
+
+TINYAOT = [sys.executable, "-m", "tinyaot"]
+
+
+def _run(args, cwd, check=True):
+    env = dict(os.environ, COLUMNS="120")
+    proc = subprocess.run(TINYAOT + args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    (d / "net.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+
+        def build():
+            torch.manual_seed(3)
+            return nn.Sequential(nn.Flatten(), nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
+
+        instance = build()
+        not_a_model = 42
+    """))
+    rng = np.random.default_rng(0)
+    np.save(d / "cal.npy", rng.normal(size=(64, 3, 4)).astype(np.float32))
+    np.save(d / "x_float.npy", rng.normal(size=(5, 3, 4)).astype(np.float32))
+    np.save(d / "x_int8.npy", rng.integers(-128, 128, size=(5, 3, 4)).astype(np.int8))
+    return d
+
+
+MODEL_ARGS = ["net.py:build", "--calibration", "cal.npy", "--name", "net"]
+
+
+def test_compile_writes_c_and_reports_json(model_dir):
+    out = _run(["compile", *MODEL_ARGS, "-o", "gen", "--json"], model_dir)
+    info = json.loads(out.stdout)
+    assert info["lower_bound_bytes"] == 12 + 9 and info["arena_bytes"] < 21 + 4
+    assert info["input"]["shape"] == [1, 3, 4] and info["input"]["dtype"] == "int8"
+    assert {p.name for p in (model_dir / "gen").iterdir()} >= {"net.c", "net.h", "fully_connected_s8.c"}
+
+
+def test_compile_human_output(model_dir):
+    out = _run(["compile", "net.py:instance", "--calibration", "cal.npy", "--name", "net2", "-o", "gen2"], model_dir)
+    assert "arena" in out.stdout and "lower bound" in out.stdout
+
+
+@needs_host
+def test_run_int8_and_float_inputs(model_dir):
+    a = json.loads(_run(["run", *MODEL_ARGS, "--input", "x_int8.npy", "--engine", "host", "--json"], model_dir).stdout)
+    b = json.loads(_run(["run", *MODEL_ARGS, "--input", "x_int8.npy", "--json"], model_dir).stdout)
+    assert a["output"] == b["output"] and len(a["output"]) == 5
+    assert all(isinstance(v, int) for v in a["output"][0])
+    f = json.loads(_run(["run", *MODEL_ARGS, "--input", "x_float.npy", "--json", "-o", "y.npy"], model_dir).stdout)
+    assert isinstance(f["output"][0][0], float)
+    assert np.load(model_dir / "y.npy").shape == (5, 4)
+
+
+def test_report_json_and_text(model_dir):
+    rep = json.loads(_run(["report", *MODEL_ARGS, "--json"], model_dir).stdout)
+    assert rep["lower_bound_bytes"] == 21 and 21 <= rep["arena_bytes"] < 21 + 4  # at most alignment padding
+    assert [t["name"] for t in rep["tensors"]][0] == "input"
+    text = _run(["report", *MODEL_ARGS], model_dir).stdout
+    assert "lower bound" in text and "input" in text
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["compile", "net.py:build", "--name", "x"], "needs --calibration"),
+    (["compile", "net.py:not_a_model", "--calibration", "cal.npy"], "not a torch.nn.Module"),
+    (["compile", "missing.py:m", "--calibration", "cal.npy"], "does not exist"),
+    (["compile", "net.py", "--calibration", "cal.npy"], "path/to/file.py:name"),
+    (["compile", "net.py:build", "--calibration", "nope.npy"], "does not exist"),
+    (["compile", "net.py:build", "--calibration", "cal.npy", "--input-shape", "1,5"], "shape"),
+])
+def test_clear_errors_without_tracebacks(model_dir, args, expect):
+    proc = _run(args, model_dir, check=False)
+    assert proc.returncode == 2
+    assert expect in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@needs_host
+@pytest.mark.slow
+def test_demo_json_all_engines_correct(tmp_path):
+    proc = _run(["demo", "--json", "--out", str(tmp_path / "demo")], tmp_path)
+    d = json.loads(proc.stdout)
+    assert d["all_correct"] is True
+    assert d["arena_bytes"] <= 816 and d["lower_bound_bytes"] == 816
+    assert d["float_arena_bytes"] == 4 * 816
+    engines = set(d["predictions"])
+    assert {"float PyTorch", "reference", "host C"} <= engines
+    for preds in d["predictions"].values():
+        assert preds == [0, 1, 4, 7]
+    if have_m33():
+        assert "Cortex-M33" in engines and d["instructions"] > 25_000 and d["stack_bytes"] > 0
+    assert d["code_bytes"] is None or d["flash_bytes"] == d["constant_bytes"] + d["code_bytes"]
+    assert (tmp_path / "demo" / "c" / "mnist.c").exists()
+    assert json.loads((tmp_path / "demo" / "report.json").read_text())["demo"]["arena_bytes"] == d["arena_bytes"]
+    assert "lower bound" in (tmp_path / "demo" / "report.txt").read_text()
+
+
+@needs_host
+def test_demo_table(tmp_path):
+    proc = _run(["demo", "--no-m33", "--out", str(tmp_path / "demo")], tmp_path)
+    assert "predicted digit per engine" in proc.stdout
+    assert "816 B" in proc.stdout and "3,264 B" in proc.stdout

@@ -1,0 +1,118 @@
+"""Bad input gets a clear message that says what is wrong and what to do."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+from conftest import make_mlp, needs_host
+
+import tinyaot
+from tinyaot.errors import ArenaTooSmallError, CalibrationError, ModelError, UnsupportedOpError
+
+
+class WithLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.lstm = nn.LSTM(8, 4, batch_first=True)
+
+    def forward(self, x):
+        y, _ = self.lstm(self.fc(x))
+        return y
+
+
+class WithSort(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x):
+        return torch.sort(self.fc(x), dim=-1).values  # tinyaot has no sort
+
+
+def test_unsupported_op_names_op_location_and_supported_list():
+    with pytest.raises(UnsupportedOpError) as exc:
+        tinyaot.compile(WithSort(), torch.zeros(1, 6), calibration=torch.randn(10, 6))
+    msg = str(exc.value)
+    assert "aten.sort" in msg
+    assert "test_errors.py:" in msg and "torch.sort(self.fc(x)" in msg  # where in the user's code
+    assert "aten.linear.default" in msg  # the supported list
+    assert "never falls back to float" in msg
+
+
+def test_unsupported_layer_lstm_is_named():
+    with pytest.raises((UnsupportedOpError, ModelError)) as exc:
+        tinyaot.compile(WithLSTM(), torch.zeros(1, 3, 8), calibration=torch.randn(10, 3, 8))
+    assert "'lstm' is an nn.LSTM" in str(exc.value)
+
+
+@pytest.mark.parametrize("bad_shape", [(10, 5), (10, 7, 1), (4,)])
+def test_calibration_of_wrong_shape(bad_shape):
+    model = make_mlp([6, 4], False, 0)
+    with pytest.raises(CalibrationError) as exc:
+        tinyaot.compile(model, torch.zeros(1, 6), calibration=np.zeros(bad_shape, np.float32))
+    msg = str(exc.value)
+    assert "shape" in msg and "(6,)" in msg
+
+
+def test_calibration_batches_from_an_iterable_are_accepted_and_checked():
+    model = make_mlp([6, 4], True, 0)
+    batches = [torch.randn(8, 6) for _ in range(3)]
+    cm = tinyaot.compile(model, torch.zeros(1, 6), calibration=batches)
+    assert cm.calibration_size == 24
+    with pytest.raises(CalibrationError, match="batch 1 has shape"):
+        tinyaot.compile(model, torch.zeros(1, 6), calibration=[torch.randn(8, 6), torch.randn(8, 5)])
+
+
+def test_missing_calibration():
+    with pytest.raises(CalibrationError, match="needs calibration samples"):
+        tinyaot.compile(make_mlp([6, 4], False, 0), torch.zeros(1, 6))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_calibration(bad):
+    cal = np.random.default_rng(0).normal(size=(20, 6)).astype(np.float32)
+    cal[3, 2] = bad
+    with pytest.raises(CalibrationError) as exc:
+        tinyaot.compile(make_mlp([6, 4], False, 0), torch.zeros(1, 6), calibration=cal)
+    assert "NaN/Inf" in str(exc.value) and "(3, 2)" in str(exc.value)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_weights(bad):
+    model = make_mlp([6, 5, 4], True, 0)
+    with torch.no_grad():
+        model[2].weight[1, 3] = bad
+    with pytest.raises(ModelError) as exc:
+        tinyaot.compile(model, torch.zeros(1, 6), calibration=torch.randn(10, 6))
+    msg = str(exc.value)
+    assert "2_weight" in msg and "non-finite" in msg and "(1, 3)" in msg
+
+
+@needs_host
+@pytest.mark.host
+def test_caller_arena_too_small_is_refused():
+    cm = tinyaot.compile(make_mlp([40, 17, 3], True, 1), torch.zeros(1, 40), calibration=torch.randn(50, 40))
+    x = np.zeros((1, 40), np.int8)
+    with pytest.raises(ArenaTooSmallError) as exc:
+        cm.run(x, engine="host", arena_bytes=cm.arena_bytes - 1)
+    assert f"needs {cm.arena_bytes} bytes" in str(exc.value)
+    assert "ARENA_SIZE" in str(exc.value)
+    # exactly the planned size works and gives the reference answer
+    np.testing.assert_array_equal(cm.run(x, engine="host", arena_bytes=cm.arena_bytes), cm.run(x))
+
+
+def test_run_rejects_float_input_and_wrong_shape():
+    cm = tinyaot.compile(make_mlp([6, 4], False, 0), torch.zeros(1, 6), calibration=torch.randn(10, 6))
+    with pytest.raises(ModelError, match="run_float"):
+        cm.run(np.full((1, 6), 0.5))
+    with pytest.raises(ModelError, match="does not fit"):
+        cm.run(np.zeros((1, 7), np.int8))
+    with pytest.raises(ModelError, match="unknown engine"):
+        cm.run(np.zeros((1, 6), np.int8), engine="gpu")
+
+
+def test_bad_model_name():
+    with pytest.raises(ModelError, match="C identifier"):
+        tinyaot.compile(make_mlp([6, 4], False, 0), torch.zeros(1, 6), calibration=torch.randn(10, 6), name="my-model")
