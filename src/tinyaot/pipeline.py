@@ -7,7 +7,7 @@ from tinyaot.errors import CalibrationError, ModelError
 from tinyaot.ir import Graph
 from tinyaot.model import CompiledModel
 from tinyaot.passes.fuse_activations import fuse_activations
-from tinyaot.plan import buffers_of, plan_memory
+from tinyaot.plan import plan_graph
 from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
 from tinyaot.quantize.lower import lower_to_int8
 
@@ -28,7 +28,8 @@ def import_float_model(model, example_input) -> Graph:
 
 
 def plan(g: Graph, alignment: int = 4):
-    return plan_memory(buffers_of(g), len(g.nodes), alignment=alignment)
+    """Memory-aware op order (reorders g.nodes), overlaps, placement; every plan verified."""
+    return plan_graph(g, alignment=alignment)
 
 
 def compile_model(model, example_input=None, *, calibration=None, name: str = "model",

@@ -1,6 +1,30 @@
-"""Static memory planning: lifetimes over the schedule, placement in one arena, verification."""
+"""Static memory planning: op order, lifetimes over the schedule, placement in one arena, verification."""
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
+from tinyaot.plan.overlap import Overlap, OverlapRule, buffer_overlaps, overlap_rules
 from tinyaot.plan.planner import MemoryPlan, plan_memory
 from tinyaot.plan.verify import verify_plan
 
-__all__ = ["Buffer", "MemoryPlan", "buffers_of", "lower_bound", "plan_memory", "verify_plan"]
+__all__ = [
+    "Buffer",
+    "MemoryPlan",
+    "Overlap",
+    "OverlapRule",
+    "buffer_overlaps",
+    "buffers_of",
+    "lower_bound",
+    "overlap_rules",
+    "plan_graph",
+    "plan_memory",
+    "verify_plan",
+]
+
+
+def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True) -> MemoryPlan:
+    """Schedule (reorders g.nodes when that lowers the peak), find the allowed overlaps, place, verify."""
+    from tinyaot.plan.schedule import schedule
+
+    if reorder:
+        schedule(g)
+    buffers = buffers_of(g)
+    return plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=buffer_overlaps(g, buffers),
+                       exact=exact)

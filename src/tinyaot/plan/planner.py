@@ -1,11 +1,18 @@
-"""Placement heuristics. Each places buffers first-fit in some order; the smallest arena wins."""
+"""Placement: greedy first-fit heuristics plus an exact CP-SAT solver for small graphs; the smallest arena wins.
+
+Every candidate plan passes the independent verifier (plan/verify.py) before it can win.
+"""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from tinyaot.plan.lifetimes import Buffer, lower_bound
+from tinyaot.plan.overlap import Overlap
 from tinyaot.plan.verify import verify_plan
+
+EXACT_MAX_BUFFERS = 48  # above this the CP-SAT model is not worth its time: the heuristics decide
+EXACT_TIME_LIMIT = 2.0  # CP-SAT deterministic time units (about seconds), so plans are reproducible
 
 
 @dataclass(frozen=True)
@@ -13,10 +20,12 @@ class MemoryPlan:
     buffers: tuple[Buffer, ...]
     offsets: dict[str, int]  # buffer name -> arena offset
     arena_bytes: int
-    lower_bound: int
+    lower_bound: int  # layer-by-layer bound: live bytes at the busiest step, no overlap
     alignment: int
     planner: str
     n_steps: int
+    overlaps: tuple[Overlap, ...] = ()  # in-place / partial overlaps the plan may use
+    candidates: tuple[tuple[str, int], ...] = ()  # (planner, arena bytes) of every plan tried
 
     def buffer_of(self, tensor: str) -> Buffer:
         for b in self.buffers:
@@ -27,24 +36,55 @@ class MemoryPlan:
     def offset_of(self, tensor: str) -> int:
         return self.offsets[self.buffer_of(tensor).name]
 
+    def shares_bytes(self, ov: Overlap) -> bool:
+        """Whether the plan actually placed this overlap's output over its input."""
+        a, b = self.buffer_of_name(ov.input), self.buffer_of_name(ov.output)
+        oa, ob = self.offsets[a.name], self.offsets[b.name]
+        return oa < ob + b.nbytes and ob < oa + a.nbytes and a.nbytes > 0 and b.nbytes > 0
+
+    def buffer_of_name(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
 
 def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def first_fit(order: list[Buffer], alignment: int) -> dict[str, int]:
-    """Place each buffer at the lowest aligned offset that clears every time-overlapping placed one."""
+def _rules(overlaps) -> dict[tuple[str, str], int]:
+    return {(o.input, o.output): o.distance for o in overlaps}
+
+
+def first_fit(order: list[Buffer], alignment: int, overlaps=()) -> dict[str, int]:
+    """Place each buffer at the lowest aligned offset that clears every time-overlapping placed one,
+    letting an output sit over a dying input where an overlap rule allows it."""
+    rules = _rules(overlaps)
     placed: list[tuple[Buffer, int]] = []
     offsets: dict[str, int] = {}
     for buf in order:
-        busy = sorted((off, off + b.nbytes) for b, off in placed if b.overlaps_in_time(buf) and b.nbytes)
-        candidate = 0
-        for start, end in busy:
-            if candidate + buf.nbytes <= start:
+        forbidden = []  # offsets x in [lo, hi) collide with a placed buffer
+        for p, off in placed:
+            if not p.overlaps_in_time(buf) or not p.nbytes or not buf.nbytes:
+                continue
+            lo, hi = off - buf.nbytes + 1, off + p.nbytes
+            d = rules.get((p.name, buf.name))  # buf is the output: allowed at x <= off - d
+            if d is not None:
+                lo = max(lo, off - d + 1)
+            d = rules.get((buf.name, p.name))  # buf is the input: allowed at x >= off + d
+            if d is not None:
+                hi = min(hi, off + d)
+            if lo < hi:
+                forbidden.append((lo, hi))
+        x = 0
+        for lo, hi in sorted(forbidden):
+            if x < lo:
                 break
-            candidate = max(candidate, _align(end, alignment))
-        offsets[buf.name] = candidate
-        placed.append((buf, candidate))
+            if x < hi:
+                x = _align(hi, alignment)
+        offsets[buf.name] = x
+        placed.append((buf, x))
     return offsets
 
 
@@ -53,21 +93,45 @@ ORDERS: dict[str, Callable[[Buffer], tuple]] = {
     "greedy-by-first-use": lambda b: (b.first, -b.nbytes, b.name),
     "greedy-by-lifetime": lambda b: (-(b.last - b.first), -b.nbytes, b.name),
     "greedy-by-area": lambda b: (-(b.last - b.first + 1) * b.nbytes, b.name),
+    # outputs before the inputs they overlap: leaves room below an input for a partial-overlap output
+    "greedy-by-size-latest-first": lambda b: (-b.nbytes, -b.first, b.name),
 }
 
 
-def plan_memory(buffers: list[Buffer], n_steps: int, alignment: int = 4) -> MemoryPlan:
+def _arena(buffers, offsets, alignment) -> int:
+    return _align(max((offsets[b.name] + b.nbytes for b in buffers), default=0), alignment)
+
+
+def plan_memory(buffers: list[Buffer], n_steps: int, alignment: int = 4, overlaps=(), exact: bool = True,
+                time_limit: float = EXACT_TIME_LIMIT) -> MemoryPlan:
+    """Try every heuristic, then (small graphs) the exact solver; return the smallest verified plan."""
     if alignment < 1 or alignment & (alignment - 1):
         raise ValueError(f"alignment must be a power of two, got {alignment}")
+    overlaps = tuple(overlaps)
     bound = lower_bound(buffers, n_steps)
-    best: MemoryPlan | None = None
-    for name, key in ORDERS.items():
-        offsets = first_fit(sorted(buffers, key=key), alignment)
-        arena = max((offsets[b.name] + b.nbytes for b in buffers), default=0)
-        arena = _align(arena, alignment)
-        plan = MemoryPlan(tuple(buffers), offsets, arena, bound, alignment, name, n_steps)
+    plans: list[MemoryPlan] = []
+
+    def add(name: str, offsets: dict[str, int]) -> None:
+        plan = MemoryPlan(tuple(buffers), offsets, _arena(buffers, offsets, alignment), bound, alignment, name,
+                          n_steps, overlaps)
         verify_plan(plan)
-        if best is None or plan.arena_bytes < best.arena_bytes:
-            best = plan
-    assert best is not None
-    return best
+        plans.append(plan)
+
+    for name, key in ORDERS.items():
+        add(name, first_fit(sorted(buffers, key=key), alignment, overlaps))
+    best = min(plans, key=lambda p: p.arena_bytes)
+    aligned_bound = _align(bound, alignment)
+    sized = [b for b in buffers if b.nbytes]
+    if exact and len(sized) <= EXACT_MAX_BUFFERS and (best.arena_bytes > aligned_bound or overlaps):
+        from tinyaot.plan.exact import solve_exact
+
+        solved = solve_exact(buffers, alignment, overlaps, best.arena_bytes, time_limit)
+        if solved is not None:
+            offsets, optimal = solved
+            add("cp-sat (optimal)" if optimal else "cp-sat", offsets)
+    best = min(plans, key=lambda p: p.arena_bytes)  # first wins ties: heuristics before the solver
+    tried = tuple((p.planner, p.arena_bytes) for p in plans)
+    chosen = MemoryPlan(best.buffers, best.offsets, best.arena_bytes, bound, alignment, best.planner, n_steps,
+                        overlaps, tried)
+    verify_plan(chosen)
+    return chosen

@@ -5,8 +5,11 @@ from tinyaot.errors import PlanError
 
 
 def verify_plan(plan) -> None:
-    """Raise PlanError if two buffers live at the same step share a byte, or anything is misplaced."""
+    """Raise PlanError if two buffers live at the same step share a byte without a rule that allows it
+    (and whose distance the placement keeps), or if anything is misplaced or misaligned."""
     problems = []
+    if plan.arena_bytes % plan.alignment:
+        problems.append(f"arena of {plan.arena_bytes} B is not a multiple of the alignment {plan.alignment}")
     for b in plan.buffers:
         off = plan.offsets.get(b.name)
         if off is None:
@@ -16,16 +19,43 @@ def verify_plan(plan) -> None:
             problems.append(f"buffer {b.name} at offset {off} is not {plan.alignment}-byte aligned")
         if off < 0 or off + b.nbytes > plan.arena_bytes:
             problems.append(f"buffer {b.name} [{off}, {off + b.nbytes}) is outside the arena of {plan.arena_bytes} B")
+    if problems:
+        raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
+    rules = {}
+    for ov in getattr(plan, "overlaps", ()):
+        rules[(ov.input, ov.output)] = ov
     bufs = list(plan.buffers)
     for i, a in enumerate(bufs):
         for b in bufs[i + 1 :]:
-            if not (a.first <= b.last and b.first <= a.last):
+            if not (a.first <= b.last and b.first <= a.last) or not a.nbytes or not b.nbytes:
                 continue
             oa, ob = plan.offsets[a.name], plan.offsets[b.name]
-            if oa < ob + b.nbytes and ob < oa + a.nbytes and a.nbytes and b.nbytes:
-                problems.append(
-                    f"{a.name} [{oa}, {oa + a.nbytes}) steps {a.first}-{a.last} overlaps "
-                    f"{b.name} [{ob}, {ob + b.nbytes}) steps {b.first}-{b.last}"
-                )
+            if not (oa < ob + b.nbytes and ob < oa + a.nbytes):
+                continue
+            ov = rules.get((a.name, b.name))
+            src, dst = (a, b) if ov is not None else (b, a)
+            ov = ov or rules.get((b.name, a.name))
+            if ov is not None:
+                why = _rule_broken(ov, src, dst, plan.offsets[src.name], plan.offsets[dst.name])
+                if why is None:
+                    continue
+                problems.append(why)
+                continue
+            problems.append(
+                f"{a.name} [{oa}, {oa + a.nbytes}) steps {a.first}-{a.last} overlaps "
+                f"{b.name} [{ob}, {ob + b.nbytes}) steps {b.first}-{b.last}"
+            )
     if problems:
         raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
+
+
+def _rule_broken(ov, src, dst, o_src: int, o_dst: int) -> str | None:
+    """Why an overlap of output `dst` over input `src` is not allowed, or None if it is."""
+    if not (src.last == ov.step == dst.first):
+        return (f"{dst.name} (steps {dst.first}-{dst.last}) shares bytes with {src.name} (steps {src.first}-"
+                f"{src.last}) but an overlap is only allowed when the input dies where the output is born "
+                f"(rule at step {ov.step})")
+    if o_dst > o_src - ov.distance:
+        return (f"{dst.name} at offset {o_dst} sits over {src.name} at {o_src}: the rule at step {ov.step} "
+                f"needs offset({dst.name}) <= {o_src - ov.distance} (safe distance {ov.distance} B)")
+    return None

@@ -26,6 +26,11 @@ class Interpreter:
         self.plan = plan
         self.arena = np.zeros(plan.arena_bytes, dtype=np.uint8)
         self.params = {n.name: KERNELS[n.op][0](n, g) for n in g.nodes if n.op in KERNELS}
+        # step -> units: nodes whose output the plan put over a dying input are run in the C's write order
+        self.streamed: dict[int, int] = {}
+        for ov in getattr(plan, "overlaps", ()):
+            if plan.shares_bytes(ov):
+                self.streamed[ov.step] = max(self.streamed.get(ov.step, 1), ov.units)
 
     def view(self, tensor: str) -> np.ndarray:
         t = self.graph.tensor(tensor)
@@ -35,14 +40,26 @@ class Interpreter:
     def invoke(self, x: np.ndarray, trace: Callable[[Node, np.ndarray], None] | None = None) -> np.ndarray:
         g = self.graph
         self.view(g.inputs[0])[...] = np.asarray(x, dtype=np.int8).reshape(g.tensor(g.inputs[0]).shape)
-        for node in g.nodes:
+        for step, node in enumerate(g.nodes):
             if node.op not in VIEW_OPS:
-                args = [self.view(i) for i in node.inputs if not g.tensor(i).is_const]
-                y = KERNELS[node.op][1](*args, self.params[node.name])
-                self.view(node.outputs[0])[...] = y.reshape(g.tensor(node.outputs[0]).shape)
+                self._execute(step, node)
             if trace is not None:
                 trace(node, self.view(node.outputs[0]).copy())
         return self.view(g.outputs[0]).copy()
+
+    def _execute(self, step: int, node: Node) -> None:
+        """Run one node. An output placed over a dying input is written unit by unit (plan/overlap.py), each
+        unit recomputed from the arena as the C finds it then, so an unsafe overlap gives a wrong answer."""
+        g = self.graph
+        out = self.view(node.outputs[0])
+        units = self.streamed.get(step, 1)
+        flat = out.reshape(-1).view(np.uint8)
+        for u in range(units):
+            args = [self.view(i) for i in node.inputs if not g.tensor(i).is_const]
+            y = KERNELS[node.op][1](*args, self.params[node.name])
+            y_bytes = np.ascontiguousarray(y, dtype=out.dtype).reshape(-1).view(np.uint8)
+            lo, hi = u * flat.size // units, (u + 1) * flat.size // units
+            flat[lo:hi] = y_bytes[lo:hi]
 
     def run(self, xs: np.ndarray) -> np.ndarray:
         """Run a batch of samples one at a time (the C runs one sample per invoke)."""

@@ -85,13 +85,17 @@ class HostModel:
         if arena_bytes is None:
             status = self._init(None, 0)
         else:
-            self._arena_buf = (ctypes.c_uint64 * ((arena_bytes + 7) // 8 or 1))()
-            status = self._init(ctypes.addressof(self._arena_buf), arena_bytes)
+            self._arena_buf = (ctypes.c_uint8 * (arena_bytes + 64))()
+            base = ctypes.addressof(self._arena_buf)
+            status = self._init(base + (-base) % 64, arena_bytes)  # 64-aligned: any plan alignment fits
         if status == -1:
             raise ArenaTooSmallError(
                 f"arena of {arena_bytes} bytes is too small for model '{self.name}': it needs "
                 f"{self.arena_bytes} bytes ({self.name.upper()}_ARENA_SIZE in {self.name}.h)"
             )
+        if status == -2:
+            raise TinyAOTError(f"{self.name}_init: the arena's address is not aligned to "
+                               f"{self.name.upper()}_ARENA_ALIGNMENT ({self.name}.h); align the buffer")
         if status != 0:
             raise TinyAOTError(f"{self.name}_init failed with status {status}")
 

@@ -1,0 +1,116 @@
+"""In-place and partial overlap: which outputs may share bytes with an input that dies at their node.
+
+An op opts in by registering a function in OVERLAP_OPS that returns OverlapRules for a node. A rule
+(input, output, distance, units) says: at this node the output's bytes may intersect the input's
+bytes provided
+
+    offset(output) <= offset(input) - distance
+
+i.e. the output starts at least `distance` bytes below the input (a negative distance lets it start
+that many bytes above). The kernel streams forward through memory: it writes output unit u only
+after it has read every input byte that units < u need, so moving the output further down is always
+safe too. Typical distances, for a kernel that walks its output in order:
+
+- elementwise (add, mul, relu, lut, requantize, same shapes): 0 -- fully in place;
+- a streaming op whose output unit u needs input units >= u only: n_out - n_in + one input unit,
+  the "safe distance" of vMCU (e.g. 1x1 conv: max(in, out) + one input pixel in total).
+
+`streaming_distance` computes that number from the unit sizes. The planners honour the rule only
+when the input's last reader is this node and the input is not a graph output; the verifier
+re-checks both and the distance for every pair of buffers that share a byte. The reference
+interpreter writes such an output unit by unit, recomputing each unit from the arena as it is at
+that moment, so a rule that is wrong for the kernel at unit granularity gives a wrong answer.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tinyaot.ir import Graph, Node
+
+
+@dataclass(frozen=True)
+class OverlapRule:
+    input: str  # tensor name read by the node
+    output: str  # tensor name written by the node
+    distance: int  # offset(output) <= offset(input) - distance when the two share bytes
+    units: int  # the output is written in this many equal, consecutive chunks (C write order)
+
+
+def streaming_distance(n_in: int, n_out: int, units: int) -> int:
+    """Smallest safe distance for a kernel that writes output unit u (of `units`) after reading input unit u.
+
+    Writing unit u must not touch input units >= u: out + (u + 1) * n_out / units <= in + u * n_in / units
+    for every u; the worst case is the last unit.
+    """
+    if units < 1 or n_in % units or n_out % units:
+        raise ValueError(f"{n_in} and {n_out} bytes do not split into {units} units")
+    return n_out - n_in + n_in // units
+
+
+def elementwise_rules(node: Node, g: Graph) -> list[OverlapRule]:
+    """Same-shape, same-dtype elementwise inputs may be overwritten in place (distance 0), row by row."""
+    y = g.tensor(node.outputs[0])
+    rules = []
+    for name in dict.fromkeys(node.inputs):
+        x = g.tensor(name)
+        if x.is_const or x.shape != y.shape or x.itemsize != y.itemsize or y.nbytes == 0:
+            continue
+        rules.append(OverlapRule(name, y.name, 0, _rows(y.shape)))
+    return rules
+
+
+def _rows(shape: tuple[int, ...]) -> int:
+    """Units for emulation: one per row (every axis but the last), at least 2 when the tensor allows."""
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    if rows == 1 and shape:
+        rows = shape[-1]  # a [1, F] vector: element by element
+    return max(rows, 1)
+
+
+# op -> rule function. Other ops opt in with one line here (and the emulation comes for free).
+OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
+    "relu": elementwise_rules,
+    "add": elementwise_rules,
+    "mul": elementwise_rules,
+    "lut": elementwise_rules,
+    "quantize": elementwise_rules,
+}
+
+
+def overlap_rules(node: Node, g: Graph) -> list[OverlapRule]:
+    """The overlaps `node` allows between its inputs and outputs (empty for ops that have not opted in)."""
+    fn = OVERLAP_OPS.get(node.op)
+    return list(fn(node, g)) if fn is not None else []
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """A rule resolved to buffers: at `step`, buffer `output` may sit over buffer `input` (see OverlapRule)."""
+
+    input: str  # buffer name
+    output: str  # buffer name
+    step: int
+    distance: int
+    units: int
+
+
+def buffer_overlaps(g: Graph, buffers) -> tuple[Overlap, ...]:
+    """Every rule of every node whose preconditions hold in this schedule: the input's bytes die at the node
+    (no later reader, not a graph output) and the output's bytes are born there (not a view of older bytes)."""
+    by_tensor = {t: b for b in buffers for t in b.tensors}
+    out_bufs = {by_tensor[n].name for n in g.outputs if n in by_tensor}
+    found: dict[tuple[str, str], Overlap] = {}
+    for step, node in enumerate(g.nodes):
+        for rule in overlap_rules(node, g):
+            src, dst = by_tensor.get(rule.input), by_tensor.get(rule.output)
+            if src is None or dst is None or src.name == dst.name or src.name in out_bufs:
+                continue
+            if src.last != step or dst.first != step or dst.producer != node.name:
+                continue
+            key = (src.name, dst.name)
+            if key not in found or rule.distance > found[key].distance:
+                found[key] = Overlap(src.name, dst.name, step, rule.distance, rule.units)
+    return tuple(found.values())
