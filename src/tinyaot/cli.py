@@ -1,4 +1,4 @@
-"""Command line: tinyaot compile | run | report | demo."""
+"""Command line: tinyaot compile | run | report | export | demo."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +10,8 @@ import numpy as np
 
 from tinyaot import __version__
 from tinyaot.errors import TinyAOTError
+
+EXPORT_DEFAULT_INPUTS = 4  # test vectors a pico2 project embeds when no --input is given
 
 
 def _console(stderr: bool = False):
@@ -104,6 +106,39 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from tinyaot.errors import ModelError
+    from tinyaot.loader import load_array
+
+    cm = _compile_from_args(args)
+    out = Path(args.output or (f"out/{cm.name}_pico2" if args.target == "pico2" else f"out/{cm.name}"))
+    inputs = labels = None
+    note = ""
+    if args.target == "pico2":
+        if args.input:
+            inputs = load_array(args.input, "input")
+        elif args.calibration:
+            inputs = load_array(args.calibration, "calibration")[:EXPORT_DEFAULT_INPUTS]
+            note = f"test inputs: the first {len(inputs)} calibration samples (choose others with --input)"
+        labels = load_array(args.labels, "labels") if args.labels else None
+    elif args.input or args.labels:
+        raise ModelError("--input and --labels set the test vectors of --target pico2; "
+                         "--target c writes only the model")
+    files = cm.export(out, target=args.target, inputs=inputs, labels=labels)
+    if args.json:
+        print(json.dumps(_summary(cm) | {"target": args.target, "files": [str(f) for f in files]}, indent=2))
+        return 0
+    c = _console()
+    c.print(f"exported [bold]{cm.name}[/] for target {args.target}: arena {cm.arena_bytes:,} B, "
+            f"flash {cm.flash_bytes:,} B; wrote {len(files)} files to {out}/")
+    if note:
+        c.print(note)
+    if args.target == "pico2":
+        c.print(f"build it: cmake -S {out} -B {out}/build -DPICO_SDK_PATH=<Pico SDK> && make -C {out}/build "
+                "(see README.md there for flashing and serial output)")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from tinyaot.demo import demo_tables, run_demo
 
@@ -116,7 +151,7 @@ def cmd_demo(args) -> int:
             result = run_demo(Path(args.out), use_m33=not args.no_m33,
                               progress=lambda m: (status.update(m), console.print(f"[dim]-[/] {m}")))
         console.print(demo_tables(result))
-        console.print(f"C sources, report.txt and report.json written to {args.out}/")
+        console.print(f"C sources, report.txt, report.json and a Pico 2 project (pico2/) written to {args.out}/")
     return 0 if result.all_correct and not any(n.startswith("MISMATCH") for n in result.notes) else 1
 
 
@@ -141,6 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="memory plan, RAM and flash of a compiled model")
     _add_model_args(rep)
     rep.set_defaults(func=cmd_report)
+
+    e = sub.add_parser("export", help="write the model's C (--target c) or a Pico SDK project (--target pico2)")
+    _add_model_args(e)
+    e.add_argument("--target", default="c", choices=["c", "pico2"], help="c: the model's .c/.h and kernels; "
+                   "pico2: a Pico SDK project for the Raspberry Pi Pico 2 that runs test inputs (default c)")
+    e.add_argument("-o", "--output", help="output directory (default out/NAME, or out/NAME_pico2)")
+    e.add_argument("--input", help="pico2: .npy of test inputs to embed (int8 as is, float is quantized; "
+                   f"default: the first {EXPORT_DEFAULT_INPUTS} calibration samples)")
+    e.add_argument("--labels", help="pico2: .npy of the expected class of each test input")
+    e.set_defaults(func=cmd_export)
 
     d = sub.add_parser("demo", help="the Pico 2 MNIST demo done right (no arguments needed)")
     d.add_argument("--out", default="out/demo", help="where to write the C sources and the report")

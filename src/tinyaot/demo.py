@@ -95,6 +95,8 @@ def run_demo(out_dir: Path = Path("out/demo"), use_m33: bool = True, progress=No
         out_dir=str(out_dir),
     )
     _write_outputs(cm, result, Path(out_dir))
+    step("writing the Pico 2 project with the four digits as test inputs")
+    cm.export(Path(out_dir) / "pico2", target="pico2", inputs=x_q, labels=labels)
     return result
 
 

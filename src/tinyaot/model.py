@@ -93,10 +93,20 @@ class CompiledModel:
 
         return generate_c(self.graph, self.plan, self.name)
 
-    def export(self, directory, target: str = "c") -> list[Path]:
-        """Write the generated C (target "c") into `directory`; returns the files written."""
+    def export(self, directory, target: str = "c", inputs=None, labels=None) -> list[Path]:
+        """Write the generated C (target "c") or a Pico SDK project (target "pico2") into `directory`.
+
+        `inputs`/`labels` are the pico2 project's embedded test vectors and expected classes.
+        Returns the files written.
+        """
+        if target == "pico2":
+            from tinyaot.targets.pico2 import export_pico2
+
+            return export_pico2(self, directory, inputs=inputs, labels=labels)
         if target != "c":
-            raise ModelError(f"unknown export target {target!r}; available: 'c'")
+            raise ModelError(f"unknown export target {target!r}; available: 'c', 'pico2'")
+        if inputs is not None or labels is not None:
+            raise ModelError("inputs and labels are test vectors for target 'pico2'; target 'c' writes only the model")
         return self.c_sources.write(Path(directory))
 
     # ---- running --------------------------------------------------------------------------

@@ -162,6 +162,46 @@ def elf_sizes(elf: Path) -> tuple[int, int, int]:
     return text, data, bss
 
 
+def build_and_run_m33(
+    sources: list[Path],
+    build_dir: Path,
+    *,
+    include_dirs: tuple[Path, ...] = (),
+    cpu_flags: tuple[str, ...] | None = None,
+    c_flags: tuple[str, ...] = C_FLAGS,
+    elf_name: str = "app",
+    timeout: float = 120.0,
+) -> tuple[str, Path]:
+    """Build a program that brings its own main() with the harness's startup, console and bench code; run it.
+
+    For callers whose main() is not run_m33's (e.g. a board layer around app logic).  Sources see the
+    harness headers (console.h, bench.h, semihost.h).  `cpu_flags` defaults to run_m33's DSP build.
+    Returns what the guest printed and the ELF; raises M33BuildError / M33RunError as run_m33 does.
+    """
+    tc = find_m33_toolchain()
+    build = Path(build_dir).resolve()
+    obj = build / "obj"
+    if obj.exists():
+        shutil.rmtree(obj)
+    cpu = list(cpu_flags) if cpu_flags is not None else _cpu_flags(True)
+    base = [*cpu, *c_flags]
+    incs = [f"-I{Path(d).resolve()}" for d in include_dirs] + [f"-I{SUPPORT_DIR}"]
+    by_dir: dict[Path, list[Path]] = {}
+    for src in sources:  # one object dir per source dir keeps equal basenames apart
+        src = Path(src).resolve()
+        by_dir.setdefault(src.parent, []).append(src)
+    objects = [
+        *_compile(tc, [SUPPORT_DIR / s for s in SUPPORT_SOURCES], obj / "support",
+                  [*base, *SUPPORT_C_FLAGS, f"-I{SUPPORT_DIR}"]),
+    ]
+    for i, (_, group) in enumerate(sorted(by_dir.items())):
+        objects += _compile(tc, group, obj / f"src{i}", [*base, *incs])
+    elf = build / f"{elf_name}.elf"
+    _gcc(tc, [*cpu, *LINK_FLAGS, "-T", str(SUPPORT_DIR / LINKER_SCRIPT), f"-Wl,-Map={elf_name}.map",
+              *(str(o) for o in objects), "-o", elf.name], build)
+    return _run_qemu(tc, elf, timeout), elf
+
+
 # --- inputs and model checks -------------------------------------------------
 
 

@@ -1,0 +1,411 @@
+"""`--target pico2`: the Pico SDK project builds with the RP2350 flags, its app logic runs on the emulated
+Cortex-M33 with the reference's exact outputs, and its CMakeLists configures against a stand-in SDK."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import have_m33, needs_host, needs_m33
+
+import tinyaot
+from tinyaot.demo_model import build_seed_mlp, calibration_digits, demo_digits
+from tinyaot.errors import ModelError, TinyAOTError
+from tinyaot.targets.pico2 import (
+    RP2350_C_FLAGS,
+    RP2350_CPU_FLAGS,
+    RP2350_DEFINES,
+    Pico2ExportError,
+    export_pico2,
+    run_app_m33,
+)
+
+WARN = ("-Wall", "-Wextra", "-Werror")
+needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+
+
+@pytest.fixture(scope="module")
+def seed():
+    """The demo's model, its four digits (int8) and their labels."""
+    images, labels = demo_digits()
+    cm = tinyaot.compile(build_seed_mlp(), torch.from_numpy(images[:1]), calibration=calibration_digits(),
+                         name="mnist")
+    return cm, cm.quantize_input(images), labels
+
+
+@pytest.fixture(scope="module")
+def project(seed, tmp_path_factory):
+    cm, x_q, labels = seed
+    out = tmp_path_factory.mktemp("pico2") / "proj"
+    files = cm.export(out, target="pico2", inputs=x_q, labels=labels)
+    return out, files
+
+
+def _vectors(project_dir: Path) -> tuple[np.ndarray, list[int]]:
+    """Read the embedded inputs and labels back out of test_vectors.c."""
+    text = re.sub(r"/\*.*?\*/", "", (project_dir / "test_vectors.c").read_text(), flags=re.DOTALL)
+    inputs = text.split("app_inputs[APP_N_INPUTS]")[1].split("};")[0].split("=", 1)[1]
+    labels = text.split("app_labels[APP_N_INPUTS] =")[1].split("};")[0]
+    rows = [[int(v) for v in re.findall(r"-?\d+", row)] for row in re.findall(r"\{([^{}]*)\}", inputs)]
+    return np.array(rows, dtype=np.int8), [int(v) for v in re.findall(r"-?\d+", labels)]
+
+
+# --- the written project (pure Python) ------------------------------------------------------------
+
+
+def test_project_layout_and_cmake_order(project, seed):
+    cm, _, _ = seed
+    out, files = project
+    names = {str(f.relative_to(out)) for f in files}
+    assert {"CMakeLists.txt", "pico_sdk_import.cmake", "main.c", "app.c", "app.h", "test_vectors.c",
+            "test_vectors.h", "README.md", "model/mnist.c", "model/mnist.h", "model/fully_connected_s8.c"} <= names
+    assert all(f.is_file() for f in files)
+    cmake = (out / "CMakeLists.txt").read_text()
+    order = [cmake.index(s) for s in ("set(PICO_BOARD pico2", "include(pico_sdk_import.cmake)",
+                                      "project(mnist_pico2 C CXX ASM)", "pico_sdk_init()",
+                                      "add_executable(mnist_pico2", "pico_add_extra_outputs(mnist_pico2)")]
+    assert order == sorted(order)
+    for line in ("pico_enable_stdio_usb(mnist_pico2 1)", "pico_enable_stdio_uart(mnist_pico2 1)",
+                 "target_link_libraries(mnist_pico2 pico_stdlib)"):
+        assert line in cmake
+    sources = cmake.split("add_executable(mnist_pico2")[1].split(")")[0].split()
+    assert sorted(sources) == sorted(["main.c", "app.c", "test_vectors.c"]
+                                     + [f"model/{c}" for c in cm.c_sources.c_files])
+    # The arena is the plan's, in the model header; nothing in the board files sizes memory by hand.
+    assert f"#define MNIST_ARENA_SIZE {cm.arena_bytes}\n" in (out / "model/mnist.h").read_text()
+    for f in ("main.c", "app.c"):
+        code = re.sub(r"/\*.*?\*/", "", (out / f).read_text(), flags=re.DOTALL)
+        assert not re.search(r"\b(malloc|float|double)\b", code), f
+    assert "mnist_init(NULL, MNIST_ARENA_SIZE)" in (out / "app.c").read_text()
+    assert "time_us_64()" in (out / "main.c").read_text() and "stdio_init_all()" in (out / "main.c").read_text()
+
+
+def test_export_is_deterministic_and_embeds_the_inputs(project, seed, tmp_path):
+    cm, x_q, labels = seed
+    out, files = project
+    again = cm.export(tmp_path / "again", target="pico2", inputs=x_q, labels=labels)
+    assert [f.relative_to(tmp_path / "again") for f in again] == [f.relative_to(out) for f in files]
+    for a, b in zip(again, files):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    inputs, got_labels = _vectors(out)
+    np.testing.assert_array_equal(inputs, x_q.reshape(len(x_q), -1))
+    assert got_labels == [0, 1, 4, 7] == labels.tolist()
+
+
+def test_readme_tells_a_new_user_everything(project, seed):
+    cm, x_q, _ = seed
+    out, _ = project
+    readme = (out / "README.md").read_text()
+    for needle in ("PICO_SDK_PATH", "cmake -B build", "make -C build", "BOOTSEL", "build/mnist_pico2.uf2",
+                   "115200", "/dev/ttyACM0", "UART0", f"| RAM: model arena | {cm.arena_bytes:,} |",
+                   f"| flash: model constants | {cm.constant_bytes:,} |"):
+        assert needle in readme, needle
+    assert "@" not in readme.replace("@VERSION", "")  # every placeholder filled
+    ref = cm.run(x_q)
+    for k, y in enumerate(ref):
+        assert f"#{k} predicted {int(np.argmax(y))} expected {[0, 1, 4, 7][k]} ok, <time> us, " \
+               f"output {y.tobytes().hex()}" in readme
+    assert "4/4 predictions match the labels" in readme
+
+
+def test_float_inputs_are_quantized_and_default_is_one_zero_input(seed, tmp_path):
+    cm, x_q, _ = seed
+    images, _ = demo_digits()
+    export_pico2(cm, tmp_path / "f", inputs=images[:2])
+    inputs, labels = _vectors(tmp_path / "f")
+    np.testing.assert_array_equal(inputs, x_q[:2].reshape(2, -1))
+    assert labels == [-1, -1]
+    export_pico2(cm, tmp_path / "z")
+    inputs, labels = _vectors(tmp_path / "z")
+    assert inputs.shape == (1, cm.input_size) and (inputs == cm.input_qparams[1]).all() and labels == [-1]
+    export_pico2(cm, tmp_path / "one", inputs=x_q[3], labels=[7])  # a single sample, no batch dimension
+    assert _vectors(tmp_path / "one")[1] == [7]
+
+
+@pytest.mark.parametrize("inputs, labels, match", [
+    ("bad_shape", None, "does not fit model"),
+    ("ok", [0, 1, 4], "3 labels for 4 test inputs"),
+    ("ok", [0, 1, 4, 10], r"class indices in \[0, 9\]"),
+    ("ok", [0.5, 1, 4, 7], "class indices"),
+    ("int32", None, "neither int8 nor float"),
+])
+def test_bad_test_vectors_say_what_to_do(seed, tmp_path, inputs, labels, match):
+    cm, x_q, _ = seed
+    x = {"bad_shape": np.zeros((2, 27, 28), np.int8), "ok": x_q,
+         "int32": x_q.astype(np.int32) * 300}[inputs]
+    with pytest.raises(Pico2ExportError, match=match) as info:
+        cm.export(tmp_path / "bad", target="pico2", inputs=x, labels=labels)
+    assert isinstance(info.value, TinyAOTError)
+
+
+def test_export_targets(seed, tmp_path):
+    cm, x_q, _ = seed
+    with pytest.raises(ModelError, match="available: 'c', 'pico2'"):
+        cm.export(tmp_path / "x", target="pico3")
+    with pytest.raises(ModelError, match="target 'pico2'"):
+        cm.export(tmp_path / "x", target="c", inputs=x_q)
+
+
+# --- compiling and running the app logic -----------------------------------------------------------
+
+
+def _project_c_files(out: Path) -> list[Path]:
+    return [out / "app.c", out / "test_vectors.c", *sorted((out / "model").glob("*.c"))]
+
+
+@needs_m33
+@pytest.mark.m33
+def test_sources_compile_warning_free_with_rp2350_flags(project, tmp_path):
+    out, _ = project
+    gcc = shutil.which("arm-none-eabi-gcc")
+    inc = [f"-I{out}", f"-I{out / 'model'}"]
+    for i, std in enumerate((list(RP2350_C_FLAGS), [*RP2350_C_FLAGS, "-std=c99", "-pedantic"])):
+        obj = tmp_path / f"o{i}"
+        obj.mkdir()
+        cmd = [gcc, *RP2350_CPU_FLAGS, *std, *RP2350_DEFINES, *WARN, *inc, "-c", *map(str, _project_c_files(out))]
+        proc = subprocess.run(cmd, cwd=obj, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert len(list(obj.glob("*.o"))) == len(_project_c_files(out))
+    # main.c against the SDK functions it uses, declared with the SDK's signatures.
+    stub = tmp_path / "stub" / "pico"
+    stub.mkdir(parents=True)
+    (stub / "stdlib.h").write_text(PICO_STDLIB_STUB)
+    proc = subprocess.run([gcc, *RP2350_CPU_FLAGS, *RP2350_C_FLAGS, *RP2350_DEFINES, *WARN, f"-I{stub.parent}",
+                           *inc, "-c", str(out / "main.c"), "-o", str(tmp_path / "main.o")],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+@needs_m33
+@pytest.mark.m33
+def test_app_on_qemu_m33_equals_the_reference(project, seed, tmp_path):
+    cm, x_q, labels = seed
+    out, _ = project
+    run = run_app_m33(out, build_dir=tmp_path / "qemu")
+    ref = cm.run(x_q, engine="reference")
+    np.testing.assert_array_equal(run.outputs, ref)
+    assert run.predictions == ref.argmax(-1).tolist() == [0, 1, 4, 7]
+    assert run.labels == labels.tolist()
+    macs = 784 * 32 + 32 * 16 + 16 * 10
+    # The board's timer path works: an inference costs at least one instruction per two MACs (SMLAD).
+    assert all(macs // 2 < n < 20 * macs for n in run.instructions), run.instructions
+    assert run.bss_bytes >= cm.arena_bytes
+    assert run.text_bytes > cm.constant_bytes + x_q.nbytes
+
+
+@needs_host
+@pytest.mark.host
+def test_app_on_host_equals_the_reference(project, seed, tmp_path):
+    """The same app.c through a third board layer (stdout, clock()) with the host compiler, C99 pedantic."""
+    cm, x_q, _ = seed
+    out, _ = project
+    (tmp_path / "host_main.c").write_text(HOST_MAIN)
+    exe = tmp_path / "app"
+    cc = os.environ.get("CC", "gcc")
+    proc = subprocess.run([cc, "-std=c99", "-pedantic", *WARN, "-O2", f"-I{out}", f"-I{out / 'model'}",
+                           str(tmp_path / "host_main.c"), *map(str, _project_c_files(out)), "-o", str(exe)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    stdout = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    ref = cm.run(x_q)
+    for k, y in enumerate(ref):
+        assert re.search(rf"^#{k} predicted {int(np.argmax(y))} expected \d ok, \d+ ticks, output "
+                         rf"{y.tobytes().hex()}$", stdout, re.MULTILINE), stdout
+    assert "summary: 4/4 predictions match the labels" in stdout
+
+
+PICO_STDLIB_STUB = """\
+#include <stdbool.h>
+#include <stdint.h>
+bool stdio_init_all(void);
+void stdio_flush(void);
+void sleep_ms(uint32_t ms);
+uint64_t time_us_64(void);
+"""
+
+HOST_MAIN = """\
+#include <stdio.h>
+#include <time.h>
+#include "app.h"
+static void print(const char *text) { fputs(text, stdout); }
+static uint64_t now(void) { return (uint64_t)clock(); }
+int main(void) { return app_run(print, now, "ticks"); }
+"""
+
+
+# --- CMake ------------------------------------------------------------------------------------------
+
+STAND_IN_SDK = """\
+# A stand-in for the Pico SDK: just enough to configure (and, with a cross compiler, build) a project.
+if(DEFINED PROJECT_NAME)
+  message(FATAL_ERROR "pico_sdk_import.cmake must be included before project()")
+endif()
+if(NOT PICO_BOARD STREQUAL "pico2")
+  message(FATAL_ERROR "PICO_BOARD must be pico2 before the SDK import, got '${PICO_BOARD}'")
+endif()
+@TOOLCHAIN@
+set(STAND_IN_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+function(pico_sdk_init)
+  get_property(langs GLOBAL PROPERTY ENABLED_LANGUAGES)
+  foreach(lang C CXX ASM)
+    if(NOT lang IN_LIST langs)
+      message(FATAL_ERROR "project() must enable ${lang}")
+    endif()
+  endforeach()
+  add_library(pico_stdlib INTERFACE)
+  target_include_directories(pico_stdlib INTERFACE ${STAND_IN_DIR}/include)
+  target_sources(pico_stdlib INTERFACE ${STAND_IN_DIR}/stdlib_stub.c)
+  target_compile_definitions(pico_stdlib INTERFACE PICO_RP2350=1 PICO_ON_DEVICE=1 "PICO_BOARD=\\"pico2\\"")
+  target_link_options(pico_stdlib INTERFACE --specs=nosys.specs)
+  file(APPEND ${CMAKE_BINARY_DIR}/calls.txt "init\\n")
+endfunction()
+function(pico_enable_stdio_usb target enabled)
+  file(APPEND ${CMAKE_BINARY_DIR}/calls.txt "usb ${target} ${enabled}\\n")
+endfunction()
+function(pico_enable_stdio_uart target enabled)
+  file(APPEND ${CMAKE_BINARY_DIR}/calls.txt "uart ${target} ${enabled}\\n")
+endfunction()
+function(pico_add_extra_outputs target)
+  file(APPEND ${CMAKE_BINARY_DIR}/calls.txt "extra ${target}\\n")
+endfunction()
+"""
+
+CROSS_TOOLCHAIN = """\
+set(CMAKE_SYSTEM_NAME Generic)
+set(CMAKE_SYSTEM_PROCESSOR cortex-m33)
+set(CMAKE_C_COMPILER arm-none-eabi-gcc)
+set(CMAKE_CXX_COMPILER arm-none-eabi-g++)
+set(CMAKE_ASM_COMPILER arm-none-eabi-gcc)
+set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
+set(CMAKE_C_FLAGS_INIT "@FLAGS@")
+set(CMAKE_CXX_FLAGS_INIT "@FLAGS@")
+set(CMAKE_ASM_FLAGS_INIT "@FLAGS@")
+"""
+
+STDLIB_STUB_C = """\
+#include "pico/stdlib.h"
+bool stdio_init_all(void) { return true; }
+void stdio_flush(void) {}
+void sleep_ms(uint32_t ms) { (void)ms; }
+uint64_t time_us_64(void) { static uint64_t t; return t += 7u; }
+"""
+
+
+def _cross() -> bool:
+    return have_m33() and shutil.which("arm-none-eabi-g++") is not None
+
+
+def _stand_in_sdk(root: Path) -> Path:
+    sdk = root / "sdk"
+    (sdk / "include" / "pico").mkdir(parents=True)
+    flags = " ".join([*RP2350_CPU_FLAGS, "-Werror"])
+    toolchain = CROSS_TOOLCHAIN.replace("@FLAGS@", flags) if _cross() else ""
+    (sdk / "pico_sdk_init.cmake").write_text(STAND_IN_SDK.replace("@TOOLCHAIN@", toolchain))
+    (sdk / "include" / "pico" / "stdlib.h").write_text(PICO_STDLIB_STUB)
+    (sdk / "stdlib_stub.c").write_text(STDLIB_STUB_C)
+    return sdk
+
+
+def _cmake(args, env_sdk=None):
+    env = {k: v for k, v in os.environ.items() if k != "PICO_SDK_PATH"}
+    if env_sdk is not None:
+        env["PICO_SDK_PATH"] = str(env_sdk)
+    return subprocess.run(["cmake", *args], capture_output=True, text=True, env=env, timeout=300, check=False)
+
+
+@needs_cmake
+def test_cmake_configures_and_builds_against_a_stand_in_sdk(project, tmp_path):
+    out, _ = project
+    sdk = _stand_in_sdk(tmp_path)
+    build = tmp_path / "build"
+    proc = _cmake(["-S", str(out), "-B", str(build), f"-DPICO_SDK_PATH={sdk}"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (build / "calls.txt").read_text().splitlines() == [
+        "init", "usb mnist_pico2 1", "uart mnist_pico2 1", "extra mnist_pico2"]
+    cache = (build / "CMakeCache.txt").read_text()
+    assert "PICO_BOARD:STRING=pico2" in cache and "CMAKE_BUILD_TYPE:STRING=Release" in cache
+    if not _cross():
+        return
+    # With the cross compiler, every project file compiles with the SDK's Release flags plus -Werror.
+    proc = _cmake(["--build", str(build), "--", "VERBOSE=1"])
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+    assert (build / "mnist_pico2").is_file() or (build / "mnist_pico2.elf").is_file()
+    app_cmd = next(line for line in proc.stdout.splitlines() if line.rstrip().endswith("/app.c"))
+    for flag in (*RP2350_CPU_FLAGS, "-O3", "-DNDEBUG", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+                 "-DPICO_STDIO_USB_CONNECT_WAIT_TIMEOUT_MS=3000"):
+        assert flag in app_cmd.split(), flag
+
+
+@needs_cmake
+def test_cmake_finds_the_sdk_through_the_environment(project, tmp_path):
+    out, _ = project
+    proc = _cmake(["-S", str(out), "-B", str(tmp_path / "b")], env_sdk=_stand_in_sdk(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PICO_SDK_PATH environment variable" in proc.stdout
+
+
+@needs_cmake
+def test_cmake_without_the_sdk_says_what_to_do(project, tmp_path):
+    out, _ = project
+    proc = _cmake(["-S", str(out), "-B", str(tmp_path / "b1")])
+    assert proc.returncode != 0
+    assert "Pico SDK not found: PICO_SDK_PATH is not set" in proc.stderr
+    assert "export PICO_SDK_PATH=" in proc.stderr and "cmake -B build -DPICO_SDK_PATH=" in proc.stderr
+    proc = _cmake(["-S", str(out), "-B", str(tmp_path / "b2"), f"-DPICO_SDK_PATH={tmp_path}"])
+    assert proc.returncode != 0
+    assert "does not hold pico_sdk_init.cmake" in proc.stderr
+
+
+# --- CLI and demo -----------------------------------------------------------------------------------
+
+
+def test_cli_export_pico2(tmp_path):
+    from tinyaot.cli import main
+
+    (tmp_path / "net.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+
+        def build():
+            torch.manual_seed(5)
+            return nn.Sequential(nn.Flatten(), nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
+    """))
+    rng = np.random.default_rng(1)
+    cal = rng.normal(size=(32, 3, 4)).astype(np.float32)
+    np.save(tmp_path / "cal.npy", cal)
+    np.save(tmp_path / "x.npy", cal[5:8])
+    np.save(tmp_path / "y.npy", np.array([0, 3, 2]))
+    model = [f"{tmp_path / 'net.py'}:build", "--calibration", str(tmp_path / "cal.npy"), "--name", "net"]
+    assert main(["export", *model, "--target", "pico2", "-o", str(tmp_path / "p"), "--json"]) == 0
+    inputs, labels = _vectors(tmp_path / "p")
+    assert inputs.shape == (4, 12) and labels == [-1] * 4  # default: the first four calibration samples
+    assert main(["export", *model, "--target", "pico2", "-o", str(tmp_path / "q"), "--input",
+                 str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.npy")]) == 0
+    inputs, labels = _vectors(tmp_path / "q")
+    assert inputs.shape == (3, 12) and labels == [0, 3, 2]
+    assert "net_pico2" in (tmp_path / "q" / "CMakeLists.txt").read_text()
+    assert main(["export", *model, "-o", str(tmp_path / "c")]) == 0
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == sorted(
+        ["net.c", "net.h", "fully_connected_s8.c", "tinyaot_kernels.h", "tinyaot_fixedpoint.h"])
+    assert main(["export", *model, "--input", str(tmp_path / "x.npy"), "-o", str(tmp_path / "d")]) == 2
+    assert main(["export", *model, "--target", "pico2", "--labels", str(tmp_path / "y.npy"),
+                 "-o", str(tmp_path / "e")]) == 2  # 3 labels for the 4 default inputs
+
+
+@needs_host
+@pytest.mark.host
+def test_demo_writes_the_pico2_project(tmp_path):
+    from tinyaot.demo import run_demo
+
+    result = run_demo(tmp_path / "demo", use_m33=False)
+    assert result.all_correct
+    inputs, labels = _vectors(tmp_path / "demo" / "pico2")
+    assert labels == [0, 1, 4, 7] and inputs.shape == (4, 784)
+    assert "4/4 predictions match the labels" in (tmp_path / "demo" / "pico2" / "README.md").read_text()
