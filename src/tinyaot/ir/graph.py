@@ -83,7 +83,9 @@ class Graph:
     nodes: list[Node]
     inputs: list[str]
     outputs: list[str]
-    layout: str = "NCHW"  # layout of the model's input as the user feeds it
+    layout: str = "plain"  # the input's layout as the compiled model takes it: "NHWC", "NCHW" or "plain"
+    output_layout: str = "plain"  # "NHWC" when the output is a feature map
+    torch_input_rank: int = 0  # rank of the channels-first torch input that `layout` converts (3 or 4), else 0
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

@@ -1,0 +1,516 @@
+"""ATen -> IR converters, with compile-time layout conversion.
+
+PyTorch tensors are channels-first (NCHW, or NCL for 1-D convs); the IR is channels-last (NHWC; a 1-D
+signal is NHWC with H = 1). Each IR value remembers whether it is the channels-last form of a torch
+tensor (`nhwc`), so ops that name axes (cat, mean, softmax, flatten) map them at compile time and no
+permute runs on the device unless the model itself mixes layouts.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
+from tinyaot.ir import Graph, Node, Tensor
+from tinyaot.ir.ops import RELU
+
+CHANNEL_OPS = {"aten.conv1d.default", "aten.conv1d.padding", "aten.max_pool1d.default", "aten.avg_pool1d.default",
+               "aten.adaptive_avg_pool1d.default", "aten.batch_norm.default", "aten.conv2d.default",
+               "aten.conv2d.padding"}
+
+
+@dataclass(frozen=True)
+class Value:
+    name: str  # IR tensor
+    nhwc: bool  # the IR tensor is the channels-last form of a channels-first torch tensor
+    torch_rank: int  # rank of the tensor in torch
+
+
+def torch_to_ir_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if len(shape) == 4:
+        n, c, h, w = shape
+        return (n, h, w, c)
+    if len(shape) == 3:
+        n, c, length = shape
+        return (n, 1, length, c)
+    raise ModelError(f"cannot make a channels-last tensor of rank {len(shape)}")
+
+
+def ir_axis(torch_axis: int, v: Value) -> int:
+    """Where a torch axis of a channels-first tensor lives in the IR's channels-last tensor."""
+    axis = torch_axis % v.torch_rank
+    if not v.nhwc:
+        return axis
+    return {4: {0: 0, 1: 3, 2: 1, 3: 2}, 3: {0: 0, 1: 3, 2: 2}}[v.torch_rank][axis]
+
+
+class Builder:
+    """Accumulates IR while walking the exported FX graph."""
+
+    def __init__(self) -> None:
+        self.graph = Graph(tensors={}, nodes=[], inputs=[], outputs=[])
+        self.values: dict[str, Value] = {}
+        self.node_names: set[str] = set()
+        self.current = None  # the FX node being converted, for error messages
+
+    # ---- tensors ----------------------------------------------------------------------------
+    def const(self, name: str, array: np.ndarray) -> str:
+        base = name.replace(".", "_")
+        tname, k = base, 1
+        while tname in self.graph.tensors:
+            tname = f"{base}_{k}"
+            k += 1
+        data = np.ascontiguousarray(array, dtype=np.float32)
+        self.graph.add_tensor(Tensor(tname, tuple(data.shape), "float32", data=data))
+        return tname
+
+    def activation(self, name: str, shape) -> str:
+        base = name.replace(".", "_")
+        tname, k = base, 1
+        while tname in self.graph.tensors:
+            tname = f"{base}_{k}"
+            k += 1
+        self.graph.add_tensor(Tensor(tname, tuple(int(s) for s in shape), "float32"))
+        return tname
+
+    def shape(self, v: Value) -> tuple[int, ...]:
+        return self.graph.tensor(v.name).shape
+
+    def add_input(self, n) -> None:
+        shape = tuple(n.meta["val"].shape)
+        users = {str(u.target) for u in n.users}
+        nhwc = len(shape) == 4 or (len(shape) == 3 and bool(users & CHANNEL_OPS))
+        name = self.activation("input", torch_to_ir_shape(shape) if nhwc else shape)
+        self.graph.inputs.append(name)
+        self.graph.layout = "NHWC" if nhwc else "plain"
+        self.graph.torch_input_rank = len(shape) if nhwc else 0
+        self.values[n.name] = Value(name, nhwc, len(shape))
+
+    def output_name(self, fx_out) -> str:
+        v = self.values[fx_out.name]
+        self.graph.output_layout = "NHWC" if v.nhwc else "plain"
+        return v.name
+
+    def arg(self, a) -> Value:
+        if not hasattr(a, "name") or a.name not in self.values:
+            raise self.error(f"argument {a!r} is not a tensor tinyaot can compile (scalars and Python values "
+                             "are supported only as op attributes)")
+        return self.values[a.name]
+
+    def const_data(self, a) -> np.ndarray:
+        v = self.arg(a)
+        t = self.graph.tensor(v.name)
+        if not t.is_const:
+            raise self.error(f"expected a parameter, got the activation {v.name}")
+        return t.data
+
+    # ---- nodes ------------------------------------------------------------------------------
+    def _unique_node_name(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.node_names:
+            name = f"{base}_{k}"
+            k += 1
+        self.node_names.add(name)
+        return name
+
+    def emit(self, op: str, inputs: list[str], out_shape, attrs: dict[str, Any] | None = None,
+             suffix: str = "") -> str:
+        """Add one IR node for the current FX node; returns its output tensor."""
+        n = self.current
+        layer = layer_name(n)
+        name = self._unique_node_name(layer + suffix)
+        out = self.activation(f"{name}_out" if layer != n.name else name, out_shape)
+        self.graph.nodes.append(Node(op, name, list(inputs), [out], dict(attrs or {}), source=source_location(n)))
+        return out
+
+    def bind(self, n, name: str, nhwc: bool, torch_rank: int | None = None) -> None:
+        rank = torch_rank if torch_rank is not None else len(n.meta["val"].shape)
+        self.values[n.name] = Value(name, nhwc, rank)
+
+    def error(self, what: str) -> UnsupportedOpError:
+        n = self.current
+        where = source_location(n) or "(no source location recorded)"
+        return UnsupportedOpError(f"{n.target} in layer '{layer_name(n)}'{layer_type(n)} at {where}: {what}")
+
+    # ---- layout changes ---------------------------------------------------------------------
+    def to_torch_order(self, v: Value) -> Value:
+        """The tensor with its bytes in torch's channels-first order (a transpose unless trivial)."""
+        if not v.nhwc:
+            return v
+        shape = self.shape(v)  # (N, H, W, C)
+        torch_shape = (shape[0], shape[3], shape[1], shape[2]) if v.torch_rank == 4 else (shape[0], shape[3], shape[2])
+        if shape[3] == 1 or shape[1] * shape[2] == 1:
+            out = self.emit("reshape", [v.name], torch_shape, suffix="_view")
+        else:
+            t = self.emit("transpose", [v.name], (shape[0], shape[3], shape[1], shape[2]), {"perm": (0, 3, 1, 2)},
+                          suffix="_to_nchw")
+            out = t if v.torch_rank == 4 else self.emit("reshape", [t], torch_shape, suffix="_view")
+        return Value(out, False, v.torch_rank)
+
+    def to_channels_last(self, v: Value) -> Value:
+        """A channels-first torch tensor (rank 3 or 4, plain in the IR) converted to NHWC."""
+        if v.nhwc:
+            return v
+        shape = self.shape(v)
+        if len(shape) not in (3, 4):
+            raise self.error(f"expected a 3-D or 4-D tensor, got shape {shape}")
+        nchw = shape if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])
+        src = v.name if len(shape) == 4 else self.emit("reshape", [v.name], nchw, suffix="_view")
+        target = (nchw[0], nchw[2], nchw[3], nchw[1])
+        if nchw[1] == 1 or nchw[2] * nchw[3] == 1:
+            out = self.emit("reshape", [src], target, suffix="_nhwc")
+        else:
+            out = self.emit("transpose", [src], target, {"perm": (0, 2, 3, 1)}, suffix="_to_nhwc")
+        return Value(out, True, len(shape))
+
+
+# ---- converters -----------------------------------------------------------------------------------
+def _val_shape(n) -> tuple[int, ...]:
+    return tuple(int(s) for s in n.meta["val"].shape)
+
+
+def _linear(b: Builder, n) -> None:
+    x = b.arg(n.args[0])
+    if x.nhwc:
+        raise b.error("Linear applied to a channels-first conv feature map's last axis is not supported; "
+                      "flatten it first")
+    w = b.const_data(n.args[1])
+    bias = b.const_data(n.args[2]) if len(n.args) > 2 and n.args[2] is not None else np.zeros(w.shape[0])
+    inputs = [x.name, b.const(f"{layer_name(n)}.weight", w), b.const(f"{layer_name(n)}.bias", bias)]
+    b.bind(n, b.emit("fully_connected", inputs, _val_shape(n)), False)
+
+
+def _explicit_padding(padding, kernel, dilation, stride=(1, 1)) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) from torch's padding argument (ints or 'same'/'valid')."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0, 0, 0, 0)
+        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return (total[0] // 2, total[0] - total[0] // 2, total[1] // 2, total[1] - total[1] // 2)
+    ph, pw = padding
+    return (ph, ph, pw, pw)
+
+
+def _pair(v, n: int = 2) -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(x) for x in v)
+    return v * n if len(v) == 1 else v
+
+
+def _conv(b: Builder, n, one_d: bool) -> None:
+    args = list(n.args) + [None] * (7 - len(n.args))
+    x_arg, w_arg, bias_arg, stride, padding, dilation, groups = args[:7]
+    x = b.to_channels_last(b.arg(x_arg))
+    w = b.const_data(w_arg)  # [out, in/groups, kh, kw] or [out, in/groups, k]
+    if one_d:
+        w = w[:, :, None, :]
+        stride = (1,) + _pair(stride if stride is not None else 1, 1)
+        dilation = (1,) + _pair(dilation if dilation is not None else 1, 1)
+        if isinstance(padding, str):
+            pad = _explicit_padding(padding, w.shape[2:], dilation)
+        else:
+            p = _pair(padding if padding is not None else 0, 1)[0]
+            pad = (0, 0, p, p)
+    else:
+        stride = _pair(stride if stride is not None else 1)
+        dilation = _pair(dilation if dilation is not None else 1)
+        pad = _explicit_padding(padding if isinstance(padding, str) else _pair(padding or 0), w.shape[2:], dilation)
+    groups = int(groups or 1)
+    out_c, in_per_group, kh, kw = w.shape
+    in_c = b.shape(x)[3]
+    bias = b.const_data(bias_arg) if bias_arg is not None else np.zeros(out_c)
+    torch_out = _val_shape(n)
+    out_shape = torch_to_ir_shape(torch_out)
+    layer = layer_name(n)
+    attrs = {"stride": stride, "padding": pad, "dilation": dilation}
+    if groups == 1:
+        wt = b.const(f"{layer}.weight", w.transpose(0, 2, 3, 1))  # OHWI
+        out = b.emit("conv2d", [x.name, wt, b.const(f"{layer}.bias", bias)], out_shape, attrs)
+    elif groups == in_c and in_per_group == 1:
+        attrs["depth_multiplier"] = out_c // in_c
+        wt = b.const(f"{layer}.weight", w.transpose(1, 2, 3, 0))  # [1, kh, kw, in * m]
+        out = b.emit("depthwise_conv2d", [x.name, wt, b.const(f"{layer}.bias", bias)], out_shape, attrs)
+    else:
+        raise b.error(f"grouped convolution with groups={groups} (1 < groups < in_channels={in_c}) is not "
+                      "supported; use groups=1 or depthwise (groups=in_channels)")
+    b.bind(n, out, True, len(torch_out))
+
+
+def _conv2d(b: Builder, n) -> None:
+    _conv(b, n, one_d=False)
+
+
+def _conv1d(b: Builder, n) -> None:
+    _conv(b, n, one_d=True)
+
+
+def _batch_norm(b: Builder, n) -> None:
+    x_arg, w_arg, bias_arg, mean_arg, var_arg = n.args[:5]
+    eps = float(n.args[7]) if len(n.args) > 7 else 1e-5
+    mean, var = b.const_data(mean_arg), b.const_data(var_arg)
+    gamma = b.const_data(w_arg) if w_arg is not None else np.ones_like(mean)
+    beta = b.const_data(bias_arg) if bias_arg is not None else np.zeros_like(mean)
+    scale = gamma / np.sqrt(var.astype(np.float64) + eps)
+    shift = beta - mean * scale
+    x = b.arg(x_arg)
+    layer = layer_name(n)
+    if len(b.shape(x)) == 2:  # BatchNorm1d on features: folded into the Linear before it (see passes)
+        inputs = [x.name, b.const(f"{layer}.scale", scale), b.const(f"{layer}.shift", shift)]
+        b.bind(n, b.emit("batch_norm", inputs, _val_shape(n)), False)
+        return
+    x = b.to_channels_last(x)
+    inputs = [x.name, b.const(f"{layer}.scale", scale), b.const(f"{layer}.shift", shift)]
+    b.bind(n, b.emit("batch_norm", inputs, b.shape(x)), True, x.torch_rank)
+
+
+def _clamp_node(b: Builder, n, lo: float, hi: float) -> None:
+    x = b.arg(n.args[0])
+    b.bind(n, b.emit("relu", [x.name], b.shape(x), {"clamp": (float(lo), float(hi))}), x.nhwc, x.torch_rank)
+
+
+def _relu(b: Builder, n) -> None:
+    _clamp_node(b, n, *RELU)
+
+
+def _relu6(b: Builder, n) -> None:
+    _clamp_node(b, n, 0.0, 6.0)
+
+
+def _hardtanh(b: Builder, n) -> None:
+    lo = n.args[1] if len(n.args) > 1 else -1.0
+    hi = n.args[2] if len(n.args) > 2 else 1.0
+    _clamp_node(b, n, lo, hi)
+
+
+def _clamp(b: Builder, n) -> None:
+    lo = n.args[1] if len(n.args) > 1 and n.args[1] is not None else n.kwargs.get("min")
+    hi = n.args[2] if len(n.args) > 2 and n.args[2] is not None else n.kwargs.get("max")
+    if (lo is not None and not isinstance(lo, (int, float))) or (hi is not None and not isinstance(hi, (int, float))):
+        raise b.error("clamp bounds must be Python numbers")
+    _clamp_node(b, n, -math.inf if lo is None else lo, math.inf if hi is None else hi)
+
+
+def _pool_args(b: Builder, n, one_d: bool, is_avg: bool):
+    args = list(n.args) + [None] * (7 - len(n.args))
+    kernel = args[1]
+    stride = args[2] if args[2] else kernel
+    padding = args[3] if args[3] is not None else 0
+    k = (1,) + _pair(kernel, 1) if one_d else _pair(kernel)
+    s = (1,) + _pair(stride, 1) if one_d else _pair(stride)
+    p = _pair(padding, 1 if one_d else 2)
+    pad = (0, 0, p[0], p[0]) if one_d else (p[0], p[0], p[1], p[1])
+    ceil_mode = args[4] if is_avg else (args[5] if len(n.args) > 5 else False)
+    if ceil_mode:
+        raise b.error("ceil_mode=True pooling is not supported; use ceil_mode=False")
+    if not is_avg and args[4] not in (None, 1, [1], [1, 1], (1, 1)):
+        raise b.error("dilated max pooling is not supported")
+    return k, s, pad, args
+
+
+def _max_pool(b: Builder, n, one_d: bool) -> None:
+    k, s, pad, _ = _pool_args(b, n, one_d, is_avg=False)
+    x = b.to_channels_last(b.arg(n.args[0]))
+    attrs = {"kernel": k, "stride": s, "padding": pad}
+    b.bind(n, b.emit("max_pool2d", [x.name], torch_to_ir_shape(_val_shape(n)), attrs), True, x.torch_rank)
+
+
+def _avg_pool(b: Builder, n, one_d: bool) -> None:
+    k, s, pad, args = _pool_args(b, n, one_d, is_avg=True)
+    count_include_pad = True if args[5] is None else bool(args[5])
+    if args[6] is not None:
+        raise b.error("avg_pool with divisor_override is not supported")
+    x = b.to_channels_last(b.arg(n.args[0]))
+    attrs = {"kernel": k, "stride": s, "padding": pad, "count_include_pad": count_include_pad}
+    b.bind(n, b.emit("avg_pool2d", [x.name], torch_to_ir_shape(_val_shape(n)), attrs), True, x.torch_rank)
+
+
+def _adaptive_avg_pool(b: Builder, n) -> None:
+    size = _pair(n.args[1], 1)
+    if any(s != 1 for s in size):
+        raise b.error(f"adaptive average pooling to {tuple(size)} is not supported; only output size 1 "
+                      "(global average pooling)")
+    x = b.to_channels_last(b.arg(n.args[0]))
+    out_shape = torch_to_ir_shape(_val_shape(n))
+    b.bind(n, b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": True}), True, x.torch_rank)
+
+
+def _mean(b: Builder, n) -> None:
+    x = b.arg(n.args[0])
+    dims = n.args[1] if len(n.args) > 1 else None
+    keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    rank = x.torch_rank
+    dims = tuple(sorted(d % rank for d in (dims if dims is not None else range(rank))))
+    spatial = (2, 3) if rank == 4 else (2,)
+    if not x.nhwc or dims != spatial:
+        if not x.nhwc and dims == (rank - 1,) and rank >= 2:
+            b.bind(n, b.emit("mean", [x.name], _val_shape(n), {"axes": (rank - 1,), "keepdims": keepdim}), False)
+            return
+        raise b.error(f"mean over dims {dims} is not supported; supported: the spatial dims of a feature map "
+                      "(global average pooling) or the last dim")
+    out_shape = torch_to_ir_shape(_val_shape(n)) if keepdim else _val_shape(n)
+    out = b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": keepdim})
+    b.bind(n, out, keepdim, rank if keepdim else None)
+
+
+def _binary(op: str):
+    def convert(b: Builder, n) -> None:
+        if not all(hasattr(a, "name") for a in n.args[:2]):
+            raise b.error(f"{op} with a Python scalar is not supported; both operands must be tensors")
+        if len(n.args) > 2 and n.args[2] != 1 or n.kwargs.get("alpha", 1) != 1:
+            raise b.error("add with alpha != 1 is not supported")
+        x, y = b.arg(n.args[0]), b.arg(n.args[1])
+        if b.graph.tensor(x.name).is_const or b.graph.tensor(y.name).is_const:
+            raise b.error(f"{op} with a constant tensor operand is not supported")
+        if x.nhwc != y.nhwc:
+            x, y = b.to_channels_last(x), b.to_channels_last(y)
+        if b.shape(x) != b.shape(y):
+            raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is not supported")
+        b.bind(n, b.emit(op, [x.name, y.name], b.shape(x)), x.nhwc, x.torch_rank)
+    return convert
+
+
+def _cat(b: Builder, n) -> None:
+    vals = [b.arg(a) for a in n.args[0]]
+    dim = n.args[1] if len(n.args) > 1 else 0
+    if any(v.nhwc for v in vals):
+        vals = [b.to_channels_last(v) for v in vals]
+    axis = ir_axis(dim, vals[0])
+    if axis == 0:
+        raise b.error("concatenation along the batch dimension is not supported")
+    out_shape = torch_to_ir_shape(_val_shape(n)) if vals[0].nhwc else _val_shape(n)
+    b.bind(n, b.emit("concat", [v.name for v in vals], out_shape, {"axis": axis}), vals[0].nhwc, vals[0].torch_rank)
+
+
+def _pad(b: Builder, n) -> None:
+    pads = list(n.args[1])
+    mode = n.args[2] if len(n.args) > 2 else n.kwargs.get("mode", "constant")
+    value = n.args[3] if len(n.args) > 3 else n.kwargs.get("value", None)
+    if mode != "constant" or value not in (None, 0, 0.0):
+        raise b.error(f"padding mode {mode!r} with value {value} is not supported; only zero padding")
+    x = b.to_channels_last(b.arg(n.args[0]))
+    pads += [0] * (4 - len(pads))
+    left, right, top, bottom = pads[:4]
+    if x.torch_rank == 3 and (top or bottom):
+        raise b.error("padding the channel dim of a 1-D signal is not supported")
+    if x.torch_rank == 3:
+        top = bottom = 0
+    if len(n.args[1]) > 4 or min(pads) < 0:
+        raise b.error("padding beyond the two spatial dims, or negative padding, is not supported")
+    out = b.emit("pad", [x.name], torch_to_ir_shape(_val_shape(n)), {"padding": (top, bottom, left, right)})
+    b.bind(n, out, True, x.torch_rank)
+
+
+def _softmax(b: Builder, n) -> None:
+    x = b.arg(n.args[0])
+    dim = n.args[1] % x.torch_rank
+    if ir_axis(dim, x) != len(b.shape(x)) - 1:
+        raise b.error("softmax is supported over the channel/last axis only")
+    b.bind(n, b.emit("softmax", [x.name], b.shape(x), {"beta": 1.0}), x.nhwc, x.torch_rank)
+
+
+def _lut(function: str):
+    def convert(b: Builder, n) -> None:
+        x = b.arg(n.args[0])
+        fn = function
+        if function == "gelu":
+            approx = n.kwargs.get("approximate", n.args[1] if len(n.args) > 1 else "none")
+            fn = "gelu_tanh" if approx == "tanh" else "gelu"
+        b.bind(n, b.emit("lut", [x.name], b.shape(x), {"function": fn}), x.nhwc, x.torch_rank)
+    return convert
+
+
+def _reshape(b: Builder, n) -> None:
+    x = b.arg(n.args[0])
+    out_torch = _val_shape(n)
+    x_shape = b.shape(x)
+    if x.nhwc and len(out_torch) == x.torch_rank and x_shape == torch_to_ir_shape(out_torch):
+        b.bind(n, x.name, True, x.torch_rank)  # e.g. flatten(2) of nothing: same tensor
+        return
+    src = b.to_torch_order(x)
+    out = b.emit("reshape", [src.name], out_torch)
+    b.bind(n, out, False)
+
+
+def _permute(b: Builder, n) -> None:
+    x = b.to_torch_order(b.arg(n.args[0]))
+    rank = len(b.shape(x))
+    if str(n.target) == "aten.transpose.int":
+        perm = list(range(rank))
+        d0, d1 = n.args[1] % rank, n.args[2] % rank
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    elif str(n.target) == "aten.t.default":
+        perm = [1, 0]
+    else:
+        perm = [d % rank for d in n.args[1]]
+    if perm[0] != 0:
+        raise b.error("permutations that move the batch dimension are not supported")
+    shape = b.shape(x)
+    moved = [d for d in range(rank) if shape[d] != 1]
+    if [p for p in perm if shape[p] != 1] == moved:  # only size-1 dims move: the bytes stay put
+        b.bind(n, b.emit("reshape", [x.name], _val_shape(n)), False)
+        return
+    b.bind(n, b.emit("transpose", [x.name], _val_shape(n), {"perm": tuple(perm)}), False)
+
+
+def _identity(b: Builder, n) -> None:
+    b.values[n.name] = b.arg(n.args[0])
+
+
+CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
+    "aten.linear.default": _linear,
+    "aten.conv2d.default": _conv2d,
+    "aten.conv2d.padding": _conv2d,
+    "aten.conv1d.default": _conv1d,
+    "aten.conv1d.padding": _conv1d,
+    "aten.batch_norm.default": _batch_norm,
+    "aten.relu.default": _relu,
+    "aten.relu_.default": _relu,
+    "aten.relu6.default": _relu6,
+    "aten.hardtanh.default": _hardtanh,
+    "aten.hardtanh_.default": _hardtanh,
+    "aten.clamp.default": _clamp,
+    "aten.max_pool2d.default": lambda b, n: _max_pool(b, n, one_d=False),
+    "aten.max_pool1d.default": lambda b, n: _max_pool(b, n, one_d=True),
+    "aten.avg_pool2d.default": lambda b, n: _avg_pool(b, n, one_d=False),
+    "aten.avg_pool1d.default": lambda b, n: _avg_pool(b, n, one_d=True),
+    "aten.adaptive_avg_pool2d.default": _adaptive_avg_pool,
+    "aten.adaptive_avg_pool1d.default": _adaptive_avg_pool,
+    "aten.mean.dim": _mean,
+    "aten.add.Tensor": _binary("add"),
+    "aten.add_.Tensor": _binary("add"),
+    "aten.mul.Tensor": _binary("mul"),
+    "aten.cat.default": _cat,
+    "aten.pad.default": _pad,
+    "aten.constant_pad_nd.default": _pad,
+    "aten.softmax.int": _softmax,
+    "aten._softmax.default": _softmax,
+    "aten.sigmoid.default": _lut("sigmoid"),
+    "aten.tanh.default": _lut("tanh"),
+    "aten.hardswish.default": _lut("hardswish"),
+    "aten.hardsigmoid.default": _lut("hardsigmoid"),
+    "aten.silu.default": _lut("silu"),
+    "aten.gelu.default": _lut("gelu"),
+    "aten.reshape.default": _reshape,
+    "aten.view.default": _reshape,
+    "aten._unsafe_view.default": _reshape,
+    "aten.flatten.using_ints": _reshape,
+    "aten.squeeze.dim": _reshape,
+    "aten.squeeze.dims": _reshape,
+    "aten.squeeze.default": _reshape,
+    "aten.unsqueeze.default": _reshape,
+    "aten.permute.default": _permute,
+    "aten.transpose.int": _permute,
+    "aten.t.default": _permute,
+    "aten.dropout.default": _identity,
+    "aten.feature_dropout.default": _identity,
+    "aten.clone.default": _identity,
+    "aten.contiguous.default": _identity,
+    "aten.alias.default": _identity,
+    "aten.detach.default": _identity,
+    "aten.identity.default": _identity,
+}

@@ -1,0 +1,25 @@
+"""Moving user data between PyTorch's channels-first layout and the compiled model's input layout."""
+from __future__ import annotations
+
+import numpy as np
+
+from tinyaot.errors import ModelError
+
+
+def torch_to_model_layout(x: np.ndarray, layout: str, torch_rank: int) -> np.ndarray:
+    """(N, C, H, W) -> (N, H, W, C); (N, C, L) -> (N, 1, L, C); anything else is returned as is."""
+    if layout != "NHWC" or torch_rank == 0:
+        return x
+    x = np.asarray(x)
+    if x.ndim != torch_rank:
+        raise ModelError(f"expected a batch of channels-first tensors of rank {torch_rank}, got shape {x.shape}")
+    if torch_rank == 3:
+        x = x[:, :, None, :]
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+
+def model_to_torch_layout(y: np.ndarray, layout: str, torch_rank: int) -> np.ndarray:
+    if layout != "NHWC" or torch_rank == 0:
+        return y
+    y = np.asarray(y).transpose(0, 3, 1, 2)
+    return y[:, :, 0, :] if torch_rank == 3 else y
