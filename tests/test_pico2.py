@@ -22,6 +22,7 @@ from tinyaot.targets.pico2 import (
     RP2350_CPU_FLAGS,
     RP2350_DEFINES,
     Pico2ExportError,
+    app_checksum,
     export_pico2,
     run_app_m33,
 )
@@ -106,12 +107,16 @@ def test_readme_tells_a_new_user_everything(project, seed):
                    "115200", "/dev/ttyACM0", "UART0", f"| RAM: model arena | {cm.arena_bytes:,} |",
                    f"| flash: model constants | {cm.constant_bytes:,} |"):
         assert needle in readme, needle
-    assert "@" not in readme.replace("@VERSION", "")  # every placeholder filled
+    assert not re.search(r"@[A-Z_]+@", readme)  # every placeholder filled
+    if have_m33():
+        assert re.search(r"\| RAM: stack of one inference \| at most \d+ \| .*-fstack-usage", readme)
+        assert re.search(r"\| flash: model code \| [\d,]+ \| model \+ kernels, measured", readme)
     ref = cm.run(x_q)
     for k, y in enumerate(ref):
         assert f"#{k} predicted {int(np.argmax(y))} expected {[0, 1, 4, 7][k]} ok, <time> us, " \
                f"output {y.tobytes().hex()}" in readme
     assert "4/4 predictions match the labels" in readme
+    assert f"checksum {app_checksum(ref):08x}, next run in 5000 ms" in readme
 
 
 def test_float_inputs_are_quantized_and_default_is_one_zero_input(seed, tmp_path):
@@ -192,6 +197,7 @@ def test_app_on_qemu_m33_equals_the_reference(project, seed, tmp_path):
     np.testing.assert_array_equal(run.outputs, ref)
     assert run.predictions == ref.argmax(-1).tolist() == [0, 1, 4, 7]
     assert run.labels == labels.tolist()
+    assert run.checksum == app_checksum(ref) != 0
     macs = 784 * 32 + 32 * 16 + 16 * 10
     # The board's timer path works: an inference costs at least one instruction per two MACs (SMLAD).
     assert all(macs // 2 < n < 20 * macs for n in run.instructions), run.instructions

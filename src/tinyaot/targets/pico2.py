@@ -34,6 +34,7 @@ PICO2_FLASH_BYTES = 4 * 1024 * 1024
 # Test vectors stay well inside the flash, next to the SDK runtime and the model.
 MAX_VECTOR_BYTES = 1024 * 1024
 NO_LABEL = -1
+REPEAT_MS = 5000  # main.c reruns the test this often, so a terminal opened late still sees it
 
 
 class Pico2ExportError(TinyAOTError):
@@ -48,6 +49,7 @@ class AppRun:
     predictions: list[int]
     labels: list[int | None]
     instructions: list[int]  # per inference, timer calls included
+    checksum: int | None  # app_checksum as the board layer printed it
     text_bytes: int  # flash of the whole QEMU image (harness + app + model + test vectors)
     data_bytes: int
     bss_bytes: int  # the model's arena included
@@ -82,6 +84,7 @@ def export_pico2(cm, out_dir, inputs=None, labels=None) -> list[Path]:
         "@UNAME@": name.upper(),
         "@TARGET@": target,
         "@MODEL_DIR@": MODEL_DIR,
+        "@REPEAT_MS@": str(REPEAT_MS),
         "@SOURCES@": "\n".join(f"  {s}" for s in ("main.c", *APP_SOURCES, *model_c)),
     }
     sizes = _model_sizes(out / MODEL_DIR, cm.c_sources.c_files)
@@ -92,7 +95,8 @@ def export_pico2(cm, out_dir, inputs=None, labels=None) -> list[Path]:
         "@STACK@": "n/a" if sizes.stack_bytes is None else f"at most {sizes.stack_bytes:,}",
         "@CONST@": f"{cm.constant_bytes:,}",
         "@CODE@": "n/a" if sizes.code_bytes is None else f"{sizes.code_bytes:,}",
-        "@HOW@": sizes.how,
+        "@CODE_HOW@": sizes.how if sizes.code_bytes is None else f"measured: {sizes.how}",
+        "@STACK_HOW@": _stack_how(sizes),
         "@VECTORS@": f"{x_q.nbytes + 4 * len(x_q):,}",
         "@MODEL_FILES@": "\n".join(f"| `{MODEL_DIR}/{f}` | {_describe_model_file(f, name)} |"
                                    for f in sorted(cm.c_sources.files)),
@@ -256,7 +260,16 @@ def _expected_text(cm, expected: np.ndarray, labels: list[int]) -> str:
     if any(v != NO_LABEL for v in labels):
         summary += f"{correct}/{sum(v != NO_LABEL for v in labels)} predictions match the labels, "
     lines.append(summary + "<time> us per inference (mean)")
+    lines.append(f"checksum {app_checksum(expected):08x}, next run in {REPEAT_MS} ms")
     return "\n".join(lines)
+
+
+def app_checksum(outputs: np.ndarray) -> int:
+    """app.c's app_checksum over all output bytes of one run: c = c * 31 + byte (mod 2^32)."""
+    c = 0
+    for b in np.asarray(outputs, dtype=np.int8).reshape(-1).view(np.uint8):
+        c = (c * 31 + int(b)) & 0xFFFFFFFF
+    return c
 
 
 @dataclass(frozen=True)
@@ -264,6 +277,14 @@ class _ModelSizes:
     code_bytes: int | None  # .text of the model's objects
     stack_bytes: int | None  # sum of the model's stack frames: a bound for its own code (no recursion)
     how: str
+
+
+def _stack_how(sizes: _ModelSizes) -> str:
+    if sizes.code_bytes is None:
+        return sizes.how
+    if sizes.stack_bytes is None:
+        return "not bounded: a model function has a dynamic stack frame (gcc -fstack-usage)"
+    return f"the model's stack frames added up (no recursion): gcc -fstack-usage, {sizes.how}"
 
 
 def _model_sizes(model_dir: Path, c_files: list[str]) -> _ModelSizes:
@@ -333,7 +354,9 @@ def _parse_app(stdout: str, elf: Path, text: int, data: int, bss: int) -> AppRun
     if not rows or sorted(rows) != list(range(len(rows))) or "summary:" not in stdout:
         raise Pico2ExportError(f"app.c printed an incomplete report on QEMU:\n{stdout}")
     ordered = [rows[k] for k in range(len(rows))]
+    m = re.search(r"^checksum ([0-9a-f]{8})$", stdout, re.MULTILINE)
     return AppRun(
+        checksum=None if m is None else int(m.group(1), 16),
         outputs=np.stack([np.frombuffer(r[3], dtype=np.int8) for r in ordered]),
         predictions=[r[0] for r in ordered],
         labels=[r[1] for r in ordered],

@@ -10,7 +10,7 @@
 
 #include "app.h"
 
-#define APP_REPEAT_MS 5000u
+#define APP_REPEAT_MS @REPEAT_MS@u
 
 static void board_print(const char *text)
 {
