@@ -17,7 +17,7 @@ ENGINES = ("reference", "host", "m33")
 
 
 class CompiledModel:
-    def __init__(self, name: str, float_graph: Graph, graph: Graph, plan: MemoryPlan,
+    def __init__(self, name: str, float_graph: Graph | None, graph: Graph, plan: MemoryPlan,
                  float_plan: MemoryPlan, calibration_size: int = 0, calibration_ranges=None):
         self.name = name
         self.float_graph = float_graph
@@ -45,7 +45,15 @@ class CompiledModel:
 
     @property
     def float_weight_bytes(self) -> int:
+        """fp32 parameters; for an imported int8 model (no float graph), its constants at 4 bytes each."""
+        if self.float_graph is None:
+            return sum(t.size * 4 for t in self.graph.constants())
         return sum(t.nbytes for t in self.float_graph.constants())
+
+    def _need_float_graph(self, what: str) -> None:
+        if self.float_graph is None:
+            raise ModelError(f"{what} needs the float model, and '{self.name}' was imported already quantized "
+                             "(a .tflite file); compare against the float .tflite in TFLite instead")
 
     @property
     def constant_bytes(self) -> int:
@@ -200,6 +208,7 @@ class CompiledModel:
 
     def float_reference(self, x) -> np.ndarray:
         """The float model (after BN folding/fusion) evaluated in NumPy."""
+        self._need_float_graph("float_reference()")
         batch, form = self._as_batch(np.asarray(x, dtype=np.float64))
         y = evaluate(self.float_graph, batch.reshape((-1,) + self.input_shape[1:]))
         return self._shape_like(y[self.float_graph.outputs[0]], form)
@@ -211,6 +220,7 @@ class CompiledModel:
         return MemoryReport.of(self)
 
     def layer_errors(self, samples):
+        self._need_float_graph("layer_errors()")
         from tinyaot.report.quant_error import layer_errors
 
         return layer_errors(self, samples)

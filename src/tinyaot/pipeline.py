@@ -1,7 +1,10 @@
 """The compiler's stages, in order. Each reads the previous stage's output and nothing later."""
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
+import warnings
 
 from tinyaot.errors import CalibrationError, ModelError
 from tinyaot.ir import Graph
@@ -32,9 +35,36 @@ def plan(g: Graph, alignment: int = 4):
     return plan_graph(g, alignment=alignment)
 
 
+def is_tflite(model) -> bool:
+    """A .tflite path (str / PathLike) or the bytes of a .tflite file."""
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return True
+    return isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".tflite")
+
+
+def float_plan(g: Graph, alignment: int = 4):
+    """The plan the same graph needs with fp32 activations: for models that arrive already quantized."""
+    tensors = {k: t if t.is_const else dataclasses.replace(t, dtype="float32")
+               for k, t in g.tensors.items()}
+    return plan(Graph(tensors, list(g.nodes), list(g.inputs), list(g.outputs), g.layout), alignment)
+
+
+def compile_tflite(model, *, name: str = "model", alignment: int = 4) -> CompiledModel:
+    """An int8 .tflite model is already quantized: import it and go straight to planning."""
+    from tinyaot.frontend.tflite import from_tflite
+
+    int8_graph = from_tflite(model)
+    memory = plan(int8_graph, alignment)
+    return CompiledModel(_check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment))
+
+
 def compile_model(model, example_input=None, *, calibration=None, name: str = "model",
                   alignment: int = 4) -> CompiledModel:
     name = _check_name(name)
+    if is_tflite(model):
+        if calibration is not None:
+            warnings.warn("calibration is ignored: a .tflite model is already quantized", stacklevel=3)
+        return compile_tflite(model, name=name, alignment=alignment)
     float_graph = fuse_activations(import_float_model(model, example_input))
     if calibration is None:
         raise CalibrationError(

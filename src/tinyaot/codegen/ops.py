@@ -10,6 +10,7 @@ from typing import Callable
 
 import numpy as np
 
+from tinyaot.codegen import emit_conv
 from tinyaot.codegen.cformat import c_array, c_ident, c_int
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import fully_connected_s8 as fc
@@ -58,6 +59,7 @@ def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> Emi
 EMITTERS: dict[str, Callable[..., EmittedOp]] = {
     "fully_connected": emit_fully_connected,
     "reshape": emit_view,
+    **emit_conv.EMITTERS,
 }
 
 

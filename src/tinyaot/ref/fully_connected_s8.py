@@ -45,9 +45,15 @@ def prepare(node: Node, g: Graph) -> FullyConnectedParams:
     x, w, b = (g.tensor(n) for n in node.inputs)
     y = g.tensor(node.outputs[0])
     in_scale, out_scale = x.qparams.scale[0], y.qparams.scale[0]
-    pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in w.qparams.scale]
-    act_min, act_max = activation_range(node.attrs.get("clamp"), out_scale, y.qparams.zero_point[0])
     out_features, in_features = w.shape
+    if len(w.qparams.scale) == 1:
+        # TFLM's per-tensor path (GetQuantizedConvolutionMultipler) multiplies the two float32 scales in
+        # float32 before dividing in double; its per-channel path multiplies in double. Match both.
+        product = float(np.float32(in_scale) * np.float32(w.qparams.scale[0]))
+        pairs = [quantize_multiplier(product / out_scale)] * out_features
+    else:
+        pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in w.qparams.scale]
+    act_min, act_max = activation_range(node.attrs.get("clamp"), out_scale, y.qparams.zero_point[0])
     params = FullyConnectedParams(
         weights=w.data,
         bias=b.data.astype(np.int32),

@@ -11,11 +11,17 @@ import numpy as np
 
 from tinyaot.ir import Graph, Node
 from tinyaot.plan import MemoryPlan
+from tinyaot.ref import add_s8, avg_pool2d_s8, conv2d_s8, depthwise_conv2d_s8, softmax_s8
 from tinyaot.ref import fully_connected_s8 as fc
 
 # op -> (prepare, kernel); view ops need neither: their bytes are already in place.
 KERNELS: dict[str, tuple[Callable, Callable]] = {
     "fully_connected": (fc.prepare, fc.fully_connected_s8),
+    "conv2d": (conv2d_s8.prepare, conv2d_s8.conv2d_s8),
+    "depthwise_conv2d": (depthwise_conv2d_s8.prepare, depthwise_conv2d_s8.depthwise_conv2d_s8),
+    "avg_pool2d": (avg_pool2d_s8.prepare, avg_pool2d_s8.avg_pool2d_s8),
+    "add": (add_s8.prepare, add_s8.add_s8),
+    "softmax": (softmax_s8.prepare, softmax_s8.softmax_s8),
 }
 VIEW_OPS = {"reshape"}
 

@@ -25,4 +25,87 @@ void tinyaot_fully_connected_s8(const int8_t *input, const int8_t *weights, cons
                                 int32_t batches, int32_t in_features, int32_t out_features,
                                 int8_t *output);
 
+/*
+ * Geometry, offsets and clamp of one convolution (conv2d or depthwise), fixed at compile time.
+ * A tap (ky, kx) of output pixel (oy, ox) reads input row oy * stride_h - pad_top + ky * dilation_h
+ * (columns likewise); taps outside the input are skipped (padding with the input zero point).
+ */
+typedef struct {
+    int32_t batches, in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t dilation_h, dilation_w;
+    int32_t pad_top, pad_left;
+    int32_t depth_multiplier;      /* depthwise: out_c = in_c * depth_multiplier; 1 for conv2d */
+    int32_t input_offset;          /* -input zero point, in [-127, 128] */
+    int32_t output_offset;         /* output zero point */
+    int32_t act_min, act_max;      /* fused activation, int8 units */
+} tinyaot_conv_params;
+
+/*
+ * 2-D convolution (groups = 1), TFLM's ConvPerChannel: output[b][oy][ox][oc] = clamp(requantize(bias[oc] +
+ * sum_taps weights[oc][ky][kx][ic] * (input[b][iy][ix][ic] + input_offset), multiplier[oc], shift[oc])
+ * + output_offset, act_min, act_max).
+ *
+ * input:   int8 [batches][in_h][in_w][in_c]; weights: int8 [out_c][kernel_h][kernel_w][in_c], symmetric
+ * bias, multiplier, shift: int32 [out_c]; output: int8 [batches][out_h][out_w][out_c], must not overlap input
+ */
+void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias, const int32_t *multiplier,
+                       const int32_t *shift, const tinyaot_conv_params *params, int8_t *output);
+
+/*
+ * Depthwise convolution, TFLM's DepthwiseConvPerChannel: output channel oc = ic * depth_multiplier + m sums
+ * weights[0][ky][kx][oc] * (input[b][iy][ix][ic] + input_offset) over the taps, then requantizes as conv2d.
+ *
+ * weights: int8 [1][kernel_h][kernel_w][out_c]; other arguments as tinyaot_conv2d_s8.
+ */
+void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                 const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
+                                 int8_t *output);
+
+/* Geometry and clamp of one pooling layer, fixed at compile time. */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t out_h, out_w;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t count_include_pad;     /* 0: divide by the taps inside the input (TFLite); 1: by the whole window */
+    int32_t act_min, act_max;
+} tinyaot_pool_params;
+
+/*
+ * Average pooling, TFLM's AveragePool: the window clipped to the input, the sum divided rounding half away
+ * from zero, clamped. Input and output share qparams. input: int8 [batches][in_h][in_w][channels];
+ * output: int8 [batches][out_h][out_w][channels], must not overlap input.
+ */
+void tinyaot_avg_pool2d_s8(const int8_t *input, const tinyaot_pool_params *params, int8_t *output);
+
+/* Offsets, shifts and Q31 multipliers of one int8 add (TFLM's CalculateOpDataAdd), fixed at compile time. */
+typedef struct {
+    int32_t size;                  /* elements in each input and the output */
+    int32_t input1_offset, input2_offset, output_offset;
+    int32_t left_shift;            /* 20 */
+    int32_t input1_multiplier, input1_shift;   /* shifts <= 0 */
+    int32_t input2_multiplier, input2_shift;
+    int32_t output_multiplier, output_shift;
+    int32_t act_min, act_max;
+} tinyaot_add_params;
+
+/*
+ * Elementwise add, TFLM's int8 Add: output[i] = clamp(requantize(requantize((input1[i] + input1_offset) <<
+ * left_shift, input1_multiplier, input1_shift) + requantize(... input2 ...), output_multiplier, output_shift)
+ * + output_offset). In place: output may be input1 or input2.
+ */
+void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output);
+
+/*
+ * Softmax over rows of `depth` values, TFLM's reference int8 Softmax (gemmlowp fixed point); output scale
+ * 1/256, zero point -128. input_multiplier / input_left_shift scale input differences to Q5.26; differences
+ * below diff_min give -128. input, output: int8 [outer][depth]; output may be the input.
+ */
+void tinyaot_softmax_s8(const int8_t *input, int32_t outer, int32_t depth, int32_t input_multiplier,
+                        int32_t input_left_shift, int32_t diff_min, int8_t *output);
+
 #endif /* TINYAOT_KERNELS_H */

@@ -1,0 +1,107 @@
+"""C emitters of the CNN ops (conv2d, depthwise_conv2d, avg_pool2d, add, softmax).
+
+Each calls the op's reference `prepare`, so the C reads exactly the numbers the NumPy reference uses.
+Per-layer geometry goes into one `static const` parameter struct (designated initializers, so the C
+names every field), arrays into flash next to it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tinyaot.codegen.cformat import c_array, c_ident, c_int
+from tinyaot.ir import Graph, Node
+from tinyaot.ref import add_s8, avg_pool2d_s8, conv2d_s8, depthwise_conv2d_s8, softmax_s8
+
+_CONV_FIELDS = ("batches", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kernel_h", "kernel_w", "stride_h",
+                "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left", "depth_multiplier", "input_offset",
+                "output_offset", "act_min", "act_max")
+_POOL_FIELDS = ("batches", "in_h", "in_w", "channels", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h",
+                "stride_w", "pad_top", "pad_left", "count_include_pad", "act_min", "act_max")
+_ADD_FIELDS = ("size", "input1_offset", "input2_offset", "output_offset", "left_shift", "input1_multiplier",
+               "input1_shift", "input2_multiplier", "input2_shift", "output_multiplier", "output_shift", "act_min",
+               "act_max")
+
+
+def _emitted(constants: str, call: str, const_bytes: int, kernel_file: str):
+    from tinyaot.codegen.ops import EmittedOp  # here, not at the top: codegen.ops imports this module
+
+    return EmittedOp(constants, call, const_bytes, kernel_file)
+
+
+def c_struct(ctype: str, name: str, values, fields: tuple[str, ...]) -> str:
+    """`static const T name = {.field = value, ...};` for int32 fields read from `values` (an object).
+
+    >>> from types import SimpleNamespace
+    >>> print(c_struct("tinyaot_x", "m_x", SimpleNamespace(a=1, b=-2), ("a", "b")), end="")
+    static const tinyaot_x m_x = {
+        .a = 1,
+        .b = (-2),
+    };
+    """
+    body = "".join(f"    .{f} = {c_int(int(getattr(values, f)))},\n" for f in fields)
+    return f"static const {ctype} {name} = {{\n{body}}};\n"
+
+
+def _in(offsets: dict[str, str], tensor: str) -> str:
+    return f"(const int8_t *)(arena + {offsets[tensor]})"
+
+
+def _out(offsets: dict[str, str], tensor: str) -> str:
+    return f"(int8_t *)(arena + {offsets[tensor]})"
+
+
+def _emit_conv_like(node: Node, g: Graph, prefix: str, offsets: dict[str, str], p, fn: str, kernel_file: str):
+    base = f"{prefix}_{c_ident(node.name)}"
+    arrays = [(f"{base}_weights", p.weights), (f"{base}_bias", p.bias.astype(np.int32)),
+              (f"{base}_multiplier", p.multiplier), (f"{base}_shift", p.shift)]
+    consts = "".join(c_array(n, a) for n, a in arrays)
+    consts += c_struct("tinyaot_conv_params", f"{base}_params", p, _CONV_FIELDS)
+    nbytes = sum(a.nbytes for _, a in arrays) + 4 * len(_CONV_FIELDS)
+    call = (f"{fn}({_in(offsets, node.inputs[0])},\n"
+            f"    {base}_weights, {base}_bias, {base}_multiplier, {base}_shift, &{base}_params,\n"
+            f"    {_out(offsets, node.outputs[0])});")
+    return _emitted(consts, call, nbytes, kernel_file)
+
+
+def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    return _emit_conv_like(node, g, prefix, offsets, conv2d_s8.prepare(node, g), "tinyaot_conv2d_s8",
+                           "conv2d_s8.c")
+
+
+def emit_depthwise_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    return _emit_conv_like(node, g, prefix, offsets, depthwise_conv2d_s8.prepare(node, g),
+                           "tinyaot_depthwise_conv2d_s8", "depthwise_conv2d_s8.c")
+
+
+def emit_avg_pool2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    p = avg_pool2d_s8.prepare(node, g)
+    base = f"{prefix}_{c_ident(node.name)}"
+    consts = c_struct("tinyaot_pool_params", f"{base}_params", p, _POOL_FIELDS)
+    call = f"tinyaot_avg_pool2d_s8({_in(offsets, node.inputs[0])}, &{base}_params, {_out(offsets, node.outputs[0])});"
+    return _emitted(consts, call, 4 * len(_POOL_FIELDS), "avg_pool2d_s8.c")
+
+
+def emit_add(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    p = add_s8.prepare(node, g)
+    base = f"{prefix}_{c_ident(node.name)}"
+    consts = c_struct("tinyaot_add_params", f"{base}_params", p, _ADD_FIELDS)
+    a, b = node.inputs
+    call = (f"tinyaot_add_s8({_in(offsets, a)}, {_in(offsets, b)}, &{base}_params,\n"
+            f"    {_out(offsets, node.outputs[0])});")
+    return _emitted(consts, call, 4 * len(_ADD_FIELDS), "add_s8.c")
+
+
+def emit_softmax(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    p = softmax_s8.prepare(node, g)
+    args = ", ".join(c_int(v) for v in (p.outer, p.depth, p.input_multiplier, p.input_left_shift, p.diff_min))
+    call = f"tinyaot_softmax_s8({_in(offsets, node.inputs[0])}, {args}, {_out(offsets, node.outputs[0])});"
+    return _emitted("", call, 0, "softmax_s8.c")
+
+
+EMITTERS = {
+    "conv2d": emit_conv2d,
+    "depthwise_conv2d": emit_depthwise_conv2d,
+    "avg_pool2d": emit_avg_pool2d,
+    "add": emit_add,
+    "softmax": emit_softmax,
+}

@@ -1,0 +1,556 @@
+"""TFLite front end: an int8 .tflite flatbuffer -> an int8 IR graph (NHWC), no calibration needed.
+
+The file is parsed with the `tflite` package (the flatbuffer schema). Every read is bounds-checked and
+any failure of the parser becomes a ModelError, so a truncated or corrupted file never crashes or
+hangs the compiler. Padding is made explicit exactly as TFLite Micro computes it (ComputePaddingHeightWidth),
+fused activations become the IR `clamp`, and a float model's boundary QUANTIZE / DEQUANTIZE ops are
+folded away so the compiled model has int8 input and output with the qparams those ops publish.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
+from tinyaot.ir import Graph, Node, QParams, Tensor
+
+SCHEMA_VERSION = 3
+FILE_IDENTIFIER = b"TFL3"
+
+# TensorType codes of the schema -> numpy dtypes tinyaot can hold.
+_DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8"}
+_TYPE_NAMES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool", 7: "int16",
+               8: "complex64", 9: "int8", 10: "float64", 17: "int4", 18: "bfloat16"}
+
+# ActivationFunctionType -> IR clamp (real units).
+_CLAMPS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
+_ACTIVATION_NAMES = {4: "TANH", 5: "SIGN_BIT"}
+
+
+def _builtin_names() -> dict[int, str]:
+    import tflite
+
+    return {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)}
+
+
+@dataclass
+class _TensorInfo:
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    type_code: int
+    data: np.ndarray | None  # raw bytes of a constant, or None
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int
+
+    @property
+    def dtype(self) -> str | None:
+        return _DTYPES.get(self.type_code)
+
+    @property
+    def type_name(self) -> str:
+        return _TYPE_NAMES.get(self.type_code, f"type {self.type_code}")
+
+    @property
+    def quantized(self) -> bool:
+        return len(self.scale) > 0
+
+
+@dataclass
+class _OpInfo:
+    index: int
+    code: int
+    name: str  # e.g. CONV_2D
+    inputs: list[int]  # -1 marks an absent optional input
+    outputs: list[int]
+    options: object | None  # the flatbuffer table of builtin options, or None
+    options_type: int  # BuiltinOptions union tag
+
+
+@dataclass
+class _ModelInfo:
+    tensors: list[_TensorInfo]
+    ops: list[_OpInfo]
+    inputs: list[int]
+    outputs: list[int]
+
+
+# ---- parsing: flatbuffer -> plain Python, every access checked ---------------------------------
+
+
+class _Reader:
+    """Bounds checks around the generated flatbuffer accessors."""
+
+    def __init__(self, buf: bytes):
+        self.buf = buf
+
+    def count(self, n: int, what: str, elem_bytes: int = 1) -> int:
+        if n < 0 or n * elem_bytes > len(self.buf):
+            raise ModelError(f"malformed .tflite file: {what} claims {n} entries, more than the file can hold "
+                             "(the file is truncated or corrupt)")
+        return n
+
+    def ints(self, obj, field: str, what: str) -> list[int]:
+        n = self.count(getattr(obj, f"{field}Length")(), what, 4)
+        get = getattr(obj, field)
+        return [int(get(j)) for j in range(n)]
+
+
+def _read_bytes(model) -> tuple[bytes, str]:
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model), "model.tflite"
+    path = Path(model)
+    if not path.is_file():
+        raise ModelError(f"TFLite model file {str(path)!r} does not exist")
+    return path.read_bytes(), path.name
+
+
+def _parse(buf: bytes) -> _ModelInfo:
+    import tflite
+
+    if len(buf) < 8 or buf[4:8] != FILE_IDENTIFIER:
+        raise ModelError(
+            "not a TFLite model: the file does not carry the 'TFL3' flatbuffer identifier (is it truncated, or "
+            "another format such as a SavedModel or ONNX file?)"
+        )
+    r = _Reader(buf)
+    model = tflite.Model.GetRootAsModel(buf, 0)
+    version = model.Version()
+    if version != SCHEMA_VERSION:
+        raise ModelError(f"unsupported TFLite schema version {version}; tinyaot reads version {SCHEMA_VERSION} "
+                         "(re-convert the model with a current TensorFlow / LiteRT converter)")
+    n_sub = r.count(model.SubgraphsLength(), "subgraph list", 4)
+    if n_sub != 1:
+        raise UnsupportedOpError(f"the model has {n_sub} subgraphs; tinyaot compiles single-subgraph models "
+                                 "(no control flow such as WHILE / IF / CALL_ONCE)")
+    names = _builtin_names()
+    opcodes = []
+    for j in range(r.count(model.OperatorCodesLength(), "operator code list", 4)):
+        oc = model.OperatorCodes(j)
+        code = max(int(oc.BuiltinCode()), int(oc.DeprecatedBuiltinCode()))
+        custom = oc.CustomCode()
+        opcodes.append((code, custom.decode(errors="replace") if custom else None))
+    n_buffers = r.count(model.BuffersLength(), "buffer list", 4)
+    sg = model.Subgraphs(0)
+    n_tensors = r.count(sg.TensorsLength(), "tensor list", 4)
+    tensors = [_parse_tensor(r, model, sg.Tensors(i), i, n_buffers) for i in range(n_tensors)]
+    ops = []
+    for i in range(r.count(sg.OperatorsLength(), "operator list", 4)):
+        op = sg.Operators(i)
+        idx = int(op.OpcodeIndex())
+        if not 0 <= idx < len(opcodes):
+            raise ModelError(f"malformed .tflite file: operator {i} uses operator code {idx}, but the model has "
+                             f"{len(opcodes)}")
+        code, custom = opcodes[idx]
+        name = f"CUSTOM '{custom}'" if custom else names.get(code, f"builtin op {code}")
+        ins = r.ints(op, "Inputs", f"operator {i} inputs")
+        outs = r.ints(op, "Outputs", f"operator {i} outputs")
+        for t in ins + outs:
+            if not (0 <= t < n_tensors or (t == -1 and t in ins)):
+                raise ModelError(f"malformed .tflite file: operator {i} ({name}) refers to tensor {t}, but the "
+                                 f"subgraph has {n_tensors} tensors (indices 0..{n_tensors - 1})")
+        ops.append(_OpInfo(i, code, name, ins, outs, op.BuiltinOptions(), int(op.BuiltinOptionsType())))
+    inputs = r.ints(sg, "Inputs", "subgraph inputs")
+    outputs = r.ints(sg, "Outputs", "subgraph outputs")
+    for what, lst in (("input", inputs), ("output", outputs)):
+        for t in lst:
+            if not 0 <= t < n_tensors:
+                raise ModelError(f"malformed .tflite file: model {what} is tensor {t}, but the subgraph has "
+                                 f"{n_tensors} tensors")
+    return _ModelInfo(tensors, ops, inputs, outputs)
+
+
+def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorInfo:
+    raw_name = t.Name()
+    name = raw_name.decode(errors="replace") if raw_name else f"tensor{index}"
+    shape = tuple(r.ints(t, "Shape", f"tensor {index} shape"))
+    if any(d < 1 for d in shape):
+        raise ModelError(f"tensor {index} ('{name}') has shape {list(shape)}; tinyaot needs static shapes with "
+                         "every dimension >= 1 (batch size 1)")
+    type_code = int(t.Type())
+    b = int(t.Buffer())
+    if not 0 <= b < n_buffers:
+        raise ModelError(f"malformed .tflite file: tensor {index} ('{name}') uses buffer {b}, but the model has "
+                         f"{n_buffers} buffers")
+    data = None
+    if b > 0:
+        buffer = model.Buffers(b)
+        offset, size = int(buffer.Offset()), int(buffer.Size())
+        if offset > 1:  # large models keep data after the flatbuffer
+            if offset + size > len(r.buf):
+                raise ModelError(f"malformed .tflite file: tensor {index} data lies past the end of the file")
+            data = np.frombuffer(r.buf, dtype=np.uint8, count=size, offset=offset)
+        elif r.count(buffer.DataLength(), f"tensor {index} data") > 0:
+            data = buffer.DataAsNumpy()
+    scale: tuple[float, ...] = ()
+    zero_point: tuple[int, ...] = ()
+    axis = 0
+    q = t.Quantization()
+    if q is not None and q.ScaleLength() > 0:
+        n = r.count(q.ScaleLength(), f"tensor {index} scales", 4)
+        scale = tuple(float(np.float32(q.Scale(j))) for j in range(n))
+        nz = r.count(q.ZeroPointLength(), f"tensor {index} zero points", 8)
+        zero_point = tuple(int(q.ZeroPoint(j)) for j in range(nz)) or (0,) * n
+        axis = int(q.QuantizedDimension())
+        if len(zero_point) != len(scale):
+            raise ModelError(f"malformed .tflite file: tensor {index} ('{name}') has {len(scale)} scales but "
+                             f"{len(zero_point)} zero points")
+    return _TensorInfo(index, name, shape, type_code, data, scale, zero_point, axis)
+
+
+# ---- conversion: plain model -> IR graph -------------------------------------------------------
+
+
+class _Importer:
+    def __init__(self, info: _ModelInfo, source: str):
+        self.info = info
+        self.source = source
+        self.g = Graph(tensors={}, nodes=[], inputs=[], outputs=[], layout="NHWC")
+        self.names: dict[int, str] = {}  # tflite tensor index -> IR tensor name
+        self.skip: set[int] = set()  # boundary QUANTIZE / DEQUANTIZE operators
+
+    # -- tensors --
+    def t(self, index: int) -> _TensorInfo:
+        return self.info.tensors[index]
+
+    def activation(self, index: int, name: str, op: _OpInfo | None) -> str:
+        ti = self.t(index)
+        where = f"operator {op.index} ({op.name})" if op else "the model input"
+        if ti.type_code == 0:
+            raise ModelError(
+                f"{where} works on float32 tensor '{ti.name}': this is a float model. tinyaot compiles int8 "
+                "TFLite models; convert with full-integer quantization (a representative dataset), or compile "
+                "the PyTorch model and let tinyaot quantize it"
+            )
+        if ti.dtype != "int8":
+            raise UnsupportedOpError(f"{where} uses a {ti.type_name} tensor '{ti.name}'; tinyaot supports int8 "
+                                     "activations")
+        if not ti.quantized or len(ti.scale) != 1:
+            raise ModelError(f"{where}: int8 tensor '{ti.name}' needs one scale and zero point (per-tensor "
+                             "quantization)")
+        if not (ti.scale[0] > 0 and math.isfinite(ti.scale[0])):
+            raise ModelError(f"{where}: tensor '{ti.name}' has scale {ti.scale[0]}; scales must be positive")
+        self.names[index] = name
+        self.g.add_tensor(Tensor(name, ti.shape, "int8", qparams=QParams.per_tensor(ti.scale[0], ti.zero_point[0])))
+        return name
+
+    def constant(self, index: int, name: str, op: _OpInfo, dtype: str, what: str) -> str:
+        ti = self.t(index)
+        if ti.data is None:
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}): the {what} '{ti.name}' must be a constant "
+                                     "stored in the model")
+        if ti.dtype != dtype:
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}): the {what} is {ti.type_name}, tinyaot "
+                                     f"needs {dtype} (a float model? convert with full-integer quantization)")
+        n = int(np.prod(ti.shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if ti.data.size != n:
+            raise ModelError(f"malformed .tflite file: the {what} of operator {op.index} has {ti.data.size} bytes "
+                             f"of data, its shape {list(ti.shape)} needs {n}")
+        data = np.frombuffer(ti.data.tobytes(), dtype=dtype).reshape(ti.shape).copy()
+        qp = None
+        if ti.quantized:
+            if any(not (s > 0 and math.isfinite(s)) for s in ti.scale):
+                raise ModelError(f"operator {op.index} ({op.name}): the {what} has a non-positive scale")
+            axis = ti.axis if len(ti.scale) > 1 else None
+            if axis is not None and not (0 <= axis < len(ti.shape) and ti.shape[axis] == len(ti.scale)):
+                raise ModelError(f"malformed .tflite file: the {what} of operator {op.index} has {len(ti.scale)} "
+                                 f"scales along axis {ti.axis} of shape {list(ti.shape)}")
+            qp = QParams(ti.scale, ti.zero_point, axis)
+        self.g.add_tensor(Tensor(name, ti.shape, dtype, data=data, qparams=qp))
+        return name
+
+    def ir_input(self, index: int, op: _OpInfo) -> str:
+        if index not in self.names:
+            ti = self.t(index)
+            raise ModelError(f"operator {op.index} ({op.name}) reads tensor {index} ('{ti.name}') before any "
+                             "operator writes it (the operators are not in execution order, or the tensor is "
+                             "a constant where an activation was expected)")
+        return self.names[index]
+
+    # -- boundaries --
+    def boundaries(self) -> None:
+        info = self.info
+        if len(info.inputs) != 1 or len(info.outputs) != 1:
+            raise UnsupportedOpError(f"the model has {len(info.inputs)} inputs and {len(info.outputs)} outputs; "
+                                     "tinyaot compiles models with one input and one output")
+        x, y = info.inputs[0], info.outputs[0]
+        if self.t(x).type_code == 0:
+            readers = [op for op in info.ops if x in op.inputs]
+            if len(readers) == 1 and readers[0].name == "QUANTIZE" and self.t(readers[0].outputs[0]).dtype == "int8":
+                self.skip.add(readers[0].index)
+                x = readers[0].outputs[0]
+        self.activation(x, "input", None)
+        self.g.inputs = ["input"]
+        if self.t(y).type_code == 0:
+            writer = [op for op in info.ops if y in op.outputs]
+            if len(writer) == 1 and writer[0].name == "DEQUANTIZE" and self.t(writer[0].inputs[0]).dtype == "int8":
+                self.skip.add(writer[0].index)
+                y = writer[0].inputs[0]
+        self.output_index = y
+
+    def run(self) -> Graph:
+        self.boundaries()
+        for op in self.info.ops:
+            if op.index in self.skip:
+                continue
+            convert = CONVERTERS.get(op.name)
+            if convert is None:
+                raise UnsupportedOpError(
+                    f"operator {op.index} ({op.name}) is not supported; tinyaot imports "
+                    f"{', '.join(sorted(CONVERTERS))}, plus QUANTIZE at the model input and DEQUANTIZE at its output"
+                )
+            if len(op.outputs) != 1:
+                raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
+            convert(self, op)
+        if self.output_index not in self.names:
+            raise ModelError(f"no operator writes the model output tensor {self.output_index}")
+        self.g.outputs = [self.names[self.output_index]]
+        return self.g
+
+    # -- helpers for converters --
+    def node(self, op: _OpInfo, ir_op: str, inputs: list[str], attrs: dict) -> Node:
+        name = f"{ir_op}_{op.index}"
+        out = self.activation(op.outputs[0], f"{name}_out", op)
+        node = Node(ir_op, name, inputs, [out], attrs, source=f"{self.source}:{op.index}")
+        self.g.nodes.append(node)
+        return node
+
+    def options(self, op: _OpInfo, cls_name: str):
+        import tflite
+
+        table = op.options
+        if table is None or op.options_type != getattr(tflite.BuiltinOptions, cls_name):
+            raise ModelError(f"malformed .tflite file: operator {op.index} ({op.name}) lacks its {cls_name}")
+        opts = getattr(tflite, cls_name)()
+        opts.Init(table.Bytes, table.Pos)
+        return opts
+
+    def clamp(self, op: _OpInfo, code: int):
+        if code not in _CLAMPS:
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}) has fused activation "
+                                     f"{_ACTIVATION_NAMES.get(code, code)}; supported: NONE, RELU, RELU6, "
+                                     "RELU_N1_TO_1")
+        return _CLAMPS[code]
+
+    def args(self, op: _OpInfo, n_min: int, n_max: int) -> list[int]:
+        if not n_min <= len(op.inputs) <= n_max:
+            raise ModelError(f"operator {op.index} ({op.name}) has {len(op.inputs)} inputs, expected "
+                             f"{n_min}" + (f" to {n_max}" if n_max != n_min else ""))
+        return op.inputs + [-1] * (n_max - len(op.inputs))
+
+    def bias(self, op: _OpInfo, index: int, name: str, channels: int) -> str:
+        if index == -1:
+            self.g.add_tensor(Tensor(name, (channels,), "int32", data=np.zeros(channels, np.int32)))
+            return name
+        name = self.constant(index, name, op, "int32", "bias")
+        if self.g.tensor(name).shape != (channels,):
+            raise ModelError(f"operator {op.index} ({op.name}): bias shape {list(self.g.tensor(name).shape)}, "
+                             f"expected [{channels}]")
+        return name
+
+    def check_shape(self, op: _OpInfo, want: tuple[int, ...]) -> None:
+        got = self.t(op.outputs[0]).shape
+        if tuple(got) != tuple(want):
+            raise ModelError(f"operator {op.index} ({op.name}): output shape {list(got)} does not match the "
+                             f"{list(want)} its input and options give")
+
+
+def compute_padding(padding: int, in_size: int, k: int, stride: int, dilation: int) -> tuple[int, int, int]:
+    """(out_size, pad_before, pad_after) as TFLM's ComputeOutSize / ComputePaddingWithOffset."""
+    eff = (k - 1) * dilation + 1
+    if padding == 0:  # SAME
+        out = (in_size + stride - 1) // stride
+    elif padding == 1:  # VALID
+        out = (in_size + stride - eff) // stride
+    else:
+        raise ModelError(f"unknown padding type {padding} (expected SAME or VALID)")
+    total = max(0, (out - 1) * stride + eff - in_size)
+    return out, total // 2, total - total // 2
+
+
+def _spatial(imp: _Importer, op: _OpInfo, x_shape, kh: int, kw: int, padding: int, stride, dilation):
+    if len(x_shape) != 4:
+        raise ModelError(f"operator {op.index} ({op.name}) needs a 4-D NHWC input, got {list(x_shape)}")
+    if min(kh, kw, *stride, *dilation) < 1:
+        raise ModelError(f"operator {op.index} ({op.name}): kernel, stride and dilation must be >= 1")
+    oh, top, bottom = compute_padding(padding, x_shape[1], kh, stride[0], dilation[0])
+    ow, left, right = compute_padding(padding, x_shape[2], kw, stride[1], dilation[1])
+    if oh < 1 or ow < 1:
+        raise ModelError(f"operator {op.index} ({op.name}): the kernel {kh}x{kw} does not fit the input "
+                         f"{x_shape[1]}x{x_shape[2]}")
+    return oh, ow, (top, bottom, left, right)
+
+
+def _conv_2d(imp: _Importer, op: _OpInfo) -> None:
+    xi, wi, bi = imp.args(op, 2, 3)
+    o = imp.options(op, "Conv2DOptions")
+    x = imp.ir_input(xi, op)
+    name = f"conv2d_{op.index}"
+    w = imp.constant(wi, f"{name}_weight", op, "int8", "weights")
+    wt = imp.g.tensor(w)
+    if len(wt.shape) != 4:
+        raise ModelError(f"operator {op.index} (CONV_2D): weights must be 4-D [out, kh, kw, in], got {wt.shape}")
+    _check_weights(op, wt, axis=0)
+    x_shape = imp.g.tensor(x).shape
+    if wt.shape[3] != x_shape[3]:
+        raise UnsupportedOpError(f"operator {op.index} (CONV_2D): grouped convolution ({x_shape[3]} input channels, "
+                                 f"weights take {wt.shape[3]}) is not supported")
+    stride, dilation = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
+    oh, ow, pad = _spatial(imp, op, x_shape, wt.shape[1], wt.shape[2], o.Padding(), stride, dilation)
+    imp.check_shape(op, (x_shape[0], oh, ow, wt.shape[0]))
+    b = imp.bias(op, bi, f"{name}_bias", wt.shape[0])
+    imp.node(op, "conv2d", [x, w, b], {"stride": stride, "padding": pad, "dilation": dilation,
+                                       "clamp": imp.clamp(op, o.FusedActivationFunction())})
+
+
+def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
+    xi, wi, bi = imp.args(op, 2, 3)
+    o = imp.options(op, "DepthwiseConv2DOptions")
+    x = imp.ir_input(xi, op)
+    name = f"depthwise_conv2d_{op.index}"
+    w = imp.constant(wi, f"{name}_weight", op, "int8", "weights")
+    wt = imp.g.tensor(w)
+    x_shape = imp.g.tensor(x).shape
+    if len(wt.shape) != 4 or wt.shape[0] != 1:
+        raise ModelError(f"operator {op.index} (DEPTHWISE_CONV_2D): weights must be [1, kh, kw, out], got {wt.shape}")
+    _check_weights(op, wt, axis=3)
+    out_c = wt.shape[3]
+    if len(x_shape) != 4 or out_c % x_shape[3]:
+        raise ModelError(f"operator {op.index} (DEPTHWISE_CONV_2D): {out_c} output channels are not a multiple of "
+                         f"the input's channels (input {list(x_shape)})")
+    # TFLM derives the multiplier from the channel counts, not from the option.
+    mult = out_c // x_shape[3]
+    stride, dilation = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
+    oh, ow, pad = _spatial(imp, op, x_shape, wt.shape[1], wt.shape[2], o.Padding(), stride, dilation)
+    imp.check_shape(op, (x_shape[0], oh, ow, out_c))
+    b = imp.bias(op, bi, f"{name}_bias", out_c)
+    imp.node(op, "depthwise_conv2d", [x, w, b], {"stride": stride, "padding": pad, "dilation": dilation,
+                                                 "depth_multiplier": mult,
+                                                 "clamp": imp.clamp(op, o.FusedActivationFunction())})
+
+
+def _check_weights(op: _OpInfo, wt: Tensor, axis: int) -> None:
+    qp = wt.qparams
+    if qp is None:
+        raise ModelError(f"operator {op.index} ({op.name}): the weights carry no quantization parameters")
+    if any(z != 0 for z in qp.zero_point):
+        raise UnsupportedOpError(f"operator {op.index} ({op.name}): weights must be symmetric (zero point 0), "
+                                 f"got zero points {sorted(set(qp.zero_point))[:4]}")
+    if not qp.is_per_tensor and qp.axis != axis:
+        raise UnsupportedOpError(f"operator {op.index} ({op.name}): per-channel weights quantized along axis "
+                                 f"{qp.axis}; expected the output-channel axis {axis}")
+
+
+def _fully_connected(imp: _Importer, op: _OpInfo) -> None:
+    xi, wi, bi = imp.args(op, 2, 3)
+    o = imp.options(op, "FullyConnectedOptions") if op.options_type else None
+    if o is not None and o.WeightsFormat() != 0:
+        raise UnsupportedOpError(f"operator {op.index} (FULLY_CONNECTED): shuffled weights format is not supported")
+    x = imp.ir_input(xi, op)
+    name = f"fully_connected_{op.index}"
+    w = imp.constant(wi, f"{name}_weight", op, "int8", "weights")
+    wt = imp.g.tensor(w)
+    if len(wt.shape) != 2:
+        raise ModelError(f"operator {op.index} (FULLY_CONNECTED): weights must be 2-D [out, in], got {wt.shape}")
+    _check_weights(op, wt, axis=0)
+    out_f, in_f = wt.shape
+    xt = imp.g.tensor(x)
+    if xt.size % in_f:
+        raise ModelError(f"operator {op.index} (FULLY_CONNECTED): input {list(xt.shape)} is not a whole number of "
+                         f"rows of {in_f} features")
+    out_shape = imp.t(op.outputs[0]).shape
+    if int(np.prod(out_shape)) != xt.size // in_f * out_f or out_shape[-1] != out_f:
+        raise ModelError(f"operator {op.index} (FULLY_CONNECTED): output shape {list(out_shape)} does not fit "
+                         f"{xt.size // in_f} rows of {out_f} features")
+    b = imp.bias(op, bi, f"{name}_bias", out_f)
+    clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
+    imp.node(op, "fully_connected", [x, w, b], {"clamp": clamp})
+
+
+def _average_pool_2d(imp: _Importer, op: _OpInfo) -> None:
+    (xi,) = imp.args(op, 1, 1)
+    o = imp.options(op, "Pool2DOptions")
+    x = imp.ir_input(xi, op)
+    x_shape = imp.g.tensor(x).shape
+    kernel, stride = (o.FilterHeight(), o.FilterWidth()), (o.StrideH(), o.StrideW())
+    oh, ow, pad = _spatial(imp, op, x_shape, kernel[0], kernel[1], o.Padding(), stride, (1, 1))
+    imp.check_shape(op, (x_shape[0], oh, ow, x_shape[3]))
+    _same_qparams(imp, op, xi)
+    imp.node(op, "avg_pool2d", [x], {"kernel": kernel, "stride": stride, "padding": pad, "count_include_pad": False,
+                                     "clamp": imp.clamp(op, o.FusedActivationFunction())})
+
+
+def _same_qparams(imp: _Importer, op: _OpInfo, xi: int) -> None:
+    a, b = imp.t(xi), imp.t(op.outputs[0])
+    if (a.scale, a.zero_point) != (b.scale, b.zero_point):
+        raise UnsupportedOpError(f"operator {op.index} ({op.name}) changes scale/zero point ({a.scale}, "
+                                 f"{a.zero_point}) -> ({b.scale}, {b.zero_point}); tinyaot needs them equal here")
+
+
+def _add(imp: _Importer, op: _OpInfo) -> None:
+    ai, bi = imp.args(op, 2, 2)
+    o = imp.options(op, "AddOptions") if op.options_type else None
+    a, b = imp.ir_input(ai, op), imp.ir_input(bi, op)
+    sa, sb = imp.g.tensor(a).shape, imp.g.tensor(b).shape
+    if sa != sb:
+        raise UnsupportedOpError(f"operator {op.index} (ADD) broadcasts {list(sa)} with {list(sb)}; tinyaot "
+                                 "supports ADD of equal shapes")
+    imp.check_shape(op, sa)
+    clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
+    imp.node(op, "add", [a, b], {"clamp": clamp})
+
+
+def _reshape(imp: _Importer, op: _OpInfo) -> None:
+    xi = op.inputs[0] if op.inputs else -1
+    if xi < 0:
+        raise ModelError(f"operator {op.index} (RESHAPE) has no input")
+    x = imp.ir_input(xi, op)
+    out_shape = imp.t(op.outputs[0]).shape
+    if int(np.prod(out_shape)) != imp.g.tensor(x).size:
+        raise ModelError(f"operator {op.index} (RESHAPE): {list(imp.g.tensor(x).shape)} cannot become "
+                         f"{list(out_shape)}")
+    _same_qparams(imp, op, xi)
+    imp.node(op, "reshape", [x], {})
+
+
+def _softmax(imp: _Importer, op: _OpInfo) -> None:
+    (xi,) = imp.args(op, 1, 1)
+    o = imp.options(op, "SoftmaxOptions") if op.options_type else None
+    x = imp.ir_input(xi, op)
+    imp.check_shape(op, imp.g.tensor(x).shape)
+    y = imp.t(op.outputs[0])
+    if y.scale != (1.0 / 256.0,) or y.zero_point != (-128,):
+        raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): int8 output must have scale 1/256 and zero point "
+                                 f"-128 (TFLite's rule), got {y.scale} / {y.zero_point}")
+    beta = float(np.float32(o.Beta())) if o is not None else 1.0
+    imp.node(op, "softmax", [x], {"beta": beta})
+
+
+CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
+    "ADD": _add,
+    "AVERAGE_POOL_2D": _average_pool_2d,
+    "CONV_2D": _conv_2d,
+    "DEPTHWISE_CONV_2D": _depthwise_conv_2d,
+    "FULLY_CONNECTED": _fully_connected,
+    "RESHAPE": _reshape,
+    "SOFTMAX": _softmax,
+}
+
+
+def from_tflite(model) -> Graph:
+    """Import an int8 .tflite model (a path, or the file's bytes) as an int8 IR graph."""
+    buf, source = _read_bytes(model)
+    try:
+        g = _Importer(_parse(buf), source).run()
+    except TinyAOTError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the generated parser raises struct.error, IndexError, ...
+        raise ModelError(f"malformed .tflite file ({source}): the flatbuffer cannot be read "
+                         f"({type(exc).__name__}: {exc}); is the file truncated or corrupt?") from None
+    g.prune()
+    return g

@@ -1,0 +1,89 @@
+"""avg_pool2d_s8: int8 average pooling, TFLite Micro's reference AveragePool semantics.
+
+The window is clipped to the image and divided by the number of taps inside it (count_include_pad
+False, TFLite's rule) or by the full window (count_include_pad True); the sum is divided rounding half
+away from zero with C's truncating division. No rescaling: input and output share scale and zero point.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tinyaot.errors import ModelError
+from tinyaot.ir import Graph, Node
+from tinyaot.quantize.fixedpoint import activation_range
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    batches: int
+    in_h: int
+    in_w: int
+    channels: int
+    out_h: int
+    out_w: int
+    kernel_h: int
+    kernel_w: int
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_left: int
+    count_include_pad: bool
+    act_min: int
+    act_max: int
+
+
+def prepare(node: Node, g: Graph) -> PoolParams:
+    x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+    if len(x.shape) != 4 or len(y.shape) != 4 or x.shape[3] != y.shape[3] or x.shape[0] != y.shape[0]:
+        raise ModelError(f"layer '{node.name}': avg_pool2d needs NHWC input and output with the same batch and "
+                         f"channels, got {x.shape} -> {y.shape}")
+    if x.qparams != y.qparams:
+        raise ModelError(f"layer '{node.name}': avg_pool2d input and output must share scale and zero point "
+                         f"(got {x.qparams} and {y.qparams}); give the pool output its input's qparams")
+    kh, kw = node.attrs["kernel"]
+    sh, sw = node.attrs.get("stride", (kh, kw))
+    top, _bottom, left, _right = node.attrs.get("padding", (0, 0, 0, 0))
+    if min(kh, kw, sh, sw) < 1:
+        raise ModelError(f"layer '{node.name}': kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1")
+    act_min, act_max = activation_range(node.attrs.get("clamp"), y.qparams.scale[0], y.qparams.zero_point[0])
+    p = PoolParams(
+        batches=x.shape[0], in_h=x.shape[1], in_w=x.shape[2], channels=x.shape[3], out_h=y.shape[1],
+        out_w=y.shape[2], kernel_h=int(kh), kernel_w=int(kw), stride_h=int(sh), stride_w=int(sw),
+        pad_top=int(top), pad_left=int(left), count_include_pad=bool(node.attrs.get("count_include_pad", False)),
+        act_min=act_min, act_max=act_max,
+    )
+    counts = _window_counts(p)
+    if counts.min() == 0:
+        raise ModelError(f"layer '{node.name}': some pooling windows lie entirely in the padding")
+    return p
+
+
+def _window_bounds(n_out: int, stride: int, pad: int, k: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
+    origin = np.arange(n_out) * stride - pad
+    return np.maximum(0, -origin), np.minimum(k, n_in - origin)
+
+
+def _window_counts(p: PoolParams) -> np.ndarray:
+    y0, y1 = _window_bounds(p.out_h, p.stride_h, p.pad_top, p.kernel_h, p.in_h)
+    x0, x1 = _window_bounds(p.out_w, p.stride_w, p.pad_left, p.kernel_w, p.in_w)
+    return np.maximum(y1 - y0, 0)[:, None] * np.maximum(x1 - x0, 0)[None, :]
+
+
+def avg_pool2d_s8(x: np.ndarray, p: PoolParams) -> np.ndarray:
+    x = x.reshape(p.batches, p.in_h, p.in_w, p.channels).astype(np.int64)
+    iy = np.arange(p.out_h)[:, None] * p.stride_h - p.pad_top + np.arange(p.kernel_h)[None, :]
+    ix = np.arange(p.out_w)[:, None] * p.stride_w - p.pad_left + np.arange(p.kernel_w)[None, :]
+    lo_y, lo_x = min(0, int(iy.min())), min(0, int(ix.min()))
+    hi_y, hi_x = max(p.in_h, int(iy.max()) + 1), max(p.in_w, int(ix.max()) + 1)
+    padded = np.zeros((p.batches, hi_y - lo_y, hi_x - lo_x, p.channels), dtype=np.int64)
+    padded[:, -lo_y : -lo_y + p.in_h, -lo_x : -lo_x + p.in_w, :] = x
+    win = padded[:, (iy - lo_y)[:, :, None, None], (ix - lo_x)[None, None, :, :], :]  # [b, oh, kh, ow, kw, c]
+    acc = win.sum(axis=(2, 4))  # [b, oh, ow, c]
+    n = np.full((p.out_h, p.out_w), p.kernel_h * p.kernel_w) if p.count_include_pad else _window_counts(p)
+    n = n[None, :, :, None].astype(np.int64)
+    half = n // 2
+    # C: acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, with '/' truncating toward zero.
+    avg = np.where(acc > 0, (acc + half) // n, -((-acc + half) // n))
+    return np.clip(avg, p.act_min, p.act_max).astype(np.int8)
