@@ -21,7 +21,8 @@ def _console(stderr: bool = False):
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="path/to/file.py:name (an nn.Module or a function returning one)")
+    p.add_argument("model", help="an int8 .tflite file, or path/to/file.py:name (an nn.Module or a function "
+                   "returning one)")
     p.add_argument("--input-shape", help="model input shape with batch 1, e.g. 1,28,28 "
                    "(default: the calibration samples' shape)")
     p.add_argument("--calibration", help=".npy file of representative samples, shaped (N, ...)")
@@ -31,9 +32,12 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _compile_from_args(args):
+    from tinyaot import compile as compile_model
+
+    if args.model.lower().endswith(".tflite"):  # already quantized: no calibration, no torch
+        return compile_model(args.model, name=args.name, alignment=args.alignment)
     import torch
 
-    from tinyaot import compile as compile_model
     from tinyaot.errors import CalibrationError
     from tinyaot.loader import load_array, load_model, parse_shape
 
