@@ -11,12 +11,36 @@ import numpy as np
 
 from tinyaot.ir import Graph, Node
 from tinyaot.plan import MemoryPlan
-from tinyaot.ref import add_s8, avg_pool2d_s8, conv2d_s8, depthwise_conv2d_s8, softmax_s8
+from tinyaot.ref import (
+    add_s8,
+    avg_pool2d_s8,
+    concat_s8,
+    conv2d_s8,
+    depthwise_conv2d_s8,
+    lut_s8,
+    max_pool2d_s8,
+    mean_s8,
+    mul_s8,
+    pad_s8,
+    relu_s8,
+    requantize_s8,
+    softmax_s8,
+    transpose_s8,
+)
 from tinyaot.ref import fully_connected_s8 as fc
 
 # op -> (prepare, kernel); view ops need neither: their bytes are already in place.
 KERNELS: dict[str, tuple[Callable, Callable]] = {
     "fully_connected": (fc.prepare, fc.fully_connected_s8),
+    "max_pool2d": (max_pool2d_s8.prepare, max_pool2d_s8.max_pool2d_s8),
+    "mean": (mean_s8.prepare, mean_s8.mean_s8),
+    "concat": (concat_s8.prepare, concat_s8.concat_s8),
+    "pad": (pad_s8.prepare, pad_s8.pad_s8),
+    "mul": (mul_s8.prepare, mul_s8.mul_s8),
+    "lut": (lut_s8.prepare, lut_s8.lut_s8),
+    "relu": (relu_s8.prepare, relu_s8.relu_s8),
+    "transpose": (transpose_s8.prepare, transpose_s8.transpose_s8),
+    "quantize": (requantize_s8.prepare, requantize_s8.requantize_s8),
     "conv2d": (conv2d_s8.prepare, conv2d_s8.conv2d_s8),
     "depthwise_conv2d": (depthwise_conv2d_s8.prepare, depthwise_conv2d_s8.depthwise_conv2d_s8),
     "avg_pool2d": (avg_pool2d_s8.prepare, avg_pool2d_s8.avg_pool2d_s8),

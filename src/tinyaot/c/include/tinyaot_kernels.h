@@ -26,6 +26,89 @@ void tinyaot_fully_connected_s8(const int8_t *input, const int8_t *weights, cons
                                 int8_t *output);
 
 /*
+ * Max pooling over NHWC: output[b][oy][ox][c] = clamp(max over the window clipped to the input).
+ *
+ * input:   int8 [batches][in_h][in_w][channels]; output: int8 [batches][out_h][out_w][channels], same qparams
+ * window:  rows oy * stride_h - pad_top + [0, kernel_h), columns likewise; padding never wins
+ * output must not overlap input.
+ */
+void tinyaot_max_pool2d_s8(const int8_t *input, int32_t batches, int32_t in_h, int32_t in_w, int32_t channels,
+                           int32_t kernel_h, int32_t kernel_w, int32_t stride_h, int32_t stride_w,
+                           int32_t pad_top, int32_t pad_left, int32_t out_h, int32_t out_w,
+                           int32_t act_min, int32_t act_max, int8_t *output);
+
+/*
+ * Mean over a run of consecutive axes (global average pooling: axes 1, 2 of NHWC), TFLM's int8 MEAN:
+ * output[o][c] = clamp(requantize(bias + sum_s input[o][s][c], multiplier, shift) + output_zero_point).
+ *
+ * input:   int8 [outer][count][inner]; output: int8 [outer][inner]; must not overlap input
+ * bias:    -input_zero_point * count; multiplier/shift: input_scale / output_scale / count (TFLM folding)
+ */
+void tinyaot_mean_s8(const int8_t *input, int32_t outer, int32_t count, int32_t inner, int32_t bias,
+                     int32_t multiplier, int32_t shift, int32_t output_zero_point, int32_t act_min,
+                     int32_t act_max, int8_t *output);
+
+/*
+ * Concatenation: for o in [0, outer), for each input i, chunks[i] bytes of inputs[i] + o * chunks[i] go to the
+ * output, requantized from input i's qparams to the output's (copied when they are equal).
+ *
+ * inputs:  num_inputs pointers to int8 tensors; multiplier/shift/input_zero_point: int32 [num_inputs]
+ * output must not overlap any input.
+ */
+void tinyaot_concat_s8(const int8_t *const *inputs, int32_t num_inputs, const int32_t *chunks,
+                       const int32_t *multiplier, const int32_t *shift, const int32_t *input_zero_point,
+                       int32_t output_zero_point, int32_t outer, int8_t *output);
+
+/*
+ * Spatial padding of NHWC with pad_value (the zero point): output is
+ * [batches][pad_top + in_h + pad_bottom][pad_left + in_w + pad_right][channels]; must not overlap input.
+ */
+void tinyaot_pad_s8(const int8_t *input, int32_t batches, int32_t in_h, int32_t in_w, int32_t channels,
+                    int32_t pad_top, int32_t pad_bottom, int32_t pad_left, int32_t pad_right, int32_t pad_value,
+                    int8_t *output);
+
+/*
+ * Elementwise multiply, TFLM's int8 MUL: output[i] = clamp(requantize((a[i] + input1_offset) *
+ * (b[i] + input2_offset), multiplier, shift) + output_offset, act_min, act_max).
+ *
+ * tinyaot_mul_s8: a, b and output all hold `size` elements. tinyaot_mul_broadcast_s8: the output is
+ * out_shape[4] (row-major) and a/b are read at element strides a_strides/b_strides (0 along broadcast dims).
+ * In place: output may be an operand that has the output's full shape.
+ */
+void tinyaot_mul_s8(const int8_t *a, const int8_t *b, int32_t size, int32_t input1_offset, int32_t input2_offset,
+                    int32_t output_offset, int32_t multiplier, int32_t shift, int32_t act_min, int32_t act_max,
+                    int8_t *output);
+void tinyaot_mul_broadcast_s8(const int8_t *a, const int8_t *b, const int32_t *out_shape, const int32_t *a_strides,
+                              const int32_t *b_strides, int32_t input1_offset, int32_t input2_offset,
+                              int32_t output_offset, int32_t multiplier, int32_t shift, int32_t act_min,
+                              int32_t act_max, int8_t *output);
+
+/*
+ * Table lookup: output[i] = table[input[i] + 128]; table: int8 [256] built at compile time. In place.
+ */
+void tinyaot_lut_s8(const int8_t *input, int32_t size, const int8_t *table, int8_t *output);
+
+/*
+ * Standalone ReLU / clamp, TFLM's int8 RELU: output[i] = clamp(requantize(input[i] - input_zero_point,
+ * multiplier, shift) + output_zero_point, act_min, act_max); a pure clamp when the qparams are equal. In place.
+ */
+void tinyaot_relu_s8(const int8_t *input, int32_t size, int32_t multiplier, int32_t shift, int32_t input_zero_point,
+                     int32_t output_zero_point, int32_t act_min, int32_t act_max, int8_t *output);
+
+/*
+ * Requantize int8 -> int8 (the IR's `quantize` op), TFLM's Requantize: output[i] = clamp(requantize(
+ * input[i] - input_zero_point, multiplier, shift) + output_zero_point, -128, 127). In place.
+ */
+void tinyaot_requantize_s8(const int8_t *input, int32_t size, int32_t multiplier, int32_t shift,
+                           int32_t input_zero_point, int32_t output_zero_point, int8_t *output);
+
+/*
+ * Axis permutation of up to 4-D int8: output (row-major, out_shape[4]) reads the input at element strides
+ * in_strides[4] along each output axis. Output must not overlap input.
+ */
+void tinyaot_transpose_s8(const int8_t *input, const int32_t *out_shape, const int32_t *in_strides, int8_t *output);
+
+/*
  * Geometry, offsets and clamp of one convolution (conv2d or depthwise), fixed at compile time.
  * A tap (ky, kx) of output pixel (oy, ox) reads input row oy * stride_h - pad_top + ky * dilation_h
  * (columns likewise); taps outside the input are skipped (padding with the input zero point).

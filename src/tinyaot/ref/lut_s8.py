@@ -1,0 +1,92 @@
+"""lut_s8: an elementwise function of int8 through a 256-entry int8 table built at compile time.
+
+table[q + 128] = clamp(round(f(input_scale * (q - input_zp)) / output_scale) + output_zp), evaluated in
+double precision with ties rounded away from zero (TFLite's LUTPopulate rounding). This is tinyaot's
+semantics for PyTorch models; TFLM's own int8 LOGISTIC/TANH use fixed-point routines instead.
+
+Tolerance against the real function: each table entry is within half an output step of f at the
+dequantized input, so for a real input x (quantized first) the result is within
+0.5 * output_scale + LIPSCHITZ[f] * 0.5 * input_scale of f(x), unless the output saturates.
+An optional fused `clamp` narrows the table's range. Runs in place (out[i] depends on in[i] only).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.ir import Graph, Node
+from tinyaot.quantize.fixedpoint import activation_range
+from tinyaot.ref import _checks
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow for large |x|
+
+
+def _relu6(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, 0.0, 6.0)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+# name -> the real function (float64 in, float64 out), as torch defines it.
+FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sigmoid": _sigmoid,
+    "tanh": np.tanh,
+    "hardswish": lambda x: x * _relu6(x + 3.0) / 6.0,
+    "hardsigmoid": lambda x: _relu6(x + 3.0) / 6.0,
+    "silu": lambda x: x * _sigmoid(x),
+    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),  # torch's default (approximate='none')
+    "gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
+}
+
+# Bounds on |f'| over the reals: how far an input quantization error can move f.
+LIPSCHITZ: dict[str, float] = {
+    "sigmoid": 0.25,
+    "tanh": 1.0,
+    "hardswish": 1.5,
+    "hardsigmoid": 1.0 / 6.0,
+    "silu": 1.1,
+    "gelu": 1.13,
+    "gelu_tanh": 1.13,
+}
+
+
+@dataclass(frozen=True)
+class LutParams:
+    function: str
+    size: int  # elements
+    table: np.ndarray  # int8 [256]: output for input q at index q + 128
+
+
+def build_table(function: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int,
+                act_min: int = -128, act_max: int = 127) -> np.ndarray:
+    f = FUNCTIONS[function]
+    real = in_scale * (np.arange(-128, 128, dtype=np.float64) - in_zp)
+    v = f(real) / out_scale
+    q = np.sign(v) * np.floor(np.abs(v) + 0.5) + out_zp
+    return np.clip(q, act_min, act_max).astype(np.int8)
+
+
+def prepare(node: Node, g: Graph) -> LutParams:
+    x, y = _checks.io(node, g)
+    function = node.attrs.get("function")
+    if function not in FUNCTIONS:
+        raise UnsupportedOpError(
+            f"lut '{node.name}': unknown function {function!r}; available: {', '.join(sorted(FUNCTIONS))}"
+        )
+    if x.size != y.size:
+        raise ModelError(f"lut '{node.name}': output {list(y.shape)} must have as many elements as {list(x.shape)}")
+    qp = y.qparams
+    act_min, act_max = activation_range(node.attrs.get("clamp"), qp.scale[0], qp.zero_point[0])
+    table = build_table(function, x.qparams.scale[0], x.qparams.zero_point[0], qp.scale[0], qp.zero_point[0],
+                        act_min, act_max)
+    return LutParams(function, x.size, table)
+
+
+def lut_s8(x: np.ndarray, p: LutParams) -> np.ndarray:
+    return p.table[x.astype(np.int16) + 128]

@@ -1,0 +1,85 @@
+"""max_pool2d_s8: NHWC int8 max pooling, TFLM's reference MaxPool.
+
+Padded positions are ignored (they never win the max); the window is clipped to the input. Max pooling
+moves values without rescaling, so the output keeps the input's qparams; the fused `clamp` becomes an
+integer range applied after the max. Output must not overlap the input (the C writes as it scans).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tinyaot.errors import ModelError
+from tinyaot.ir import Graph, Node
+from tinyaot.quantize.fixedpoint import activation_range
+from tinyaot.ref import _checks
+
+
+@dataclass(frozen=True)
+class MaxPool2DParams:
+    batches: int
+    in_h: int
+    in_w: int
+    channels: int
+    kernel_h: int
+    kernel_w: int
+    stride_h: int
+    stride_w: int
+    pad_top: int  # rows of (ignored) padding above the input
+    pad_left: int  # columns of (ignored) padding left of the input
+    out_h: int
+    out_w: int
+    act_min: int  # fused clamp, in output (= input) integer units
+    act_max: int
+
+
+def prepare(node: Node, g: Graph) -> MaxPool2DParams:
+    x, y = _checks.io(node, g)
+    _checks.rank(node, x, (4,), "NHWC")
+    _checks.same_qparams(node, x, y)
+    if "kernel" not in node.attrs:
+        raise ModelError(f"max_pool2d '{node.name}' has no 'kernel' attribute (an int or (kh, kw))")
+    kh, kw = _checks.pair(node, "kernel", node.attrs["kernel"])
+    sh, sw = _checks.pair(node, "stride", node.attrs.get("stride") or (kh, kw))
+    top, bottom, left, right = _padding(node)
+    n, h, w, c = x.shape
+    if min(kh, kw, sh, sw) < 1:
+        raise ModelError(f"max_pool2d '{node.name}': kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1")
+    out_h, out_w = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+    if out_h < 1 or out_w < 1:
+        raise ModelError(f"max_pool2d '{node.name}': kernel {(kh, kw)} is larger than the padded input {(h, w)}")
+    # Every window must see at least one real pixel, or its max would be undefined.
+    if top >= kh or left >= kw or (out_h - 1) * sh - top >= h or (out_w - 1) * sw - left >= w:
+        raise ModelError(
+            f"max_pool2d '{node.name}': padding {(top, bottom, left, right)} leaves a window with no input pixel; "
+            "padding must be smaller than the kernel (PyTorch drops such windows in ceil_mode)"
+        )
+    _checks.same_shape(node, y, (n, out_h, out_w, c))
+    qp = y.qparams
+    act_min, act_max = activation_range(node.attrs.get("clamp"), qp.scale[0], qp.zero_point[0])
+    return MaxPool2DParams(n, h, w, c, kh, kw, sh, sw, top, left, out_h, out_w, act_min, act_max)
+
+
+def _padding(node: Node) -> tuple[int, int, int, int]:
+    pad = node.attrs.get("padding") or (0, 0, 0, 0)
+    if len(pad) != 4 or any(int(v) != v or v < 0 for v in pad):
+        raise ModelError(
+            f"{node.op} '{node.name}': padding must be (top, bottom, left, right), four ints >= 0, got {pad!r}"
+        )
+    return tuple(int(v) for v in pad)
+
+
+def max_pool2d_s8(x: np.ndarray, p: MaxPool2DParams) -> np.ndarray:
+    x = x.reshape(p.batches, p.in_h, p.in_w, p.channels).astype(np.int16)
+    span_h, span_w = (p.out_h - 1) * p.stride_h + p.kernel_h, (p.out_w - 1) * p.stride_w + p.kernel_w
+    low = np.int16(-32768)  # below every int8: padding never wins
+    padded = np.full((p.batches, max(span_h, p.pad_top + p.in_h), max(span_w, p.pad_left + p.in_w), p.channels), low)
+    padded[:, p.pad_top : p.pad_top + p.in_h, p.pad_left : p.pad_left + p.in_w] = x
+    out = np.full((p.batches, p.out_h, p.out_w, p.channels), low)
+    for ky in range(p.kernel_h):
+        for kx in range(p.kernel_w):
+            win = padded[:, ky : ky + (p.out_h - 1) * p.stride_h + 1 : p.stride_h,
+                         kx : kx + (p.out_w - 1) * p.stride_w + 1 : p.stride_w]
+            out = np.maximum(out, win)
+    return np.clip(out, p.act_min, p.act_max).astype(np.int8)
