@@ -101,12 +101,22 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from tinyaot.report.memory import MemoryReport
+
     cm = _compile_from_args(args)
-    rep = cm.report()
+    rep = MemoryReport.of(cm, measure_stack=not args.no_m33)
+    picture = Path(args.picture or f"out/{cm.name}/memory.html")
+    files = rep.write_picture(picture, compare_float=args.compare_float)
     if args.json:
-        print(json.dumps(rep.to_dict(), indent=2))
+        print(json.dumps(rep.to_dict() | {"picture": [str(f) for f in files]}, indent=2))
     else:
-        _console().print(rep)
+        c = _console()
+        c.print(rep)
+        if args.compare_float:
+            c.print(rep.comparison_table())
+            for reason in rep.float_reasons:
+                c.print(f"- {reason}")
+        c.print(f"picture: {files[0]} (SVG: {', '.join(str(f) for f in files[1:])})")
     return 0
 
 
@@ -177,8 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", help="save the outputs to this .npy file")
     r.set_defaults(func=cmd_run)
 
-    rep = sub.add_parser("report", help="memory plan, RAM and flash of a compiled model")
+    rep = sub.add_parser("report", help="memory plan, RAM and flash of a compiled model, and its picture")
     _add_model_args(rep)
+    rep.add_argument("--picture", help="where to write the HTML picture of the plan; an SVG is written beside "
+                     "it (default out/NAME/memory.html)")
+    rep.add_argument("--compare-float", action="store_true", help="show the fp32 plan beside the int8 one, "
+                     "and why they differ")
+    rep.add_argument("--no-m33", action="store_true", help="skip measuring the stack on the emulated Cortex-M33")
     rep.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="write the model's C (--target c) or a Pico SDK project (--target pico2)")

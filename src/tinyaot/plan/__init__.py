@@ -21,10 +21,14 @@ __all__ = [
 
 def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True) -> MemoryPlan:
     """Schedule (reorders g.nodes when that lowers the peak), find the allowed overlaps, place, verify."""
+    from dataclasses import replace
+
     from tinyaot.plan.schedule import schedule
 
-    if reorder:
-        schedule(g)
+    chosen = schedule(g) if reorder else None
     buffers = buffers_of(g)
-    return plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=buffer_overlaps(g, buffers),
+    plan = plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=buffer_overlaps(g, buffers),
                        exact=exact)
+    if chosen is None:
+        return plan
+    return replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)

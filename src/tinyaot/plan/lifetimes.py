@@ -23,7 +23,7 @@ class Buffer:
     last: int
     producer: str  # node name, or "input"
 
-    def overlaps_in_time(self, other: "Buffer") -> bool:
+    def overlaps_in_time(self, other: Buffer) -> bool:
         return self.first <= other.last and other.first <= self.last
 
 

@@ -26,6 +26,8 @@ class MemoryPlan:
     n_steps: int
     overlaps: tuple[Overlap, ...] = ()  # in-place / partial overlaps the plan may use
     candidates: tuple[tuple[str, int], ...] = ()  # (planner, arena bytes) of every plan tried
+    schedule: str = "source"  # how the op order was chosen: "source" | "exact" | "beam"
+    source_lower_bound: int | None = None  # the bound of the order the graph came in, when reordered
 
     def buffer_of(self, tensor: str) -> Buffer:
         for b in self.buffers:

@@ -1,18 +1,28 @@
-"""Memory report: every byte of the arena, which tensor holds it, when, and why."""
+"""Memory report: every byte of the arena, which tensor holds it, when, written by which op, and why.
+
+RAM is reported honestly: arena + the model's other static state + the stack high-water mark of one
+inference measured on the emulated Cortex-M33 (when its toolchain is present).
+"""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tinyaot.plan.lifetimes import busiest_step_text
 
 
 @dataclass(frozen=True)
 class TensorRow:
     name: str
-    producer: str
+    producer: str  # node name, or "input"
     nbytes: int
     first: int
     last: int
     offset: int
-    aliases: tuple[str, ...]
+    aliases: tuple[str, ...]  # views (reshape) sharing these bytes
+    op: str = ""  # producer's op kind, or "input"
+    note: str = ""  # e.g. "in place over fc1_out"
 
 
 @dataclass(frozen=True)
@@ -30,15 +40,34 @@ class MemoryReport:
     input: dict
     output: dict
     tensors: tuple[TensorRow, ...]
+    n_steps: int = 0
+    busiest_step: str = ""  # what the lower bound is made of
+    schedule: str = "source"  # how the op order was chosen
+    source_lower_bound: int | None = None  # the bound of the source order, when the order changed
+    candidates: tuple[tuple[str, int], ...] = ()  # every placement tried
+    static_state_bytes: int | None = None  # RAM besides the arena (.data + .bss on Cortex-M33)
+    stack_bytes: int | None = None  # stack high-water mark of one inference on the emulated Cortex-M33
+    float_lower_bound_bytes: int = 0
+    float_n_steps: int = 0
+    float_tensors: tuple[TensorRow, ...] = ()
+    float_reasons: tuple[str, ...] = ()
+
+    @property
+    def ram_bytes(self) -> int | None:
+        """arena + static state + stack; None until both were measured."""
+        if self.static_state_bytes is None or self.stack_bytes is None:
+            return None
+        return self.arena_bytes + self.static_state_bytes + self.stack_bytes
 
     @staticmethod
-    def of(cm) -> "MemoryReport":
+    def of(cm, measure_stack: bool = False) -> MemoryReport:
         plan = cm.plan
-        rows = tuple(
-            TensorRow(b.name, b.producer, b.nbytes, b.first, b.last, plan.offsets[b.name],
-                      tuple(t for t in b.tensors if t != b.name))
-            for b in sorted(plan.buffers, key=lambda b: (b.first, plan.offsets[b.name]))
-        )
+        static, stack = _static_state_bytes(cm), None
+        if cm.last_m33 is not None:
+            stack = cm.last_m33.stack_bytes
+        elif measure_stack:
+            stack = _measure_stack(cm)
+        float_graph = cm.float_graph if cm.float_graph is not None else cm.graph
         return MemoryReport(
             model=cm.name, arena_bytes=cm.arena_bytes, lower_bound_bytes=cm.lower_bound_bytes,
             alignment=plan.alignment, planner=plan.planner, float_arena_bytes=cm.float_arena_bytes,
@@ -46,40 +75,210 @@ class MemoryReport:
             code_bytes=cm.code_bytes, flash_bytes=cm.flash_bytes,
             input=_io(cm.input_shape, cm.input_qparams, cm.graph.layout),
             output=_io(cm.output_shape, cm.output_qparams, None),
-            tensors=rows,
+            tensors=tensor_rows(plan, cm.graph),
+            n_steps=plan.n_steps, busiest_step=busiest_step_text(plan),
+            schedule=getattr(plan, "schedule", "source"), source_lower_bound=getattr(plan, "source_lower_bound", None),
+            candidates=tuple(getattr(plan, "candidates", ())),
+            static_state_bytes=static, stack_bytes=stack,
+            float_lower_bound_bytes=cm.float_plan.lower_bound, float_n_steps=cm.float_plan.n_steps,
+            float_tensors=tensor_rows(cm.float_plan, float_graph),
+            float_reasons=tuple(float_reasons(cm)),
         )
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["ram_bytes"] = self.ram_bytes
+        return d
 
+    # ---- text --------------------------------------------------------------------------------
     def __rich_console__(self, console, options):
         from rich.table import Table
 
-        t = Table(title=f"memory plan of '{self.model}' (arena {self.arena_bytes} B, "
-                  f"lower bound {self.lower_bound_bytes} B, planner {self.planner})")
-        for col in ("tensor", "producer", "bytes", "steps", "offset", "views"):
+        t = Table(title=f"memory plan of '{self.model}' (arena {self.arena_bytes:,} B, lower bound "
+                  f"{self.lower_bound_bytes:,} B, planner {self.planner}, {self.alignment}-byte aligned)")
+        for col in ("tensor", "written by", "op", "bytes", "steps", "offset", "views / overlap"):
             t.add_column(col, justify="right" if col in ("bytes", "offset") else "left")
         for r in self.tensors:
-            t.add_row(r.name, r.producer, str(r.nbytes), f"{r.first}-{r.last}", str(r.offset),
-                      ", ".join(r.aliases))
+            extra = ", ".join(r.aliases) + ("; " if r.aliases and r.note else "") + r.note
+            t.add_row(r.name, r.producer, r.op, f"{r.nbytes:,}", f"{r.first}-{r.last}", f"{r.offset:,}", extra)
         yield t
+        yield "lower bound = " + self.busiest_step
+        if self.source_lower_bound is not None and self.source_lower_bound != self.lower_bound_bytes:
+            yield (f"op order chosen by {self.schedule} search: lower bound {self.lower_bound_bytes:,} B "
+                   f"(the source order needs {self.source_lower_bound:,} B)")
         s = Table(title="RAM and flash", show_header=True)
         s.add_column("what")
         s.add_column("bytes", justify="right")
         s.add_column("note")
-        s.add_row("arena (int8)", str(self.arena_bytes), "all activations, input and output included")
-        s.add_row("lower bound", str(self.lower_bound_bytes), "live bytes at the busiest step")
-        s.add_row("arena if fp32", str(self.float_arena_bytes), "same plan with float32 activations")
-        s.add_row("flash: constants", str(self.constant_bytes), "int8 weights, int32 bias, multipliers")
-        s.add_row("flash: code", "n/a" if self.code_bytes is None else str(self.code_bytes),
-                  "Cortex-M33 -O2 .text of model + kernels")
-        s.add_row("fp32 weights", str(self.float_weight_bytes), "what the float model's parameters take")
+        s.add_row("arena (int8)", f"{self.arena_bytes:,}", "all activations, input and output included")
+        s.add_row("lower bound", f"{self.lower_bound_bytes:,}", "live bytes at the busiest step")
+        s.add_row("static state", _opt(self.static_state_bytes), "other .data + .bss of the model (Cortex-M33)")
+        s.add_row("stack", _opt(self.stack_bytes), "high-water mark of one inference on the emulated Cortex-M33")
+        s.add_row("RAM total", _opt(self.ram_bytes), "arena + static state + stack")
+        s.add_row("arena if fp32", f"{self.float_arena_bytes:,}", "same graph planned with float32 activations")
+        s.add_row("flash: constants", f"{self.constant_bytes:,}", "int8 weights, int32 bias, multipliers")
+        s.add_row("flash: code", _opt(self.code_bytes), "Cortex-M33 -O2 .text of model + kernels")
+        s.add_row("fp32 weights", f"{self.float_weight_bytes:,}", "what the float model's parameters take")
         yield s
+
+    def comparison_table(self):
+        """int8 vs fp32 side by side, with the reasons."""
+        from rich.table import Table
+
+        t = Table(title=f"'{self.model}': fp32 vs int8")
+        t.add_column("what")
+        t.add_column("fp32", justify="right")
+        t.add_column("int8", justify="right")
+        t.add_row("arena (activations, RAM)", f"{self.float_arena_bytes:,}", f"{self.arena_bytes:,}")
+        t.add_row("lower bound", f"{self.float_lower_bound_bytes:,}", f"{self.lower_bound_bytes:,}")
+        t.add_row("weights (flash, const)", f"{self.float_weight_bytes:,}", f"{self.constant_bytes:,}")
+        t.add_row("input bytes", f"{_io_bytes(self.input) * 4:,}", f"{_io_bytes(self.input):,}")
+        return t
 
     def __str__(self) -> str:
         from tinyaot.report.render import render_text
 
         return render_text(self)
+
+    # ---- picture -----------------------------------------------------------------------------
+    def svg(self, float_plan: bool = False, y_max: int | None = None) -> str:
+        from tinyaot.report.picture import plan_svg
+
+        if float_plan:
+            return plan_svg(_boxes(self.float_tensors), self.float_arena_bytes, self.float_lower_bound_bytes,
+                            self.float_n_steps, f"{self.model}: fp32 arena {self.float_arena_bytes:,} B", y_max=y_max)
+        return plan_svg(_boxes(self.tensors), self.arena_bytes, self.lower_bound_bytes, self.n_steps,
+                        f"{self.model}: int8 arena {self.arena_bytes:,} B", y_max=y_max)
+
+    def html(self, compare_float: bool = False) -> str:
+        from tinyaot.report.picture import memory_html
+
+        y_max = max(self.float_arena_bytes, self.arena_bytes) if compare_float else None
+        svgs = [self.svg(y_max=y_max)] + ([self.svg(float_plan=True, y_max=y_max)] if compare_float else [])
+        headers = ["tensor", "written by", "op", "bytes", "steps", "offset", "views / overlap"]
+        rows = [[r.name, r.producer, r.op, f"{r.nbytes:,}", f"{r.first}-{r.last}", f"{r.offset:,}",
+                 ", ".join(r.aliases + ((r.note,) if r.note else ()))] for r in self.tensors]
+        ram = [["arena (int8)", f"{self.arena_bytes:,}"], ["lower bound", f"{self.lower_bound_bytes:,}"],
+               ["static state", _opt(self.static_state_bytes)], ["stack", _opt(self.stack_bytes)],
+               ["RAM total", _opt(self.ram_bytes)], ["flash: constants", f"{self.constant_bytes:,}"],
+               ["flash: code", _opt(self.code_bytes)]]
+        notes = ["lower bound = " + self.busiest_step]
+        if compare_float:
+            notes += list(self.float_reasons)
+        sections = [("Tensors (int8 plan)", headers, rows, {3, 5}), ("RAM and flash", ["what", "bytes"], ram, {1})]
+        return memory_html(f"tinyaot memory report: {self.model}", svgs, sections, notes)
+
+    def write_picture(self, path, compare_float: bool = False) -> list[Path]:
+        """Write the HTML page at `path` and the SVG(s) beside it; returns the files written."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.html(compare_float))
+        svg = path.with_suffix(".svg")
+        y_max = max(self.float_arena_bytes, self.arena_bytes) if compare_float else None
+        svg.write_text(self.svg(y_max=y_max))
+        written = [path, svg]
+        if compare_float:
+            fsvg = path.with_name(path.stem + "_fp32.svg")
+            fsvg.write_text(self.svg(float_plan=True, y_max=y_max))
+            written.append(fsvg)
+        return written
+
+
+def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
+    ops = {n.name: n.op for n in g.nodes}
+    notes: dict[str, str] = {}
+    for ov in getattr(plan, "overlaps", ()):
+        if plan.shares_bytes(ov):
+            notes[ov.output] = (f"in place over {ov.input}" if ov.distance <= 0
+                                else f"over {ov.input}, {ov.distance} B below it")
+    return tuple(
+        TensorRow(b.name, b.producer, b.nbytes, b.first, b.last, plan.offsets[b.name],
+                  tuple(t for t in b.tensors if t != b.name), ops.get(b.producer, "input"), notes.get(b.name, ""))
+        for b in sorted(plan.buffers, key=lambda b: (b.first, plan.offsets[b.name]))
+    )
+
+
+def float_reasons(cm) -> list[str]:
+    """Why fp32 needs what it needs, stated only from what the two plans and graphs show."""
+    int8_act = sum(b.nbytes for b in cm.plan.buffers)
+    f32_act = sum(b.nbytes for b in cm.float_plan.buffers)
+    ratio = cm.float_arena_bytes / max(cm.arena_bytes, 1)
+    scale = "exactly 4x" if cm.float_arena_bytes == 4 * cm.arena_bytes else f"{ratio:.2f}x"
+    out = [
+        (f"activations: fp32 arena {cm.float_arena_bytes:,} B vs int8 {cm.arena_bytes:,} B ({scale}): every "
+         f"activation element takes 4 bytes in fp32 and 1 in int8 ({f32_act:,} B vs {int8_act:,} B summed over "
+         "the buffers of each plan)."),
+        (f"weights: fp32 {cm.float_weight_bytes:,} B vs int8 {cm.constant_bytes:,} B (int8 weights, int32 biases, "
+         "per-channel multipliers), all const in flash; the arena holds activations only, so no weight is "
+         "copied into RAM at run time."),
+    ]
+    kinds = Counter(n.op for n in cm.graph.nodes)
+    copies = {k: v for k, v in kinds.items() if k in ("quantize", "dequantize", "transpose")}
+    listed = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items()))
+    if copies:
+        out.append(f"run-time copies in the int8 graph: {copies} (ops: {listed}).")
+    else:
+        out.append(f"no run-time quantize/dequantize or transpose copies: the int8 graph's ops are {listed}; "
+                   f"each of its {len(cm.plan.buffers)} buffers is a layer output or the input.")
+    ib = _io_bytes(_io(cm.input_shape, cm.input_qparams, None))
+    out.append(f"int8 input and output: the input takes {ib:,} B in the arena (fp32: {4 * ib:,} B) and no "
+               "float conversion runs on the device.")
+    return out
+
+
+def _boxes(rows):
+    from tinyaot.report.picture import Box
+
+    return [Box(r.name, r.op or ("input" if r.producer == "input" else r.producer), r.producer, r.nbytes,
+                r.first, r.last, r.offset, r.note) for r in rows]
+
+
+def _static_state_bytes(cm) -> int | None:
+    """.data + .bss of the model's own object file minus the arena, compiled for Cortex-M33."""
+    import subprocess
+    import tempfile
+
+    from tinyaot.targets.sizes import M33_SIZE_FLAGS, section_bytes
+    from tinyaot.targets.toolchain import ToolchainMissing, find_m33_toolchain
+
+    try:
+        gcc = str(find_m33_toolchain().gcc)
+    except ToolchainMissing:
+        return None
+    src = cm.c_sources
+    with tempfile.TemporaryDirectory(prefix="tinyaot-ram-") as tmp:
+        d = Path(tmp)
+        src.write(d)
+        obj = d / "model.o"
+        proc = subprocess.run([gcc, *M33_SIZE_FLAGS, "-I", str(d), "-c", str(d / f"{src.name}.c"), "-o", str(obj)],
+                              capture_output=True, check=False)
+        if proc.returncode != 0:
+            return None
+        ram = section_bytes(obj, ".data") + section_bytes(obj, ".bss")
+    return max(ram - cm.arena_bytes, 0)
+
+
+def _measure_stack(cm) -> int | None:
+    """One inference on the emulated Cortex-M33 (the harness paints the stack and reads it back)."""
+    import numpy as np
+
+    from tinyaot.targets.toolchain import have_m33_toolchain
+
+    if not have_m33_toolchain():
+        return None
+    cm.run(np.zeros(cm.input_shape, dtype=np.int8), engine="m33")
+    return cm.last_m33.stack_bytes
+
+
+def _opt(v) -> str:
+    return "n/a" if v is None else f"{v:,}"
+
+
+def _io_bytes(d: dict) -> int:
+    n = 1
+    for s in d["shape"]:
+        n *= s
+    return n
 
 
 def _io(shape, qparams, layout) -> dict:
