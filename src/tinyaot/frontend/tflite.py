@@ -20,6 +20,7 @@ from tinyaot.ir import Graph, Node, QParams, Tensor
 
 SCHEMA_VERSION = 3
 FILE_IDENTIFIER = b"TFL3"
+MAX_TENSOR_BYTES = 64 * 2**20  # an activation beyond this is a corrupt shape, not a microcontroller model
 
 # TensorType codes of the schema -> numpy dtypes tinyaot can hold.
 _DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8"}
@@ -235,6 +236,9 @@ class _Importer:
                              "quantization)")
         if not (ti.scale[0] > 0 and math.isfinite(ti.scale[0])):
             raise ModelError(f"{where}: tensor '{ti.name}' has scale {ti.scale[0]}; scales must be positive")
+        if int(np.prod(ti.shape, dtype=np.float64)) > MAX_TENSOR_BYTES:
+            raise ModelError(f"{where}: tensor '{ti.name}' of shape {list(ti.shape)} is larger than "
+                             f"{MAX_TENSOR_BYTES // 2**20} MiB; no microcontroller arena holds it")
         self.names[index] = name
         self.g.add_tensor(Tensor(name, ti.shape, "int8", qparams=QParams.per_tensor(ti.scale[0], ti.zero_point[0])))
         return name

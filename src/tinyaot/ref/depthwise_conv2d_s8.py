@@ -17,9 +17,9 @@ def prepare(node: Node, g: Graph) -> ConvParams:
 
 
 def depthwise_conv2d_s8(x: np.ndarray, p: ConvParams) -> np.ndarray:
-    cols = patches(x, p).astype(np.float64)  # [b, oh, kh, ow, kw, in_c]
+    cols = patches(x, p, np.float64)  # [b, oh, ow, kh, kw, in_c]
     w = p.weights.reshape(p.kernel_h, p.kernel_w, p.in_c, p.depth_multiplier).astype(np.float64)
     # Exact: integer products and sums far below 2**53.
-    acc = np.einsum("bhywxc,yxcm->bhwcm", cols, w, optimize=True)
+    acc = np.einsum("bhwyxc,yxcm->bhwcm", cols, w, optimize=True)
     acc = np.rint(acc).astype(np.int64).reshape(p.batches, p.out_h, p.out_w, p.out_c)
     return requantize(acc, p)

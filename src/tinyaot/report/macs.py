@@ -1,0 +1,20 @@
+"""Multiply-accumulates per node: the work measure behind instructions per MAC."""
+from __future__ import annotations
+
+from tinyaot.ir import Graph, Node
+
+
+def node_macs(node: Node, g: Graph) -> int:
+    """MACs of conv, depthwise and fully connected layers (weights x output positions); 0 for other ops."""
+    if node.op not in ("conv2d", "depthwise_conv2d", "fully_connected") or len(node.inputs) < 2:
+        return 0
+    w, y = g.tensor(node.inputs[1]), g.tensor(node.outputs[0])
+    if node.op == "fully_connected":
+        return y.size * w.shape[1]
+    _, kh, kw, w_in = w.shape
+    per_output = kh * kw * (w_in if node.op == "conv2d" else 1)
+    return y.size * per_output
+
+
+def graph_macs(g: Graph) -> int:
+    return sum(node_macs(n, g) for n in g.nodes)

@@ -1,0 +1,173 @@
+"""Write small .tflite flatbuffers for tests: single-op models to cross-check against TFLite Micro, and
+deliberately broken files. Uses the `tflite` package's generated builder functions, nothing else."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import flatbuffers
+import numpy as np
+import tflite
+
+TYPE_CODES = {"float32": 0, "int32": 2, "uint8": 3, "int8": 9, "int16": 7}
+
+
+@dataclass
+class T:
+    """A tensor: shape and dtype, optional constant data and quantization (scale may be per channel)."""
+
+    shape: tuple[int, ...]
+    dtype: str = "int8"
+    data: np.ndarray | None = None
+    scale: float | list[float] | None = None
+    zero_point: int | list[int] = 0
+    axis: int = 0
+    name: str = ""
+
+
+@dataclass
+class Op:
+    """An operator by builtin name; options: (options table name, {Field: value}) or None."""
+
+    code: str
+    inputs: list[int]
+    outputs: list[int]
+    options: tuple[str, dict] | None = None
+    version: int = 1
+
+
+@dataclass
+class Model:
+    tensors: list[T]
+    ops: list[Op]
+    inputs: list[int]
+    outputs: list[int]
+    version: int = 3
+    extra: dict = field(default_factory=dict)
+
+
+def _int_vector(b: flatbuffers.Builder, values, start) -> int:
+    start(b, len(values))
+    for v in reversed(list(values)):
+        b.PrependInt32(int(v))
+    return b.EndVector()
+
+
+def _table_vector(b: flatbuffers.Builder, offsets, start) -> int:
+    start(b, len(offsets))
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def _options(b: flatbuffers.Builder, name: str, fields: dict) -> int:
+    getattr(tflite, f"{name}Start")(b)
+    for key, value in fields.items():
+        getattr(tflite, f"{name}Add{key}")(b, value)
+    return getattr(tflite, f"{name}End")(b)
+
+
+def build(m: Model) -> bytes:
+    b = flatbuffers.Builder(1024)
+    # Buffers: 0 is the empty sentinel, then one per constant tensor.
+    buffer_of: dict[int, int] = {}
+    buffer_offsets = []
+    tflite.BufferStart(b)
+    buffer_offsets.append(tflite.BufferEnd(b))
+    for i, t in enumerate(m.tensors):
+        if t.data is None:
+            continue
+        raw = np.ascontiguousarray(t.data.astype(t.dtype)).view(np.uint8).reshape(-1)
+        b.StartVector(1, raw.size, 16)
+        for v in reversed(raw.tolist()):
+            b.PrependUint8(v)
+        data = b.EndVector()
+        tflite.BufferStart(b)
+        tflite.BufferAddData(b, data)
+        buffer_of[i] = len(buffer_offsets)
+        buffer_offsets.append(tflite.BufferEnd(b))
+    tensor_offsets = []
+    for i, t in enumerate(m.tensors):
+        name = b.CreateString(t.name or f"t{i}")
+        shape = _int_vector(b, t.shape, tflite.TensorStartShapeVector)
+        quant = None
+        if t.scale is not None:
+            scales = np.atleast_1d(np.asarray(t.scale, dtype=np.float32))
+            zps = np.atleast_1d(np.asarray(t.zero_point, dtype=np.int64))
+            if zps.size == 1 and scales.size > 1:
+                zps = np.repeat(zps, scales.size)
+            sv = b.CreateNumpyVector(scales)
+            zv = b.CreateNumpyVector(zps)
+            tflite.QuantizationParametersStart(b)
+            tflite.QuantizationParametersAddScale(b, sv)
+            tflite.QuantizationParametersAddZeroPoint(b, zv)
+            tflite.QuantizationParametersAddQuantizedDimension(b, t.axis)
+            quant = tflite.QuantizationParametersEnd(b)
+        tflite.TensorStart(b)
+        tflite.TensorAddShape(b, shape)
+        tflite.TensorAddType(b, TYPE_CODES[t.dtype])
+        tflite.TensorAddBuffer(b, buffer_of.get(i, 0))
+        tflite.TensorAddName(b, name)
+        if quant is not None:
+            tflite.TensorAddQuantization(b, quant)
+        tensor_offsets.append(tflite.TensorEnd(b))
+    codes = sorted({(op.code, op.version) for op in m.ops})
+    code_index = {c: j for j, c in enumerate(codes)}
+    code_offsets = []
+    for name, version in codes:
+        value = getattr(tflite.BuiltinOperator, name)
+        tflite.OperatorCodeStart(b)
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(value, 127))
+        tflite.OperatorCodeAddBuiltinCode(b, value)
+        tflite.OperatorCodeAddVersion(b, version)
+        code_offsets.append(tflite.OperatorCodeEnd(b))
+    op_offsets = []
+    for op in m.ops:
+        ins = _int_vector(b, op.inputs, tflite.OperatorStartInputsVector)
+        outs = _int_vector(b, op.outputs, tflite.OperatorStartOutputsVector)
+        opts = _options(b, op.options[0], op.options[1]) if op.options else None
+        tflite.OperatorStart(b)
+        tflite.OperatorAddOpcodeIndex(b, code_index[(op.code, op.version)])
+        tflite.OperatorAddInputs(b, ins)
+        tflite.OperatorAddOutputs(b, outs)
+        if opts is not None:
+            tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, op.options[0]))
+            tflite.OperatorAddBuiltinOptions(b, opts)
+        op_offsets.append(tflite.OperatorEnd(b))
+    tensors = _table_vector(b, tensor_offsets, tflite.SubGraphStartTensorsVector)
+    inputs = _int_vector(b, m.inputs, tflite.SubGraphStartInputsVector)
+    outputs = _int_vector(b, m.outputs, tflite.SubGraphStartOutputsVector)
+    operators = _table_vector(b, op_offsets, tflite.SubGraphStartOperatorsVector)
+    sg_name = b.CreateString("main")
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, tensors)
+    tflite.SubGraphAddInputs(b, inputs)
+    tflite.SubGraphAddOutputs(b, outputs)
+    tflite.SubGraphAddOperators(b, operators)
+    tflite.SubGraphAddName(b, sg_name)
+    subgraph = tflite.SubGraphEnd(b)
+    subgraphs = _table_vector(b, [subgraph], tflite.ModelStartSubgraphsVector)
+    opcodes = _table_vector(b, code_offsets, tflite.ModelStartOperatorCodesVector)
+    buffers = _table_vector(b, buffer_offsets, tflite.ModelStartBuffersVector)
+    desc = b.CreateString("tinyaot test model")
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, m.version)
+    tflite.ModelAddOperatorCodes(b, opcodes)
+    tflite.ModelAddSubgraphs(b, subgraphs)
+    tflite.ModelAddDescription(b, desc)
+    tflite.ModelAddBuffers(b, buffers)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def run_tflm(model: bytes, inputs: np.ndarray) -> np.ndarray:
+    """Outputs of TFLite Micro's reference kernels for each input (one invoke per sample)."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    interp = runtime.Interpreter.from_bytes(model, arena_size=max(64 * 1024, 8 * len(model)))
+    shape = tuple(interp.get_input_details(0)["shape"])
+    outs = []
+    for x in inputs:
+        interp.set_input(np.asarray(x).reshape(shape), 0)
+        interp.invoke()
+        outs.append(interp.get_output(0).copy())
+    return np.stack(outs)
