@@ -76,6 +76,18 @@ def test_cortex_m33_equals_tflm(key):
     assert cm.last_m33.instructions > graph_macs(cm.graph) // 2  # two MACs per SMLAD at best
 
 
+def test_ad_fully_connected_multipliers_match_tflm_on_many_inputs():
+    """AD's per-tensor FC multipliers come out of double-precision scale products, as in TFLM; a float32
+    product changes 9 of its 10 multipliers and about 0.5% of the outputs (so 100 inputs could miss it)."""
+    pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
+    path = shared_file(MODELS["ad"])
+    cm = tinyaot.compile(path, name="ad_many")
+    x = random_int8((2000, 640), seed=7)
+    want = run_tflm(path.read_bytes(), x).reshape(len(x), -1)
+    disjoint = plan_memory(buffers_of(cm.graph), len(cm.graph.nodes), alignment=cm.plan.alignment)
+    np.testing.assert_array_equal(Interpreter(cm.graph, disjoint).run(x).reshape(len(x), -1), want)
+
+
 def test_kws_real_input_is_the_word_on():
     cm, x, want = _case("kws")
     assert int(np.argmax(want[0])) == KWS_ON
@@ -136,7 +148,7 @@ def test_cli_compiles_a_tflite_file(tmp_path, capsys):
     path = shared_file(MODELS["kws"])
     assert main(["compile", str(path), "--name", "kws", "-o", str(tmp_path / "kws"), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["arena_bytes"] >= info["lower_bound_bytes"] > 0
+    assert 0 < info["arena_bytes"] <= info["lower_bound_bytes"]  # streamed convs overlap: below layer-by-layer
     assert info["input"]["shape"] == [1, 49, 10, 1] and info["input"]["zero_point"] == 83
     assert (tmp_path / "kws" / "kws.c").is_file() and (tmp_path / "kws" / "conv2d_s8.c").is_file()
 
