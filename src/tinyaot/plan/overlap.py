@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from tinyaot.ir import Graph, Node
 
 
@@ -70,6 +72,50 @@ def _rows(shape: tuple[int, ...]) -> int:
     return max(rows, 1)
 
 
+def _pair(v, default) -> tuple[int, int]:
+    if v is None:
+        return default
+    if isinstance(v, int):
+        return (v, v)
+    return (int(v[0]), int(v[-1]))
+
+
+def _first_valid(origin: np.ndarray, dilation: int, kernel: int, size: int) -> np.ndarray:
+    """Index of the first input row/column a window starting at `origin` reads; `size` when it reads none."""
+    k0 = np.where(origin < 0, (-origin + dilation - 1) // dilation, 0)  # taps that fall in the padding
+    first = origin + k0 * dilation
+    return np.where((k0 < kernel) & (first < size), first, size)
+
+
+def window_rules(node: Node, g: Graph) -> list[OverlapRule]:
+    """conv2d / depthwise_conv2d / pools whose C kernel walks output pixels in row-major order, channels
+    innermost, reading each pixel's window (tinyaot's kernels do): output pixel q may be written once it
+    lies below the first input byte that any pixel >= q still reads. Exact for that loop order at pixel
+    granularity (conservative within a pixel); emulated row by row."""
+    x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+    if len(x.shape) != 4 or len(y.shape) != 4 or x.itemsize != 1 or y.itemsize != 1 or y.nbytes == 0:
+        return []
+    n, ih, iw, ic = x.shape
+    _, oh, ow, oc = y.shape
+    if node.op in ("conv2d", "depthwise_conv2d"):
+        kh, kw = g.tensor(node.inputs[1]).shape[1:3]
+        sh, sw = _pair(node.attrs.get("stride"), (1, 1))
+    else:
+        kh, kw = _pair(node.attrs.get("kernel"), (1, 1))
+        sh, sw = _pair(node.attrs.get("stride"), (kh, kw))
+    dh, dw = _pair(node.attrs.get("dilation"), (1, 1))
+    pad = node.attrs.get("padding") or (0, 0, 0, 0)
+    top, left = (pad, pad) if isinstance(pad, int) else (pad[0], pad[-2] if len(pad) == 4 else pad[-1])
+    fy = _first_valid(np.arange(oh) * sh - top, dh, kh, ih)
+    fx = _first_valid(np.arange(ow) * sw - left, dw, kw, iw)
+    none = (fy[None, :, None] >= ih) | (fx[None, None, :] >= iw)
+    start = ((np.arange(n)[:, None, None] * ih + fy[None, :, None]) * iw + fx[None, None, :]) * ic
+    start = np.where(none, x.nbytes, start).reshape(-1)
+    need = np.minimum.accumulate(start[::-1])[::-1]  # first input byte pixels >= q still read
+    ends = (np.arange(start.size) + 1) * oc  # output bytes written up to and including pixel q
+    return [OverlapRule(x.name, y.name, int(np.max(ends - need)), n * oh)]
+
+
 # op -> rule function. Other ops opt in with one line here (and the emulation comes for free).
 OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
     "relu": elementwise_rules,
@@ -77,6 +123,10 @@ OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
     "mul": elementwise_rules,
     "lut": elementwise_rules,
     "quantize": elementwise_rules,
+    "conv2d": window_rules,
+    "depthwise_conv2d": window_rules,
+    "max_pool2d": window_rules,
+    "avg_pool2d": window_rules,
 }
 
 
