@@ -13,9 +13,12 @@ safe too. Typical distances, for a kernel that walks its output in order:
 
 - elementwise (add, mul, relu, lut, requantize, same shapes): 0 -- fully in place;
 - a streaming op whose output unit u needs input units >= u only: n_out - n_in + one input unit,
-  the "safe distance" of vMCU (e.g. 1x1 conv: max(in, out) + one input pixel in total).
+  the "safe distance" of vMCU (e.g. 1x1 conv: max(in, out) + one input pixel in total);
+- windowed ops (conv2d, depthwise_conv2d, pools) whose C kernel walks output pixels row-major:
+  `window_rules` computes the distance from the windows (3x3 depthwise, pad 1: one row + two pixels).
 
-`streaming_distance` computes that number from the unit sizes. The planners honour the rule only
+`streaming_distance` computes the streaming number from the unit sizes. A rule is a promise about the
+C kernel's loop order: change the loop order (e.g. two pixels at a time) and the rule must change too. The planners honour the rule only
 when the input's last reader is this node and the input is not a graph output; the verifier
 re-checks both and the distance for every pair of buffers that share a byte. The reference
 interpreter writes such an output unit by unit, recomputing each unit from the arena as it is at

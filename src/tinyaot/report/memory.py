@@ -51,6 +51,7 @@ class MemoryReport:
     float_n_steps: int = 0
     float_tensors: tuple[TensorRow, ...] = ()
     float_reasons: tuple[str, ...] = ()
+    overlap_note: str = ""  # why the arena is below the layer-by-layer bound, if it is
 
     @property
     def ram_bytes(self) -> int | None:
@@ -82,7 +83,7 @@ class MemoryReport:
             static_state_bytes=static, stack_bytes=stack,
             float_lower_bound_bytes=cm.float_plan.lower_bound, float_n_steps=cm.float_plan.n_steps,
             float_tensors=tensor_rows(cm.float_plan, float_graph),
-            float_reasons=tuple(float_reasons(cm)),
+            float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
         )
 
     def to_dict(self) -> dict:
@@ -103,6 +104,8 @@ class MemoryReport:
             t.add_row(r.name, r.producer, r.op, f"{r.nbytes:,}", f"{r.first}-{r.last}", f"{r.offset:,}", extra)
         yield t
         yield "lower bound = " + self.busiest_step
+        if self.overlap_note:
+            yield self.overlap_note
         if self.source_lower_bound is not None and self.source_lower_bound != self.lower_bound_bytes:
             yield (f"op order chosen by {self.schedule} search: lower bound {self.lower_bound_bytes:,} B "
                    f"(the source order needs {self.source_lower_bound:,} B)")
@@ -162,7 +165,7 @@ class MemoryReport:
                ["static state", _opt(self.static_state_bytes)], ["stack", _opt(self.stack_bytes)],
                ["RAM total", _opt(self.ram_bytes)], ["flash: constants", f"{self.constant_bytes:,}"],
                ["flash: code", _opt(self.code_bytes)]]
-        notes = ["lower bound = " + self.busiest_step]
+        notes = ["lower bound = " + self.busiest_step] + ([self.overlap_note] if self.overlap_note else [])
         if compare_float:
             notes += list(self.float_reasons)
         sections = [("Tensors (int8 plan)", headers, rows, {3, 5}), ("RAM and flash", ["what", "bytes"], ram, {1})]
@@ -198,6 +201,15 @@ def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
     )
 
 
+def overlap_note(plan) -> str:
+    used = [o for o in getattr(plan, "overlaps", ()) if plan.shares_bytes(o)]
+    if not used:
+        return ""
+    return (f"{len(used)} outputs are written over their dying inputs (in place, or streamed at a safe distance "
+            f"from the kernel's loop order), so the arena ({plan.arena_bytes:,} B) may go below the "
+            f"layer-by-layer bound ({plan.lower_bound:,} B), which assumes an op's input and output never share bytes.")
+
+
 def float_reasons(cm) -> list[str]:
     """Why fp32 needs what it needs, stated only from what the two plans and graphs show."""
     int8_act = sum(b.nbytes for b in cm.plan.buffers)
@@ -212,6 +224,11 @@ def float_reasons(cm) -> list[str]:
          "per-channel multipliers), all const in flash; the arena holds activations only, so no weight is "
          "copied into RAM at run time."),
     ]
+    n8 = sum(cm.plan.shares_bytes(o) for o in cm.plan.overlaps)
+    n32 = sum(cm.float_plan.shares_bytes(o) for o in cm.float_plan.overlaps)
+    if n8 != n32:
+        out.append(f"overlap: the int8 plan writes {n8} outputs over their dying inputs, the fp32 plan {n32} (the "
+                   "streaming distances come from tinyaot's int8 kernels; there are no fp32 kernels to stream).")
     kinds = Counter(n.op for n in cm.graph.nodes)
     copies = {k: v for k, v in kinds.items() if k in ("quantize", "dequantize", "transpose")}
     listed = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items()))
