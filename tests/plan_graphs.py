@@ -74,3 +74,18 @@ def chain_graph(sizes, seed: int = 2) -> Graph:
         x = b.fc(f"fc{i}", x, n)
     b.output(x)
     return b.g
+
+
+def branchy_concat_graph(width: int = 96, seed: int = 7) -> Graph:
+    """Two wide-then-narrow branches joined by a concat; the source order runs both wide layers first."""
+    b = GraphBuilder(seed)
+    x = b.input("x", (1, 16))
+    a1 = b.fc("a1", x, width)
+    c1 = b.fc("c1", x, width)
+    a2 = b.fc("a2", a1, 8)
+    c2 = b.fc("c2", c1, 8)
+    at = b.g.tensor(a2)
+    y = b.act("cat_out", (1, 16), at.qparams.scale[0], at.qparams.zero_point[0])
+    b.g.nodes.append(Node("concat", "cat", [a2, c2], [y], {"axis": -1}))
+    b.output(y)
+    return b.g

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plan_graphs import GraphBuilder, branchy_graph
+from plan_graphs import GraphBuilder, branchy_concat_graph, branchy_graph
 
 from tinyaot.ir import Graph
 from tinyaot.plan import buffers_of, plan_graph, plan_memory
@@ -117,3 +117,27 @@ def test_random_dags_never_worse_than_source_and_plans_verify(g):
     assert _is_topological(g)
     plan = plan_memory(buffers_of(g), len(g.nodes))  # verified inside
     assert plan.lower_bound == result.peak <= plan.arena_bytes
+
+
+def test_branchy_concat_model_reordered_runs_bit_exact_in_reference_and_c():
+    from conftest import have_host_cc
+
+    from tinyaot.codegen import generate_c
+    from tinyaot.ref.interpreter import Interpreter
+
+    g = branchy_concat_graph()
+    source = copy.deepcopy(g)
+    source_plan = plan_graph(source, reorder=False)
+    plan = plan_graph(g)
+    assert plan.schedule == "exact" and plan.source_lower_bound == source_plan.lower_bound == 16 + 96 + 96
+    assert plan.lower_bound == plan.arena_bytes == 16 + 96 + 8 < source_plan.arena_bytes
+    x = np.random.default_rng(4).integers(-128, 128, size=(30, 1, 16)).astype(np.int8)
+    ref = Interpreter(g, plan).run(x)
+    np.testing.assert_array_equal(ref, Interpreter(source, source_plan).run(x))
+    if have_host_cc():
+        from tinyaot.targets.host import HostModel, build_shared_library
+
+        host = HostModel(build_shared_library(generate_c(g, plan, "branchy").files, "branchy"), "branchy", 16, 16,
+                         plan.arena_bytes)
+        host.init(None)
+        np.testing.assert_array_equal(host.run(x.reshape(30, 16)), ref.reshape(30, 16))
