@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from tinyaot.ir import Graph
 from tinyaot.plan.lifetimes import VIEW_OPS, buffers_of, lower_bound
 
-EXACT_MAX_STATES = 20_000  # sets of run nodes per step before the search gives up optimality
+EXACT_MAX_STATES = 4_000  # sets of run nodes per step before the search gives up optimality (keeps it ~1 s)
 BEAM_WIDTH = 128
 
 
