@@ -3,15 +3,24 @@
  *
  * acc = bias[oc] + sum over the taps inside the image of w * (x + input_offset), then per-channel
  * requantization, output offset and clamp. Taps outside the image are skipped, which is what padding
- * with the input zero point gives. With dilation_w == 1 the taps of one kernel row are contiguous in
- * both the input and the weights, so each row is one dot product of kw * in_c bytes.
+ * with the input zero point gives.
  *
+ * Per output pixel the kernel picks one of three ways to reach the window, all giving the same sums:
+ * - a 1x1 kernel reads the input pixel in place (in_c contiguous bytes);
+ * - a small window (kh * kw * in_c <= CONV_PATCH_BYTES) whose rows are short is first copied into a patch
+ *   on the stack, outside taps filled with the input zero point (they then add 0), so each output channel
+ *   is one long dot product instead of kh short ones;
+ * - otherwise each kernel row inside the image is one dot product of (valid kw) * in_c contiguous bytes
+ *   (dilation_w == 1) or one per tap.
  * On cores with the DSP extension two output channels share each input load: SXTAB16 adds the input
  * offset while widening four input bytes, SXTB16 widens the weights and SMLAD does two MACs per
- * instruction. Integer sums are exact, so both paths give the same bits.
+ * instruction. Integer sums are exact, so every path gives the same bits.
  */
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
+
+#define CONV_PATCH_BYTES 256  /* stack bytes for one window */
+#define CONV_SHORT_ROW 16     /* rows shorter than this go through the patch */
 
 #if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
 #include <arm_acle.h>
@@ -24,8 +33,8 @@ static inline int32_t conv_read_s8x4(const int8_t *p)
 }
 
 /* acc0 += sum w0[k] * (x[k] + offset), acc1 likewise with w1: each input word is widened once. */
-static void dot2_offset_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t offset,
-                           int32_t *acc0, int32_t *acc1)
+static inline void dot2_offset_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t offset,
+                                  int32_t *acc0, int32_t *acc1)
 {
     const int32_t offset2 = (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
     int32_t a0 = *acc0;
@@ -51,7 +60,7 @@ static void dot2_offset_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, 
     *acc1 = a1;
 }
 
-static int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
+static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
 {
     const int32_t offset2 = (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
     int32_t k = 0;
@@ -66,9 +75,23 @@ static int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_
     }
     return acc;
 }
-#define CONV_PAIRED_CHANNELS 1
 #else
-static int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
+static inline void dot2_offset_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t offset,
+                                  int32_t *acc0, int32_t *acc1)
+{
+    int32_t a0 = *acc0;
+    int32_t a1 = *acc1;
+    int32_t k;
+    for (k = 0; k < n; ++k) {
+        const int32_t xv = (int32_t)x[k] + offset;
+        a0 += (int32_t)w0[k] * xv;
+        a1 += (int32_t)w1[k] * xv;
+    }
+    *acc0 = a0;
+    *acc1 = a1;
+}
+
+static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
 {
     int32_t k;
     for (k = 0; k < n; ++k) {
@@ -76,7 +99,6 @@ static int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_
     }
     return acc;
 }
-#define CONV_PAIRED_CHANNELS 0
 #endif
 
 /* First and one-past-last kernel index whose tap origin + k * dilation lies in [0, size). */
@@ -84,13 +106,11 @@ static void valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t
                        int32_t *end)
 {
     int32_t lo = 0;
-    int32_t hi;
+    int32_t hi = 0;
     if (origin < 0) {
         lo = (-origin + dilation - 1) / dilation;
     }
-    if (size - 1 - origin < 0) {
-        hi = 0;
-    } else {
+    if (size - 1 - origin >= 0) {
         hi = (size - 1 - origin) / dilation + 1;
     }
     *first = lo < kernel ? lo : kernel;
@@ -100,79 +120,139 @@ static void valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t
     }
 }
 
-/* The accumulator of one output channel at one output pixel, bias not included. */
-static int32_t conv_taps(const int8_t *in_image, const int8_t *w_oc, const tinyaot_conv_params *p, int32_t iy0,
-                         int32_t ix0, int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1, int32_t acc)
+static inline int8_t conv_output(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
+                                 int32_t act_min, int32_t act_max)
 {
-    int32_t ky;
-    int32_t kx;
-    for (ky = ky0; ky < ky1; ++ky) {
-        const int8_t *in_row = in_image + (iy0 + ky * p->dilation_h) * p->in_w * p->in_c;
-        const int8_t *w_row = w_oc + ky * p->kernel_w * p->in_c;
-        if (p->dilation_w == 1) {
-            acc = dot_offset_s8(in_row + (ix0 + kx0) * p->in_c, w_row + kx0 * p->in_c, (kx1 - kx0) * p->in_c,
-                                p->input_offset, acc);
-        } else {
-            for (kx = kx0; kx < kx1; ++kx) {
-                acc = dot_offset_s8(in_row + (ix0 + kx * p->dilation_w) * p->in_c, w_row + kx * p->in_c, p->in_c,
-                                    p->input_offset, acc);
-            }
-        }
-    }
-    return acc;
+    acc = tinyaot_requantize(acc, multiplier, shift) + output_offset;
+    return (int8_t)tinyaot_clamp(acc, act_min, act_max);
 }
 
-static int8_t conv_output(int32_t acc, int32_t multiplier, int32_t shift, const tinyaot_conv_params *p)
+/* One output pixel from `count` contiguous window bytes (`x`) against every channel's first `count` weights. */
+static void conv_pixel_contiguous(const int8_t *x, int32_t count, const int8_t *weights, int32_t w_per_oc,
+                                  const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                  int32_t out_c, int32_t input_offset, int32_t output_offset, int32_t act_min,
+                                  int32_t act_max, int8_t *out)
 {
-    acc = tinyaot_requantize(acc, multiplier, shift) + p->output_offset;
-    return (int8_t)tinyaot_clamp(acc, p->act_min, p->act_max);
+    int32_t oc = 0;
+    for (; oc + 2 <= out_c; oc += 2) {
+        const int8_t *w0 = weights + oc * w_per_oc;
+        int32_t acc0 = bias[oc];
+        int32_t acc1 = bias[oc + 1];
+        dot2_offset_s8(x, w0, w0 + w_per_oc, count, input_offset, &acc0, &acc1);
+        out[oc] = conv_output(acc0, multiplier[oc], shift[oc], output_offset, act_min, act_max);
+        out[oc + 1] = conv_output(acc1, multiplier[oc + 1], shift[oc + 1], output_offset, act_min, act_max);
+    }
+    for (; oc < out_c; ++oc) {
+        const int32_t acc = dot_offset_s8(x, weights + oc * w_per_oc, count, input_offset, bias[oc]);
+        out[oc] = conv_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
+    }
 }
 
 void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias, const int32_t *multiplier,
                        const int32_t *shift, const tinyaot_conv_params *params, int8_t *output)
 {
-    const tinyaot_conv_params *p = params;
-    const int32_t w_per_oc = p->kernel_h * p->kernel_w * p->in_c;
+    /* Locals, not params->...: stores through int8_t * may alias the struct, which would force reloads. */
+    const int32_t batches = params->batches;
+    const int32_t in_h = params->in_h;
+    const int32_t in_w = params->in_w;
+    const int32_t in_c = params->in_c;
+    const int32_t out_h = params->out_h;
+    const int32_t out_w = params->out_w;
+    const int32_t out_c = params->out_c;
+    const int32_t kernel_h = params->kernel_h;
+    const int32_t kernel_w = params->kernel_w;
+    const int32_t stride_h = params->stride_h;
+    const int32_t stride_w = params->stride_w;
+    const int32_t dilation_h = params->dilation_h;
+    const int32_t dilation_w = params->dilation_w;
+    const int32_t pad_top = params->pad_top;
+    const int32_t pad_left = params->pad_left;
+    const int32_t input_offset = params->input_offset;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    const int32_t w_per_oc = kernel_h * kernel_w * in_c;
+    const int use_patch = w_per_oc <= CONV_PATCH_BYTES && kernel_h * kernel_w > 1
+                          && (kernel_w * in_c < CONV_SHORT_ROW || dilation_w != 1);
+    int8_t patch[CONV_PATCH_BYTES];
     int32_t b;
     int32_t oy;
     int32_t ox;
-    int32_t oc;
-    for (b = 0; b < p->batches; ++b) {
-        const int8_t *in_image = input + b * p->in_h * p->in_w * p->in_c;
-        for (oy = 0; oy < p->out_h; ++oy) {
-            const int32_t iy0 = oy * p->stride_h - p->pad_top;
+    for (b = 0; b < batches; ++b) {
+        const int8_t *in_image = input + b * in_h * in_w * in_c;
+        for (oy = 0; oy < out_h; ++oy) {
+            const int32_t iy0 = oy * stride_h - pad_top;
             int32_t ky0;
             int32_t ky1;
-            valid_taps(iy0, p->dilation_h, p->kernel_h, p->in_h, &ky0, &ky1);
-            for (ox = 0; ox < p->out_w; ++ox) {
-                const int32_t ix0 = ox * p->stride_w - p->pad_left;
-                int8_t *out = output + ((b * p->out_h + oy) * p->out_w + ox) * p->out_c;
+            valid_taps(iy0, dilation_h, kernel_h, in_h, &ky0, &ky1);
+            for (ox = 0; ox < out_w; ++ox) {
+                const int32_t ix0 = ox * stride_w - pad_left;
+                int8_t *out = output + ((b * out_h + oy) * out_w + ox) * out_c;
                 int32_t kx0;
                 int32_t kx1;
-                valid_taps(ix0, p->dilation_w, p->kernel_w, p->in_w, &kx0, &kx1);
+                int32_t oc;
+                int32_t ky;
+                int32_t kx;
+                valid_taps(ix0, dilation_w, kernel_w, in_w, &kx0, &kx1);
+                if (kernel_h * kernel_w == 1 && ky0 < ky1 && kx0 < kx1) {
+                    conv_pixel_contiguous(in_image + (iy0 * in_w + ix0) * in_c, in_c, weights, w_per_oc, bias,
+                                          multiplier, shift, out_c, input_offset, output_offset, act_min, act_max,
+                                          out);
+                    continue;
+                }
+                if (use_patch) {
+                    const int8_t pad_value = (int8_t)(-input_offset);  /* the zero point: adds 0 */
+                    int8_t *dst = patch;
+                    for (ky = 0; ky < kernel_h; ++ky) {
+                        const int32_t iy = iy0 + ky * dilation_h;
+                        for (kx = 0; kx < kernel_w; ++kx) {
+                            const int32_t ix = ix0 + kx * dilation_w;
+                            int32_t c;
+                            if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
+                                const int8_t *src = in_image + (iy * in_w + ix) * in_c;
+                                for (c = 0; c < in_c; ++c) {
+                                    dst[c] = src[c];
+                                }
+                            } else {
+                                for (c = 0; c < in_c; ++c) {
+                                    dst[c] = pad_value;
+                                }
+                            }
+                            dst += in_c;
+                        }
+                    }
+                    conv_pixel_contiguous(patch, w_per_oc, weights, w_per_oc, bias, multiplier, shift, out_c,
+                                          input_offset, output_offset, act_min, act_max, out);
+                    continue;
+                }
                 oc = 0;
-#if CONV_PAIRED_CHANNELS
-                if (p->dilation_w == 1) {
-                    for (; oc + 2 <= p->out_c; oc += 2) {
+                if (dilation_w == 1) {
+                    const int32_t run = (kx1 - kx0) * in_c;
+                    for (; oc + 2 <= out_c; oc += 2) {
                         const int8_t *w0 = weights + oc * w_per_oc;
                         int32_t acc0 = bias[oc];
                         int32_t acc1 = bias[oc + 1];
-                        int32_t ky;
                         for (ky = ky0; ky < ky1; ++ky) {
-                            const int32_t row = ky * p->kernel_w * p->in_c + kx0 * p->in_c;
-                            dot2_offset_s8(in_image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx0) * p->in_c,
-                                           w0 + row, w0 + w_per_oc + row, (kx1 - kx0) * p->in_c, p->input_offset,
-                                           &acc0, &acc1);
+                            const int32_t w_off = (ky * kernel_w + kx0) * in_c;
+                            dot2_offset_s8(in_image + ((iy0 + ky * dilation_h) * in_w + ix0 + kx0) * in_c, w0 + w_off,
+                                           w0 + w_per_oc + w_off, run, input_offset, &acc0, &acc1);
                         }
-                        out[oc] = conv_output(acc0, multiplier[oc], shift[oc], p);
-                        out[oc + 1] = conv_output(acc1, multiplier[oc + 1], shift[oc + 1], p);
+                        out[oc] = conv_output(acc0, multiplier[oc], shift[oc], output_offset, act_min, act_max);
+                        out[oc + 1] = conv_output(acc1, multiplier[oc + 1], shift[oc + 1], output_offset, act_min,
+                                                  act_max);
                     }
                 }
-#endif
-                for (; oc < p->out_c; ++oc) {
-                    const int32_t acc = conv_taps(in_image, weights + oc * w_per_oc, p, iy0, ix0, ky0, ky1, kx0, kx1,
-                                                  bias[oc]);
-                    out[oc] = conv_output(acc, multiplier[oc], shift[oc], p);
+                for (; oc < out_c; ++oc) {
+                    const int8_t *w_oc = weights + oc * w_per_oc;
+                    int32_t acc = bias[oc];
+                    for (ky = ky0; ky < ky1; ++ky) {
+                        const int8_t *in_row = in_image + (iy0 + ky * dilation_h) * in_w * in_c;
+                        for (kx = kx0; kx < kx1; ++kx) {
+                            acc = dot_offset_s8(in_row + (ix0 + kx * dilation_w) * in_c, w_oc + (ky * kernel_w + kx)
+                                                * in_c, in_c, input_offset, acc);
+                        }
+                    }
+                    out[oc] = conv_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
                 }
             }
         }
