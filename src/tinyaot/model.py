@@ -182,6 +182,17 @@ class CompiledModel:
         self._host.init(arena_bytes)
         return self._host
 
+    @property
+    def input_layout(self) -> str:
+        """"NHWC" (channels-last feature map), "NCHW" (compiled with input_layout="NCHW") or "plain"."""
+        return self.graph.layout
+
+    def to_model_layout(self, x) -> np.ndarray:
+        """A batch in PyTorch's channels-first layout -> the layout this model takes (NCHW -> NHWC)."""
+        from tinyaot.ir.layout import torch_to_model_layout
+
+        return torch_to_model_layout(np.asarray(x), self.graph.layout, self.graph.torch_input_rank)
+
     def quantize_input(self, x) -> np.ndarray:
         """Host-side helper: float input -> int8 with the published scale and zero point."""
         x = np.asarray(x, dtype=np.float64)

@@ -8,8 +8,12 @@ import warnings
 
 from tinyaot.errors import CalibrationError, ModelError
 from tinyaot.ir import Graph
+from tinyaot.ir.layout import torch_to_model_layout
 from tinyaot.model import CompiledModel
+from tinyaot.passes.fold_batch_norm import fold_batch_norm
+from tinyaot.passes.fold_flatten import fold_flatten_transpose
 from tinyaot.passes.fuse_activations import fuse_activations
+from tinyaot.passes.input_layout import accept_nchw_input
 from tinyaot.plan import plan_graph
 from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
 from tinyaot.quantize.lower import lower_to_int8
@@ -58,21 +62,39 @@ def compile_tflite(model, *, name: str = "model", alignment: int = 4) -> Compile
     return CompiledModel(_check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment))
 
 
+def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
+    """Rewrites on the float graph, in order; each reads the previous one's output."""
+    g = fold_batch_norm(g)
+    g = fold_flatten_transpose(g)
+    g = fuse_activations(g)
+    if input_layout.upper() == "NCHW":
+        g = accept_nchw_input(g)
+    elif input_layout.upper() != "NHWC":
+        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
+    return g
+
+
 def compile_model(model, example_input=None, *, calibration=None, name: str = "model",
-                  alignment: int = 4) -> CompiledModel:
+                  alignment: int = 4, input_layout: str = "NHWC") -> CompiledModel:
+    """Compile a model to int8 C.
+
+    example_input and calibration are in PyTorch's layout (e.g. NCHW). The compiled model takes NHWC
+    input (no run-time permute); input_layout="NCHW" adds one transpose at the start instead.
+    """
     name = _check_name(name)
     if is_tflite(model):
         if calibration is not None:
             warnings.warn("calibration is ignored: a .tflite model is already quantized", stacklevel=3)
         return compile_tflite(model, name=name, alignment=alignment)
-    float_graph = fuse_activations(import_float_model(model, example_input))
+    float_graph = float_passes(import_float_model(model, example_input), input_layout)
     if calibration is None:
         raise CalibrationError(
             "a float model needs calibration samples: pass calibration= a few hundred representative "
             "inputs (an array/tensor shaped (N, ...) like the example input, or an iterable of batches)"
         )
-    sample_shape = float_graph.tensor(float_graph.inputs[0]).shape[1:]
-    batch = as_sample_batch(calibration, sample_shape)
+    torch_shape = tuple(example_input.shape[1:])
+    batch = as_sample_batch(calibration, torch_shape)
+    batch = torch_to_model_layout(batch, float_graph.layout, float_graph.torch_input_rank)
     ranges = collect_ranges(float_graph, batch)
     int8_graph = lower_to_int8(float_graph, ranges)
     memory = plan(int8_graph, alignment)

@@ -1,0 +1,115 @@
+"""The model zoo end to end: compiles from PyTorch as written, bit-exact on every engine, int8 tracks float."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from conftest import have_m33, needs_host, shared_file
+from zoo import ZOO, LeNet5, synthetic_data, trained
+
+import tinyaot
+
+N_BITEXACT = 20
+N_AGREE = 300
+
+
+@pytest.fixture(scope="module", params=ZOO, ids=[e.name for e in ZOO])
+def compiled(request):
+    entry = request.param
+    model = trained(entry)
+    x, y = synthetic_data(entry, 200 + N_AGREE, seed=1)
+    cm = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:200], name=entry.name)
+    return entry, model, cm, x[200:], y[200:]
+
+
+@needs_host
+@pytest.mark.host
+@pytest.mark.slow
+def test_bit_exact_on_every_engine(compiled):
+    entry, model, cm, x, _ = compiled
+    xq = cm.quantize_input(cm.to_model_layout(x[:N_BITEXACT]))
+    ref = cm.run(xq, engine="reference")
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), ref)
+    if have_m33():
+        np.testing.assert_array_equal(cm.run(xq, engine="m33"), ref)
+        assert cm.last_m33.instructions > 0
+
+
+@needs_host
+@pytest.mark.host
+@pytest.mark.slow
+def test_int8_agrees_with_float(compiled):
+    entry, model, cm, x, y = compiled
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    got = cm.run_float(cm.to_model_layout(x), engine="host").reshape(want.shape)
+    if entry.classes:
+        agreement = (got.argmax(-1) == want.argmax(-1)).mean()
+        assert agreement >= 0.98, f"{entry.name}: top-1 agreement {agreement:.3f}"
+    else:  # the autoencoder: reconstruction within a few output steps
+        rel = np.abs(got - want).mean() / np.abs(want).mean()
+        assert rel < 0.05, f"{entry.name}: relative error {rel:.3f}"
+
+
+def test_plan_never_above_the_layer_by_layer_bound(compiled):
+    entry, model, cm, *_ = compiled
+    assert cm.arena_bytes <= cm.lower_bound_bytes
+    rep = cm.report().to_dict()
+    assert rep["arena_bytes"] == cm.arena_bytes and rep["lower_bound_bytes"] == cm.lower_bound_bytes
+
+
+def test_no_runtime_permute_and_no_float_in_generated_c(compiled):
+    entry, model, cm, *_ = compiled
+    assert "transpose" not in {n.op for n in cm.graph.nodes}
+    for fname, text in cm.c_sources.files.items():
+        code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        if fname.endswith(".c"):
+            assert not re.search(r"\b(float|double)\b", code), fname
+            assert "tinyaot_transpose" not in code, fname
+    if len(entry.shape) == 3 and entry.shape[0] > 1 and entry.shape[1] > 1:
+        assert cm.input_layout == "NHWC"
+        assert f'#define {entry.name.upper()}_INPUT_LAYOUT "NHWC"' in cm.c_sources.files[f"{entry.name}.h"]
+
+
+def test_nchw_input_option_adds_exactly_one_transpose():
+    entry = next(e for e in ZOO if e.name == "branch_concat")
+    model = trained(entry)
+    x, _ = synthetic_data(entry, 60, seed=2)
+    nhwc = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:50], name="nhwc")
+    nchw = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:50], name="nchw", input_layout="NCHW")
+    assert [n.op for n in nchw.graph.nodes].count("transpose") == 1 and nchw.input_layout == "NCHW"
+    xq = nhwc.quantize_input(nhwc.to_model_layout(x[50:]))
+    xq_nchw = np.ascontiguousarray(xq.transpose(0, 3, 1, 2))
+    np.testing.assert_array_equal(nchw.run(xq_nchw), nhwc.run(xq))
+
+
+@needs_host
+@pytest.mark.host
+@pytest.mark.slow
+def test_lenet_on_mnist_keeps_accuracy():
+    data = np.load(shared_file("data/mnist10k.npz"))
+    images = (data["images"].astype(np.float32) / 255.0)[:, None]
+    labels = data["labels"].astype(np.int64)
+    torch.manual_seed(0)
+    model = LeNet5()
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    xt, yt = torch.from_numpy(images[:8000]), torch.from_numpy(labels[:8000])
+    for _ in range(2):
+        perm = torch.randperm(8000)
+        for i in range(0, 8000, 64):
+            idx = perm[i:i + 64]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt[idx]), yt[idx]).backward()
+            opt.step()
+    model.eval()
+    with torch.no_grad():
+        float_pred = model(torch.from_numpy(images[8000:])).argmax(1).numpy()
+    cm = tinyaot.compile(model, xt[:1], calibration=xt[:500], name="lenet")
+    int8_pred = cm.run_float(cm.to_model_layout(images[8000:]), engine="host").argmax(-1)
+    float_acc = (float_pred == labels[8000:]).mean()
+    int8_acc = (int8_pred == labels[8000:]).mean()
+    print(f"LeNet-5 MNIST: float {float_acc:.4f} int8 {int8_acc:.4f}")
+    assert float_acc > 0.95
+    assert int8_acc >= float_acc - 0.005
