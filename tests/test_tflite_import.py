@@ -301,3 +301,106 @@ def test_random_bytes_and_bit_flips_never_crash_or_hang():
         else:
             assert g.inputs and g.outputs  # a flip that left the model valid
     assert time.monotonic() - start < 30
+
+
+# ---- the other int8 ops a TFLite CNN uses --------------------------------------------------------------------
+
+
+def _conv_w(rng, shape, axis):
+    n = shape[axis]
+    return T(shape, data=rng.integers(-127, 128, shape).astype(np.int8), scale=list(rng.uniform(0.002, 0.02, n)),
+             axis=axis)
+
+
+def _many_ops_model() -> bytes:
+    """CONV_2D, MAX_POOL_2D, PAD, DEPTHWISE_CONV_2D, MUL by a constant, RELU, CONCATENATION, TRANSPOSE, MEAN,
+    QUANTIZE (int8 -> int8), FULLY_CONNECTED, SOFTMAX: every op TFLM runs with its reference kernels."""
+    rng = np.random.default_rng(21)
+    a, b, c, d = (0.05, -10), (0.04, -128), (0.03, -5), (0.02, 3)
+    w0, w3 = _conv_w(rng, (8, 3, 3, 4), 0), _conv_w(rng, (1, 3, 3, 8), 3)
+    bias0 = T((8,), "int32", data=rng.integers(-500, 500, 8).astype(np.int32),
+              scale=[a[0] * s for s in w0.scale])
+    bias3 = T((8,), "int32", data=rng.integers(-500, 500, 8).astype(np.int32),
+              scale=[b[0] * s for s in w3.scale])
+    k = T((1, 1, 1, 8), data=rng.integers(-127, 128, (1, 1, 1, 8)).astype(np.int8), scale=0.01, zero_point=2)
+    wf = T((10, 16), data=rng.integers(-127, 128, (10, 16)).astype(np.int8), scale=0.01)
+    bf = T((10,), "int32", data=rng.integers(-500, 500, 10).astype(np.int32), scale=0.02 * 0.01)
+    tensors = [
+        T((1, 8, 8, 4), scale=a[0], zero_point=a[1]),  # 0
+        w0, bias0,  # 1, 2
+        T((1, 8, 8, 8), scale=b[0], zero_point=b[1]),  # 3 conv out
+        T((1, 4, 4, 8), scale=b[0], zero_point=b[1]),  # 4 max pool
+        T((4, 2), "int32", data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32)),  # 5
+        T((1, 6, 6, 8), scale=b[0], zero_point=b[1]),  # 6 pad
+        w3, bias3,  # 7, 8
+        T((1, 4, 4, 8), scale=c[0], zero_point=c[1]),  # 9 depthwise
+        k,  # 10
+        T((1, 4, 4, 8), scale=d[0], zero_point=d[1]),  # 11 mul
+        T((1, 4, 4, 8), scale=b[0], zero_point=b[1]),  # 12 relu (rescales)
+        T((1, 4, 4, 16), scale=b[0], zero_point=b[1]),  # 13 concat
+        T((4,), "int32", data=np.array([0, 2, 1, 3], np.int32)),  # 14
+        T((1, 4, 4, 16), scale=b[0], zero_point=b[1]),  # 15 transpose
+        T((2,), "int32", data=np.array([1, 2], np.int32)),  # 16
+        T((1, 16), scale=0.015, zero_point=-100),  # 17 mean
+        T((1, 16), scale=0.02, zero_point=0),  # 18 requantize
+        wf, bf,  # 19, 20
+        T((1, 10), scale=0.1, zero_point=0),  # 21
+        T((1, 10), scale=1 / 256, zero_point=-128),  # 22
+    ]
+    conv = {"Padding": 0, "StrideW": 1, "StrideH": 1, "FusedActivationFunction": 1, "DilationWFactor": 1,
+            "DilationHFactor": 1}
+    pool = {"Padding": 1, "StrideW": 2, "StrideH": 2, "FilterWidth": 2, "FilterHeight": 2}
+    dw = {"Padding": 1, "StrideW": 1, "StrideH": 1, "DepthMultiplier": 1, "DilationWFactor": 1, "DilationHFactor": 1}
+    ops = [
+        Op("CONV_2D", [0, 1, 2], [3], ("Conv2DOptions", conv), 3),
+        Op("MAX_POOL_2D", [3], [4], ("Pool2DOptions", pool), 2),
+        Op("PAD", [4, 5], [6], None, 2),
+        Op("DEPTHWISE_CONV_2D", [6, 7, 8], [9], ("DepthwiseConv2DOptions", dw), 3),
+        Op("MUL", [9, 10], [11], ("MulOptions", {}), 2),
+        Op("RELU", [11], [12], None, 2),
+        Op("CONCATENATION", [12, 4], [13], ("ConcatenationOptions", {"Axis": 3}), 2),
+        Op("TRANSPOSE", [13, 14], [15], None, 2),
+        Op("MEAN", [15, 16], [17], ("ReducerOptions", {"KeepDims": False}), 2),
+        Op("QUANTIZE", [17], [18], None, 2),
+        Op("FULLY_CONNECTED", [18, 19, 20], [21], ("FullyConnectedOptions", {}), 4),
+        Op("SOFTMAX", [21], [22], ("SoftmaxOptions", {"Beta": 0.25}), 2),
+    ]
+    return build(Model(tensors, ops, [0], [22]))
+
+
+def test_a_model_with_every_imported_op_matches_tflm_on_every_engine():
+    model = _many_ops_model()
+    g = from_tflite(model)
+    assert [n.op for n in g.nodes] == ["conv2d", "max_pool2d", "pad", "depthwise_conv2d", "mul", "relu", "concat",
+                                       "transpose", "mean", "quantize", "fully_connected", "softmax"]
+    cm = tinyaot.compile(model, name="many")
+    x = random_int8((60, 1, 8, 8, 4), seed=9)
+    ref = cm.run(x).reshape(60, -1)
+    assert len(np.unique(ref)) > 20
+    pytest.importorskip("tflite_micro")
+    np.testing.assert_array_equal(ref, run_tflm(model, x).reshape(60, -1))
+    if have_host_cc():
+        np.testing.assert_array_equal(cm.run(x, engine="host").reshape(60, -1), ref)
+
+
+def test_relu6_that_would_rescale_is_refused():
+    tensors = [T((1, 8), scale=0.05, zero_point=0), T((1, 8), scale=0.03, zero_point=-100)]
+    with pytest.raises(UnsupportedOpError, match=r"operator 0 \(RELU6\) changes scale/zero point"):
+        from_tflite(build(Model(tensors, [Op("RELU6", [0], [1])], [0], [1])))
+
+
+@pytest.mark.parametrize("code,function,out_qp", [("LOGISTIC", "sigmoid", (1 / 256, -128)),
+                                                  ("TANH", "tanh", (1 / 128, 0)),
+                                                  ("HARD_SWISH", "hardswish", (0.03, -60))])
+def test_lut_activations_stay_within_one_step_of_tflm(code, function, out_qp):
+    """LOGISTIC / TANH / HARD_SWISH become 256-entry tables of the real function: tinyaot's own semantics, which
+    stay within one int8 step of TFLM's fixed-point kernels."""
+    tensors = [T((1, 4, 4, 8), scale=0.04, zero_point=-3), T((1, 4, 4, 8), scale=out_qp[0], zero_point=out_qp[1])]
+    model = build(Model(tensors, [Op(code, [0], [1])], [0], [1]))
+    g = from_tflite(model)
+    assert g.nodes[0].op == "lut" and g.nodes[0].attrs["function"] == function
+    x = np.arange(-128, 128, dtype=np.int8).reshape(2, 1, 4, 4, 8)
+    cm = tinyaot.compile(model, name=f"lut_{function}")
+    pytest.importorskip("tflite_micro")
+    want = run_tflm(model, x).astype(np.int64)
+    assert np.abs(cm.run(x).astype(np.int64) - want.reshape(2, 1, 4, 4, 8)).max() <= 1

@@ -306,7 +306,7 @@ class _Importer:
             if convert is None:
                 raise UnsupportedOpError(
                     f"operator {op.index} ({op.name}) is not supported; tinyaot imports "
-                    f"{', '.join(sorted(CONVERTERS))}, plus QUANTIZE at the model input and DEQUANTIZE at its output"
+                    f"{', '.join(sorted(CONVERTERS))}, and DEQUANTIZE at the model output"
                 )
             if len(op.outputs) != 1:
                 raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
@@ -535,14 +535,139 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
     imp.node(op, "softmax", [x], {"beta": beta})
 
 
+def _max_pool_2d(imp: _Importer, op: _OpInfo) -> None:
+    (xi,) = imp.args(op, 1, 1)
+    o = imp.options(op, "Pool2DOptions")
+    x = imp.ir_input(xi, op)
+    x_shape = imp.g.tensor(x).shape
+    kernel, stride = (o.FilterHeight(), o.FilterWidth()), (o.StrideH(), o.StrideW())
+    oh, ow, pad = _spatial(imp, op, x_shape, kernel[0], kernel[1], o.Padding(), stride, (1, 1))
+    imp.check_shape(op, (x_shape[0], oh, ow, x_shape[3]))
+    _same_qparams(imp, op, xi)
+    imp.node(op, "max_pool2d", [x], {"kernel": kernel, "stride": stride, "padding": pad,
+                                     "clamp": imp.clamp(op, o.FusedActivationFunction())})
+
+
+def _const_ints(imp: _Importer, op: _OpInfo, index: int, what: str) -> np.ndarray:
+    ti = imp.t(index) if index >= 0 else None
+    if ti is None or ti.data is None or ti.dtype not in ("int32", "int64"):
+        raise UnsupportedOpError(f"operator {op.index} ({op.name}): the {what} must be a constant int32 tensor "
+                                 "stored in the model")
+    data = np.frombuffer(ti.data.tobytes(), dtype=ti.dtype)
+    if data.size != int(np.prod(ti.shape, dtype=np.int64)):
+        raise ModelError(f"malformed .tflite file: the {what} of operator {op.index} has the wrong data size")
+    return data.reshape(ti.shape).astype(np.int64)
+
+
+def _mean(imp: _Importer, op: _OpInfo) -> None:
+    xi, ai = imp.args(op, 2, 2)
+    o = imp.options(op, "ReducerOptions") if op.options_type else None
+    x = imp.ir_input(xi, op)
+    rank = len(imp.g.tensor(x).shape)
+    axes = sorted({int(a) % rank for a in _const_ints(imp, op, ai, "axes").reshape(-1)})
+    imp.node(op, "mean", [x], {"axes": tuple(axes), "keepdims": bool(o.KeepDims()) if o is not None else False})
+
+
+def _concatenation(imp: _Importer, op: _OpInfo) -> None:
+    if not op.inputs:
+        raise ModelError(f"operator {op.index} (CONCATENATION) has no inputs")
+    o = imp.options(op, "ConcatenationOptions")
+    if o.FusedActivationFunction() != 0:
+        raise UnsupportedOpError(f"operator {op.index} (CONCATENATION): a fused activation on a concatenation is "
+                                 "not supported")
+    xs = [imp.ir_input(i, op) for i in op.inputs]
+    rank = len(imp.t(op.outputs[0]).shape)
+    imp.node(op, "concat", xs, {"axis": int(o.Axis()) % rank})
+
+
+def _pad(imp: _Importer, op: _OpInfo) -> None:
+    xi, pi = imp.args(op, 2, 2)
+    x = imp.ir_input(xi, op)
+    pads = _const_ints(imp, op, pi, "paddings")
+    if pads.shape != (4, 2) or pads[0].any() or pads[3].any() or (pads < 0).any():
+        raise UnsupportedOpError(f"operator {op.index} (PAD): tinyaot pads the H and W axes of NHWC tensors by "
+                                 f">= 0; got paddings {pads.tolist()}")
+    _same_qparams(imp, op, xi)
+    imp.node(op, "pad", [x], {"padding": (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))})
+
+
+def _operand(imp: _Importer, op: _OpInfo, index: int, name: str) -> str:
+    """An activation, or a constant int8 operand (with its qparams) kept in flash."""
+    if index in imp.names:
+        return imp.names[index]
+    if imp.t(index).data is not None:
+        return imp.constant(index, name, op, "int8", "constant operand")
+    return imp.ir_input(index, op)
+
+
+def _mul(imp: _Importer, op: _OpInfo) -> None:
+    ai, bi = imp.args(op, 2, 2)
+    o = imp.options(op, "MulOptions") if op.options_type else None
+    name = f"mul_{op.index}"
+    a, b = _operand(imp, op, ai, f"{name}_a"), _operand(imp, op, bi, f"{name}_b")
+    clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
+    imp.node(op, "mul", [a, b], {"clamp": clamp})
+
+
+def _lut(function: str):
+    """LOGISTIC / TANH / HARD_SWISH as a 256-entry table of the real function (tinyaot's semantics, within one
+    int8 step of TFLM's fixed-point kernels rather than bit-exact with them)."""
+    def convert(imp: _Importer, op: _OpInfo) -> None:
+        (xi,) = imp.args(op, 1, 1)
+        imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": function})
+
+    return convert
+
+
+def _relu(clamp, rescales: bool):
+    """TFLM's int8 RELU rescales to the output's qparams; its RELU6 / RELU_N1_TO_1 clamp in the input's and
+    ignore the output's, so tinyaot takes those only when both agree (as converters write them)."""
+    def convert(imp: _Importer, op: _OpInfo) -> None:
+        (xi,) = imp.args(op, 1, 1)
+        if not rescales:
+            _same_qparams(imp, op, xi)
+        imp.node(op, "relu", [imp.ir_input(xi, op)], {"clamp": clamp})
+
+    return convert
+
+
+def _transpose(imp: _Importer, op: _OpInfo) -> None:
+    xi, pi = imp.args(op, 2, 2)
+    x = imp.ir_input(xi, op)
+    perm = tuple(int(v) for v in _const_ints(imp, op, pi, "permutation").reshape(-1))
+    imp.node(op, "transpose", [x], {"perm": perm})
+
+
+def _quantize(imp: _Importer, op: _OpInfo) -> None:
+    (xi,) = imp.args(op, 1, 1)
+    if imp.t(xi).dtype != "int8":
+        raise UnsupportedOpError(f"operator {op.index} (QUANTIZE) converts a {imp.t(xi).type_name} tensor inside "
+                                 "the model; tinyaot folds QUANTIZE only at the model input, and requantizes "
+                                 "int8 -> int8 elsewhere")
+    imp.node(op, "quantize", [imp.ir_input(xi, op)], {})
+
+
 CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "ADD": _add,
     "AVERAGE_POOL_2D": _average_pool_2d,
+    "CONCATENATION": _concatenation,
     "CONV_2D": _conv_2d,
     "DEPTHWISE_CONV_2D": _depthwise_conv_2d,
     "FULLY_CONNECTED": _fully_connected,
+    "HARD_SWISH": _lut("hardswish"),
+    "LOGISTIC": _lut("sigmoid"),
+    "MAX_POOL_2D": _max_pool_2d,
+    "MEAN": _mean,
+    "MUL": _mul,
+    "PAD": _pad,
+    "QUANTIZE": _quantize,
+    "RELU": _relu((0.0, math.inf), rescales=True),
+    "RELU6": _relu((0.0, 6.0), rescales=False),
+    "RELU_N1_TO_1": _relu((-1.0, 1.0), rescales=False),
     "RESHAPE": _reshape,
     "SOFTMAX": _softmax,
+    "TANH": _lut("tanh"),
+    "TRANSPOSE": _transpose,
 }
 
 
