@@ -19,7 +19,7 @@
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
-#define CONV_PATCH_BYTES 256  /* stack bytes for one window */
+#define CONV_PATCH_BYTES 96   /* stack bytes for one window: first layers (few channels) fit */
 #define CONV_SHORT_ROW 16     /* rows shorter than this go through the patch */
 
 #if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
