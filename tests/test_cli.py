@@ -118,3 +118,22 @@ def test_demo_table(tmp_path):
     proc = _run(["demo", "--no-m33", "--out", str(tmp_path / "demo")], tmp_path)
     assert "predicted digit per engine" in proc.stdout
     assert "816 B" in proc.stdout and "3,264 B" in proc.stdout
+
+
+@pytest.mark.skipif(not have_m33(), reason="arm-none-eabi-gcc / qemu-system-arm missing")
+def test_profile_per_op_instructions(model_dir):
+    d = json.loads(_run(["profile", *MODEL_ARGS, "--json"], model_dir).stdout)
+    assert [o["op"] for o in d["ops"]] == ["fully_connected", "fully_connected"]
+    assert d["total_macs"] == 12 * 9 + 9 * 4
+    summed = sum(o["instructions"] for o in d["ops"])
+    assert 0 < summed <= d["total_instructions"] < summed + 200  # the rest is the invoke's own call overhead
+
+
+@needs_host
+def test_eval_accuracy_agreement_and_layer_errors(model_dir):
+    rng = np.random.default_rng(4)
+    np.savez(model_dir / "data.npz", x=rng.normal(size=(30, 3, 4)).astype(np.float32), y=rng.integers(0, 4, 30))
+    d = json.loads(_run(["eval", *MODEL_ARGS, "--data", "data.npz", "--json"], model_dir).stdout)
+    assert d["samples"] == 30 and d["float_int8_agreement"] >= 0.9
+    assert 0 <= d["int8_accuracy"] <= 1 and 0 <= d["float_accuracy"] <= 1
+    assert [e["op"] for e in d["layers"]["layers"]] == ["fully_connected", "fully_connected"]

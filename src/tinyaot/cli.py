@@ -1,4 +1,4 @@
-"""Command line: tinyaot compile | run | report | export | demo."""
+"""Command line: tinyaot compile | run | report | profile | eval | export | demo."""
 from __future__ import annotations
 
 import argparse
@@ -85,7 +85,7 @@ def cmd_run(args) -> int:
     from tinyaot.loader import load_array
 
     cm = _compile_from_args(args)
-    x = load_array(args.input, "input")
+    x = _model_input(cm, load_array(args.input, "input"))
     if np.issubdtype(x.dtype, np.floating):
         y = cm.run_float(x, engine=args.engine)
     else:
@@ -153,6 +153,77 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _model_input(cm, x: np.ndarray) -> np.ndarray:
+    """Inputs may come in PyTorch's channels-first layout or the compiled model's; convert the former."""
+    sample = tuple(cm.input_shape[1:])
+    if x.shape[1:] == sample or x.shape == tuple(cm.input_shape) or x.shape == sample:
+        return x
+    return cm.to_model_layout(x)
+
+
+def _load_eval_data(path: str) -> tuple[np.ndarray, np.ndarray | None]:
+    from tinyaot.errors import ModelError
+    from tinyaot.loader import load_array
+
+    if not path.endswith(".npz"):
+        return load_array(path, "data"), None
+    try:
+        d = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ModelError(f"data file {path!r} does not exist") from None
+    xs = [k for k in ("x", "inputs", "images", "data") if k in d.files]
+    ys = [k for k in ("y", "labels", "targets") if k in d.files]
+    if not xs:
+        raise ModelError(f"{path} has arrays {d.files}; name the inputs 'x' (and the labels 'y')")
+    return d[xs[0]], (d[ys[0]] if ys else None)
+
+
+def cmd_profile(args) -> int:
+    from tinyaot.loader import load_array
+
+    cm = _compile_from_args(args)
+    x = None
+    if args.input:
+        x = _model_input(cm, load_array(args.input, "input"))[:1]
+        if not np.issubdtype(x.dtype, np.integer):
+            x = cm.quantize_input(x)
+    rep = cm.profile(x)
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        _console().print(rep)
+    return 0
+
+
+def cmd_eval(args) -> int:
+    x, y = _load_eval_data(args.data)
+    cm = _compile_from_args(args)
+    x = _model_input(cm, x.astype(np.float32) if x.dtype != np.int8 else x)
+    result: dict = {"samples": int(len(x)), "engine": args.engine}
+    if x.dtype == np.int8:
+        out = cm.run(x, engine=args.engine)
+    else:
+        out = cm.run_float(x, engine=args.engine)
+    pred = np.asarray(out).reshape(len(x), -1).argmax(-1)
+    if cm.float_graph is not None and x.dtype != np.int8:
+        fpred = np.asarray(cm.float_reference(x)).reshape(len(x), -1).argmax(-1)
+        result["float_int8_agreement"] = float((fpred == pred).mean())
+        if y is not None:
+            result["float_accuracy"] = float((fpred == y.reshape(-1)).mean())
+    if y is not None:
+        result["int8_accuracy"] = float((pred == y.reshape(-1)).mean())
+    errors = cm.layer_errors(x) if cm.float_graph is not None and x.dtype != np.int8 else None
+    if args.json:
+        print(json.dumps(result | ({"layers": errors.to_dict()} if errors else {}), indent=2))
+        return 0
+    c = _console()
+    for k, v in result.items():
+        c.print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
+    if errors:
+        c.print(errors)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from tinyaot.demo import demo_tables, run_demo
 
@@ -205,6 +276,17 @@ def build_parser() -> argparse.ArgumentParser:
                    f"default: the first {EXPORT_DEFAULT_INPUTS} calibration samples)")
     e.add_argument("--labels", help="pico2: .npy of the expected class of each test input")
     e.set_defaults(func=cmd_export)
+
+    pr = sub.add_parser("profile", help="exact Cortex-M33 instructions per op for one inference (QEMU)")
+    _add_model_args(pr)
+    pr.add_argument("--input", help=".npy whose first sample is profiled (default: zeros)")
+    pr.set_defaults(func=cmd_profile)
+
+    ev = sub.add_parser("eval", help="int8 vs float accuracy on a data set, and the error per layer")
+    _add_model_args(ev)
+    ev.add_argument("--data", required=True, help=".npz with inputs 'x' and labels 'y' (or a .npy of inputs)")
+    ev.add_argument("--engine", default="host", choices=["reference", "host", "m33"])
+    ev.set_defaults(func=cmd_eval)
 
     d = sub.add_parser("demo", help="the Pico 2 MNIST demo done right (no arguments needed)")
     d.add_argument("--out", default="out/demo", help="where to write the C sources and the report")

@@ -150,7 +150,14 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
             f"#define {macro}_OFFSET_{c_ident(b.name).upper()} {plan.offsets[b.name]}"
             f"  /* {b.nbytes} B, steps {b.first}-{b.last} */"
         )
-    out.append("")
+    out += [
+        "",
+        "/* A profiler may define this to timestamp the end of each step; it costs nothing otherwise. */",
+        f"#ifndef {macro}_PROFILE_STEP",
+        f"#define {macro}_PROFILE_STEP(step) ((void)0)",
+        "#endif",
+        "",
+    ]
     for node, e in emitted:
         if e.constants:
             out.append(f"/* {describe(node, g)} */")
@@ -209,11 +216,12 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"        return {macro}_ERROR_NOT_INITIALIZED;",
         "    }",
     ]
-    for node, e in emitted:
+    for step, (node, e) in enumerate(emitted):
         if e.kernel_file is None:
             continue
         out.append(f"    /* {describe(node, g)} */")
         out.append("    " + e.call.replace("\n", "\n    "))
+        out.append(f"    {macro}_PROFILE_STEP({step});")
     out += [f"    return {macro}_OK;", "}", ""]
     return "\n".join(out)
 

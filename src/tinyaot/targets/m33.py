@@ -78,6 +78,7 @@ class M33Result:
     data_bytes: int  # initialised RAM (its load image is also in flash)
     bss_bytes: int  # zeroed RAM, including the model's static arena
     elf_path: Path
+    step_instructions: dict[int, int] | None = None  # profile=True: generated step index -> instructions
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,19 @@ class _RunReport:
     empty_ticks: int
     invoke_ticks: int
     stack_bytes: int
+    begin: int = 0  # timer value at bench_begin of the measured inference
+    marks: tuple[tuple[int, int], ...] = ()  # (step, timer value) after each kernel
+    mark_cost: int = 0  # ticks of one profile mark, measured back to back
+
+    def step_instructions(self) -> dict[int, int] | None:
+        if not self.marks:
+            return None
+        out, prev = {}, self.begin
+        cost = ticks_to_instructions(self.mark_cost)
+        for step, value in self.marks:
+            out[step] = max(ticks_to_instructions((prev - value) & 0xFFFFFFFF) - cost, 0)
+            prev = value
+        return out
 
 
 def run_m33(
@@ -99,8 +113,12 @@ def run_m33(
     build_dir: Path | None = None,
     timeout: float = 120.0,
     dsp: bool = True,
+    profile: bool = False,
 ) -> M33Result:
     """Build the model in `model_dir` for Cortex-M33, run `inputs` through it on QEMU.
+
+    `profile=True` builds the model with a timestamp after every kernel call and fills
+    `M33Result.step_instructions` (step index -> instructions of that op, marker cost removed).
 
     `inputs` is int8 with one row per sample (extra dimensions are flattened).
     Batches too big for flash are split over several QEMU runs; `timeout`
@@ -114,7 +132,7 @@ def run_m33(
     # Absolute, because gcc runs in several subdirectories of it.
     build = Path(build_dir).resolve() if build_dir is not None else model_dir / "build_m33"
     tc = find_m33_toolchain()
-    objects = _compile_all(tc, model_dir, name, build, samples.shape[1], output_size, dsp)
+    objects = _compile_all(tc, model_dir, name, build, samples.shape[1], output_size, dsp, profile)
 
     probe = _link_with_inputs(tc, objects, samples[:0], build, f"{name}_probe", dsp)
     per_run = _inputs_per_run(probe, samples.shape[1])
@@ -136,6 +154,7 @@ def run_m33(
         data_bytes=data,
         bss_bytes=bss,
         elf_path=elf,
+        step_instructions=first.step_instructions(),
     )
 
 
@@ -258,6 +277,7 @@ def _compile_all(
     input_size: int,
     output_size: int,
     dsp: bool,
+    profile: bool = False,
 ) -> list[Path]:
     obj = build / "obj"
     if obj.exists():
@@ -270,10 +290,16 @@ def _compile_all(
     support_inc = f"-I{SUPPORT_DIR}"
     support = [SUPPORT_DIR / s for s in SUPPORT_SOURCES]
     return [
-        *_compile(tc, sorted(model_dir.glob("*.c")), obj / "model", [*base, model_inc]),
+        *_compile(tc, sorted(model_dir.glob("*.c")), obj / "model", [*base, model_inc, *_profile_flags(name, profile)]),
         *_compile(tc, support, obj / "support", [*base, *SUPPORT_C_FLAGS, support_inc]),
         *_compile(tc, [main_c], obj / "main", [*base, *SUPPORT_C_FLAGS, support_inc, model_inc]),
     ]
+
+
+def _profile_flags(name: str, profile: bool) -> list[str]:
+    if not profile:
+        return []
+    return ["-include", str(SUPPORT_DIR / "profile.h"), f"-D{name.upper()}_PROFILE_STEP(step)=tinyaot_profile_step(step)"]
 
 
 def _link_with_inputs(
@@ -379,6 +405,23 @@ static void report(const char *label, uint32_t value)
     console_putc('\\n');
 }
 
+/* Profiling builds of the model call this after every kernel (see profile.h). */
+#define MAX_MARKS 1024u
+static volatile uint32_t s_profiling;
+static uint32_t s_n_marks;
+static int32_t s_mark_step[MAX_MARKS];
+static uint32_t s_mark_value[MAX_MARKS];
+
+void tinyaot_profile_step(int step);
+void tinyaot_profile_step(int step)
+{
+    if (s_profiling != 0u && s_n_marks < MAX_MARKS) {
+        s_mark_value[s_n_marks] = bench_now();
+        s_mark_step[s_n_marks] = step;
+        s_n_marks++;
+    }
+}
+
 /* Only the first inference is measured; the others just produce outputs. */
 static int invoke(uint32_t k, uint32_t *ticks, uint32_t *stack)
 {
@@ -386,9 +429,11 @@ static int invoke(uint32_t k, uint32_t *ticks, uint32_t *stack)
         return @NAME@_invoke();
     }
     bench_stack_paint();
+    s_profiling = 1u;
     bench_begin();
     int rc = @NAME@_invoke();
     bench_end();
+    s_profiling = 0u;
     *ticks = bench_ticks();
     *stack = bench_stack_used();
     return rc;
@@ -405,6 +450,13 @@ int main(void)
     bench_begin();
     bench_end();
     empty_ticks = bench_ticks();
+    /* The cost of one mark, measured back to back, is removed from every step. */
+    s_profiling = 1u;
+    tinyaot_profile_step(-1);
+    tinyaot_profile_step(-1);
+    s_profiling = 0u;
+    uint32_t mark_cost = s_mark_value[0] - s_mark_value[1];
+    s_n_marks = 0u;
 
     for (uint32_t k = 0u; k < tinyaot_n_inputs; k++) {
         memcpy(@NAME@_input(), tinyaot_inputs + (size_t)k * @UNAME@_INPUT_SIZE,
@@ -422,6 +474,15 @@ int main(void)
     report("TICKS empty ", empty_ticks);
     report("TICKS invoke ", invoke_ticks);
     report("STACK ", stack_bytes);
+    report("MARKCOST ", mark_cost);
+    report("BEGIN ", bench_begin_value());
+    for (uint32_t i = 0u; i < s_n_marks; i++) {
+        console_puts("MARK ");
+        console_put_i32(s_mark_step[i]);
+        console_putc(' ');
+        console_put_u32(s_mark_value[i]);
+        console_putc('\\n');
+    }
     report("DONE ", tinyaot_n_inputs);
     return 0;
 }
@@ -494,6 +555,7 @@ def _parse(stdout: str, n_inputs: int, output_size: int) -> _RunReport:
     outputs = np.zeros((n_inputs, output_size), dtype=np.int8)
     seen: set[int] = set()
     values: dict[str, int] = {}
+    marks: list[tuple[int, int]] = []
     for line in stdout.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[0] == "OUT":
@@ -504,15 +566,18 @@ def _parse(stdout: str, n_inputs: int, output_size: int) -> _RunReport:
             seen.add(k)
         elif len(parts) == 3 and parts[0] == "TICKS":
             values[f"ticks_{parts[1]}"] = int(parts[2])
-        elif len(parts) == 2 and parts[0] in ("STACK", "DONE"):
+        elif len(parts) == 2 and parts[0] in ("STACK", "DONE", "MARKCOST", "BEGIN"):
             values[parts[0].lower()] = int(parts[1])
+        elif len(parts) == 3 and parts[0] == "MARK":
+            marks.append((int(parts[1]), int(parts[2])))
     missing = {"ticks_empty", "ticks_invoke", "stack", "done"} - values.keys()
     if missing or values["done"] != n_inputs or len(seen) != n_inputs:
         raise ValueError(
             f"incomplete report: expected {n_inputs} OUT lines (got {len(seen)}), "
             f"missing {sorted(missing)}"
         )
-    return _RunReport(outputs, values["ticks_empty"], values["ticks_invoke"], values["stack"])
+    return _RunReport(outputs, values["ticks_empty"], values["ticks_invoke"], values["stack"],
+                      values.get("begin", 0), tuple(marks), values.get("markcost", 0))
 
 
 # --- error messages -----------------------------------------------------------

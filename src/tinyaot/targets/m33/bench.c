@@ -30,6 +30,8 @@ void bench_timer_start(void)
 void bench_begin(void) { s_begin = s_timer[TIMER_VALUE]; }
 void bench_end(void) { s_end = s_timer[TIMER_VALUE]; }
 uint32_t bench_ticks(void) { return s_begin - s_end; }
+uint32_t bench_now(void) { return s_timer[TIMER_VALUE]; }
+uint32_t bench_begin_value(void) { return s_begin; }
 
 /* A leaf without locals: its SP is the caller's SP at the call.  The stores
  * go through a volatile pointer so GCC does not turn the loop into a memset

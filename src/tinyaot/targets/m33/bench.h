@@ -28,6 +28,8 @@ void bench_timer_start(void);  /* enable TIMER0, free-running from 0xFFFFFFFF */
 BENCH_NOINLINE void bench_begin(void);
 BENCH_NOINLINE void bench_end(void);
 uint32_t bench_ticks(void);    /* timer ticks between the last begin/end pair */
+uint32_t bench_now(void);      /* the raw (down-counting) timer value */
+uint32_t bench_begin_value(void); /* the timer value the last bench_begin() read */
 
 BENCH_NOINLINE void bench_stack_paint(void);
 BENCH_NOINLINE uint32_t bench_stack_used(void);

@@ -1,0 +1,76 @@
+"""Per-op profile on the emulated Cortex-M33: exact instructions per op, MACs, instructions per MAC."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from tinyaot.report.macs import node_macs
+
+
+@dataclass(frozen=True)
+class OpProfile:
+    step: int
+    layer: str
+    op: str
+    macs: int
+    instructions: int
+
+    @property
+    def per_mac(self) -> float | None:
+        return self.instructions / self.macs if self.macs else None
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    model: str
+    total_instructions: int  # one inference, measured without per-op markers
+    ops: tuple[OpProfile, ...]
+    stack_bytes: int
+
+    @property
+    def total_macs(self) -> int:
+        return sum(o.macs for o in self.ops)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "total_instructions": self.total_instructions, "total_macs": self.total_macs,
+                "stack_bytes": self.stack_bytes,
+                "ops": [asdict(o) | {"instructions_per_mac": o.per_mac} for o in self.ops]}
+
+    def __rich_console__(self, console, options):
+        from rich.table import Table
+
+        t = Table(title=f"Cortex-M33 profile of '{self.model}': {self.total_instructions:,} instructions per "
+                  f"inference, {self.total_macs:,} MACs (QEMU -icount, exact)")
+        for col in ("step", "layer", "op", "MACs", "instructions", "instr/MAC", "share"):
+            t.add_column(col, justify="left" if col in ("layer", "op") else "right")
+        summed = sum(o.instructions for o in self.ops) or 1
+        for o in self.ops:
+            t.add_row(str(o.step), o.layer, o.op, f"{o.macs:,}", f"{o.instructions:,}",
+                      "" if o.per_mac is None else f"{o.per_mac:.2f}", f"{o.instructions / summed:.1%}")
+        yield t
+
+    def __str__(self) -> str:
+        from tinyaot.report.render import render_text
+
+        return render_text(self)
+
+
+def profile(cm, x=None) -> ProfileReport:
+    """Run one inference on the M33 twice: plain (the total) and with a marker after each op."""
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    from tinyaot.targets.m33 import run_m33
+
+    if x is None:
+        x = np.zeros((1, cm.input_size), dtype=np.int8)
+    flat = np.asarray(x, dtype=np.int8).reshape(1, -1)
+    with tempfile.TemporaryDirectory(prefix="tinyaot-prof-") as tmp:
+        cm.c_sources.write(Path(tmp))
+        plain = run_m33(Path(tmp), cm.name, flat, cm.output_size, build_dir=Path(tmp) / "plain")
+        marked = run_m33(Path(tmp), cm.name, flat, cm.output_size, build_dir=Path(tmp) / "marked", profile=True)
+    steps = marked.step_instructions or {}
+    ops = tuple(OpProfile(step, cm.graph.nodes[step].name, cm.graph.nodes[step].op,
+                          node_macs(cm.graph.nodes[step], cm.graph), n) for step, n in sorted(steps.items()))
+    return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes)
