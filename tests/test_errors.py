@@ -116,3 +116,36 @@ def test_run_rejects_float_input_and_wrong_shape():
 def test_bad_model_name():
     with pytest.raises(ModelError, match="C identifier"):
         tinyaot.compile(make_mlp([6, 4], False, 0), torch.zeros(1, 6), calibration=torch.randn(10, 6), name="my-model")
+
+
+class GroupedConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.grouped = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+
+    def forward(self, x):
+        return self.grouped(self.stem(x))
+
+
+def test_grouped_conv_is_refused_with_the_layer_named():
+    with pytest.raises(UnsupportedOpError) as exc:
+        tinyaot.compile(GroupedConv(), torch.zeros(1, 3, 8, 8), calibration=torch.randn(4, 3, 8, 8))
+    msg = str(exc.value)
+    assert "layer 'grouped'" in msg and "groups=2" in msg and "test_errors.py:" in msg
+    assert "depthwise" in msg  # says what would work
+
+
+class ScalarMul(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * 0.5
+
+
+def test_unsupported_pattern_in_a_supported_op_names_the_layer():
+    with pytest.raises(UnsupportedOpError) as exc:
+        tinyaot.compile(ScalarMul(), torch.zeros(1, 4), calibration=torch.randn(4, 4))
+    assert "Python scalar" in str(exc.value) and "test_errors.py:" in str(exc.value)
