@@ -104,6 +104,7 @@ def _write_outputs(cm, result: DemoResult, out_dir: Path) -> None:
     from tinyaot.report.render import render_text
 
     cm.export(out_dir / "c")
+    cm.report().write_picture(out_dir / "memory.html", compare_float=True)
     (out_dir / "report.txt").write_text(render_text(demo_tables(result)) + "\n" + str(cm.report()))
     (out_dir / "report.json").write_text(json.dumps({"demo": result.to_dict(),
                                                       "memory": cm.report().to_dict()}, indent=2))
