@@ -71,9 +71,36 @@ def describe(node: Node, g: Graph) -> str:
         what = f"Linear {w.shape[1]} -> {w.shape[0]}" + clamp_text(node.attrs.get("clamp"))
     else:
         src, dst = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
-        what = f"{node.op} {list(src.shape)} -> {list(dst.shape)}"
+        what = f"{_op_title(node, g)}, {_dims(src.shape)} -> {_dims(dst.shape)}" + clamp_text(node.attrs.get("clamp"))
     where = f"  [{_short_source(node.source)}]" if node.source else ""
     return f"{node.name}: {what}{where}"
+
+
+def _dims(shape) -> str:
+    return "x".join(str(d) for d in shape[1:]) if len(shape) > 1 else str(shape[0])
+
+
+def _op_title(node: Node, g: Graph) -> str:
+    """'Conv2d 3x3 /2' style: kernel size and stride where the op has them."""
+    a = node.attrs
+    kernel = None
+    if node.op in ("conv2d", "depthwise_conv2d"):
+        w = g.tensor(node.inputs[1]).shape
+        kernel = (w[1], w[2])
+    elif node.op in ("max_pool2d", "avg_pool2d"):
+        kernel = a.get("kernel")
+        kernel = (kernel, kernel) if isinstance(kernel, int) else kernel
+    title = {"conv2d": "Conv2d", "depthwise_conv2d": "DepthwiseConv2d", "max_pool2d": "MaxPool",
+             "avg_pool2d": "AvgPool"}.get(node.op, node.op)
+    if node.op == "lut":
+        title = f"lut({a.get('function')})"
+    if kernel:
+        title += f" {kernel[0]}x{kernel[1]}"
+        stride = a.get("stride")
+        stride = (stride, stride) if isinstance(stride, int) else stride
+        if stride and tuple(stride) != (1, 1):
+            title += f" /{stride[0]}" if stride[0] == stride[1] else f" /{stride[0]}x{stride[1]}"
+    return title
 
 
 def clamp_text(clamp) -> str:
