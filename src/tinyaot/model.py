@@ -53,7 +53,8 @@ class CompiledModel:
     def _need_float_graph(self, what: str) -> None:
         if self.float_graph is None:
             raise ModelError(f"{what} needs the float model, and '{self.name}' was imported already quantized "
-                             "(a .tflite file); compare against the float .tflite in TFLite instead")
+                             "(a .tflite file or a PT2E graph); compare against the float .tflite in TFLite, or "
+                             "against the PT2E graph itself with tinyaot.report.pt2e_agreement, instead")
 
     @property
     def constant_bytes(self) -> int:

@@ -62,6 +62,16 @@ def compile_tflite(model, *, name: str = "model", alignment: int = 4) -> Compile
     return CompiledModel(_check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment))
 
 
+def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: int = 4,
+                 input_layout: str = "NHWC") -> CompiledModel:
+    """A PT2E-converted GraphModule is already quantized: lower its q/dq patterns to int8 and go to planning."""
+    from tinyaot.frontend.pt2e import from_pt2e
+
+    int8_graph = from_pt2e(model, example_input, input_layout=input_layout)
+    memory = plan(int8_graph, alignment)
+    return CompiledModel(_check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment))
+
+
 def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
     """Rewrites on the float graph, in order; each reads the previous one's output."""
     g = fold_batch_norm(g)
@@ -86,6 +96,12 @@ def compile_model(model, example_input=None, *, calibration=None, name: str = "m
         if calibration is not None:
             warnings.warn("calibration is ignored: a .tflite model is already quantized", stacklevel=3)
         return compile_tflite(model, name=name, alignment=alignment)
+    from tinyaot.frontend.pt2e import is_pt2e
+
+    if is_pt2e(model):
+        if calibration is not None:
+            warnings.warn("calibration is ignored: a PT2E-converted graph is already quantized", stacklevel=3)
+        return compile_pt2e(model, example_input, name=name, alignment=alignment, input_layout=input_layout)
     float_graph = float_passes(import_float_model(model, example_input), input_layout)
     if calibration is None:
         raise CalibrationError(
