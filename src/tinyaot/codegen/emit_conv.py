@@ -16,7 +16,7 @@ _CONV_FIELDS = ("batches", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k
                 "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left", "depth_multiplier", "input_offset",
                 "output_offset", "act_min", "act_max")
 _POOL_FIELDS = ("batches", "in_h", "in_w", "channels", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h",
-                "stride_w", "pad_top", "pad_left", "count_include_pad", "act_min", "act_max")
+                "stride_w", "pad_top", "pad_left", "count_include_pad", "zero_point", "act_min", "act_max")
 _ADD_FIELDS = ("size", "input1_offset", "input2_offset", "output_offset", "left_shift", "input1_multiplier",
                "input1_shift", "input2_multiplier", "input2_shift", "output_multiplier", "output_shift", "act_min",
                "act_max")

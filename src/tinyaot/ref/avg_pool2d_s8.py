@@ -30,6 +30,7 @@ class PoolParams:
     pad_top: int
     pad_left: int
     count_include_pad: bool
+    zero_point: int  # a padded tap holds the zero point (real 0); it matters only with count_include_pad
     act_min: int
     act_max: int
 
@@ -52,7 +53,7 @@ def prepare(node: Node, g: Graph) -> PoolParams:
         batches=x.shape[0], in_h=x.shape[1], in_w=x.shape[2], channels=x.shape[3], out_h=y.shape[1],
         out_w=y.shape[2], kernel_h=int(kh), kernel_w=int(kw), stride_h=int(sh), stride_w=int(sw),
         pad_top=int(top), pad_left=int(left), count_include_pad=bool(node.attrs.get("count_include_pad", False)),
-        act_min=act_min, act_max=act_max,
+        zero_point=int(x.qparams.zero_point[0]), act_min=act_min, act_max=act_max,
     )
     counts = _window_counts(p)
     if counts.min() == 0:
@@ -77,7 +78,8 @@ def avg_pool2d_s8(x: np.ndarray, p: PoolParams) -> np.ndarray:
     ix = np.arange(p.out_w)[:, None] * p.stride_w - p.pad_left + np.arange(p.kernel_w)[None, :]
     lo_y, lo_x = min(0, int(iy.min())), min(0, int(ix.min()))
     hi_y, hi_x = max(p.in_h, int(iy.max()) + 1), max(p.in_w, int(ix.max()) + 1)
-    padded = np.zeros((p.batches, hi_y - lo_y, hi_x - lo_x, p.channels), dtype=np.int64)
+    fill = p.zero_point if p.count_include_pad else 0
+    padded = np.full((p.batches, hi_y - lo_y, hi_x - lo_x, p.channels), fill, dtype=np.int64)
     padded[:, -lo_y : -lo_y + p.in_h, -lo_x : -lo_x + p.in_w, :] = x
     win = padded[:, (iy - lo_y)[:, :, None, None], (ix - lo_x)[None, None, :, :], :]  # [b, oh, kh, ow, kw, c]
     acc = win.sum(axis=(2, 4))  # [b, oh, ow, c]

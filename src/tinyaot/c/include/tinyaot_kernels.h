@@ -147,6 +147,20 @@ void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, con
                                  const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
                                  int8_t *output);
 
+/*
+ * In-place ("ring") variants of the two convolutions above: the same integer results, but each output pixel is
+ * computed into slot q % ring_pixels of the scratch `ring` (int8 [ring_pixels][out_c], the plan's short-lived
+ * buffer) and copied to the output ring_pixels - 1 pixels later, so the output may start at the input's
+ * address (the compiler chose ring_pixels for this layer's geometry). ring must not overlap input or output.
+ */
+void tinyaot_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                               const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
+                               int8_t *ring, int32_t ring_pixels, int8_t *output);
+void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                         const int32_t *multiplier, const int32_t *shift,
+                                         const tinyaot_conv_params *params, int8_t *ring, int32_t ring_pixels,
+                                         int8_t *output);
+
 /* Geometry and clamp of one pooling layer, fixed at compile time. */
 typedef struct {
     int32_t batches, in_h, in_w, channels;
@@ -155,6 +169,7 @@ typedef struct {
     int32_t stride_h, stride_w;
     int32_t pad_top, pad_left;
     int32_t count_include_pad;     /* 0: divide by the taps inside the input (TFLite); 1: by the whole window */
+    int32_t zero_point;            /* what a padded tap holds when count_include_pad is 1 (real 0) */
     int32_t act_min, act_max;
 } tinyaot_pool_params;
 

@@ -29,7 +29,8 @@ void tinyaot_avg_pool2d_s8(const int8_t *input, const tinyaot_pool_params *param
                 for (c = 0; c < p->channels; ++c) {
                     /* May be negative at the border; every index actually read is inside the image. */
                     const int32_t base = ((b * p->in_h + iy0) * p->in_w + ix0) * p->channels + c;
-                    int32_t acc = 0;
+                    /* Padded taps hold the zero point (real 0); they count only with count_include_pad. */
+                    int32_t acc = (count - (ky1 - ky0) * (kx1 - kx0)) * p->zero_point;
                     int32_t ky;
                     int32_t kx;
                     for (ky = ky0; ky < ky1; ++ky) {
