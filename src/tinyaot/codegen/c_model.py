@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
+from tinyaot.codegen.emit_inplace import emit_ring
 from tinyaot.codegen.ops import EMITTERS, describe
 from tinyaot.ir import Graph
 from tinyaot.plan import MemoryPlan
@@ -45,7 +46,7 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     prefix = c_ident(name).lower()
     macro = prefix.upper()
     offsets = {t: f"{macro}_OFFSET_{c_ident(plan.buffer_of(t).name).upper()}" for b in plan.buffers for t in b.tensors}
-    emitted = [(node, EMITTERS[node.op](node, g, prefix, offsets)) for node in g.nodes]
+    emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
     src = CSources(name=prefix)
     src.const_bytes = sum(e.const_bytes for _, e in emitted)
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
@@ -55,6 +56,14 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     for kernel in sorted({e.kernel_file for _, e in emitted if e.kernel_file}):
         src.files[kernel] = _library_file("kernels", kernel)
     return src
+
+
+def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):
+    """The plan's kernel variant for this node (an in-place ring) or the op's plain kernel."""
+    ring = plan.variant_of(node.name)
+    if ring is not None:
+        return emit_ring(node, g, prefix, offsets, ring)
+    return EMITTERS[node.op](node, g, prefix, offsets)
 
 
 def _banner(fname: str, name: str) -> str:

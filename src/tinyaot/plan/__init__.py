@@ -23,12 +23,14 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True) 
     """Schedule (reorders g.nodes when that lowers the peak), find the allowed overlaps, place, verify."""
     from dataclasses import replace
 
+    from tinyaot.plan.inplace import plan_with_rings
     from tinyaot.plan.schedule import schedule
 
     chosen = schedule(g) if reorder else None
     buffers = buffers_of(g)
     plan = plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=buffer_overlaps(g, buffers),
                        exact=exact)
+    plan = plan_with_rings(g, buffers, plan, exact=exact)  # in-place conv kernels where they shrink the arena
     if chosen is None:
         return plan
     return replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)

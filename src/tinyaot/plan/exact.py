@@ -3,7 +3,8 @@
 Time runs in half steps so that an output may share bytes with an input that dies at its node (an overlap
 rule): a buffer born at step s starts at 2s + 1 (graph inputs at 2s) and ends after 2*last + 2, or after
 2*last + 1 when overlap rules cover every buffer born at its last step; those pairs then do not meet in
-the NoOverlap2D and get their own constraint: disjoint, or offset(out) <= offset(in) - distance.
+the NoOverlap2D and get their own constraint: disjoint, or offset(out) <= offset(in) - distance. A kernel's
+scratch buffer spans its whole step (2s to 2s + 2), so it meets both the inputs dying there and the outputs.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def solve_exact(buffers: list[Buffer], alignment: int, overlaps: tuple[Overlap, 
     sized = [b for b in buffers if b.nbytes]
     born: dict[int, set[str]] = {}
     for b in sized:
-        if b.producer != "input":
+        if b.producer != "input" and not b.scratch:
             born.setdefault(b.first, set()).add(b.name)
     pairs: dict[str, set[str]] = {}
     for ov in overlaps:
@@ -33,7 +34,7 @@ def solve_exact(buffers: list[Buffer], alignment: int, overlaps: tuple[Overlap, 
     for b in sized:
         k = m.NewIntVar(0, max((upper_bound - b.nbytes) // alignment, 0), f"k_{b.name}")
         x[b.name] = k * alignment
-        start = 2 * b.first + (0 if b.producer == "input" else 1)
+        start = 2 * b.first + (0 if b.producer == "input" or b.scratch else 1)  # scratch meets the dying inputs
         covered = born.get(b.last) and born[b.last] <= pairs.get(b.name, set())
         end = 2 * b.last + (1 if covered else 2)
         xs.append(m.NewIntervalVar(start, end - start, end, f"t_{b.name}"))

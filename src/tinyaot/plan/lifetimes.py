@@ -22,6 +22,7 @@ class Buffer:
     first: int
     last: int
     producer: str  # node name, or "input"
+    scratch: bool = False  # a kernel's working memory, live only during its producer's step (plan/inplace.py)
 
     def overlaps_in_time(self, other: Buffer) -> bool:
         return self.first <= other.last and other.first <= self.last
@@ -80,7 +81,8 @@ def lower_bound(buffers: list[Buffer], n_steps: int) -> int:
 
 def busiest_step_text(plan) -> str:
     """'input 784 B + fc1_out 32 B': what the lower bound is made of."""
-    live = live_bytes(list(plan.buffers), plan.n_steps)
+    bufs = [b for b in plan.buffers if not b.scratch]  # the bound is the graph's own, without kernel scratch
+    live = live_bytes(bufs, plan.n_steps)
     step = live.index(max(live))
-    parts = [f"{b.name} {b.nbytes:,} B" for b in plan.buffers if b.first <= step <= b.last]
+    parts = [f"{b.name} {b.nbytes:,} B" for b in bufs if b.first <= step <= b.last]
     return f"step {step}: " + " + ".join(parts)

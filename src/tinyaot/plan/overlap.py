@@ -95,9 +95,21 @@ def window_rules(node: Node, g: Graph) -> list[OverlapRule]:
     innermost, reading each pixel's window (tinyaot's kernels do): output pixel q may be written once it
     lies below the first input byte that any pixel >= q still reads. Exact for that loop order at pixel
     granularity (conservative within a pixel); emulated row by row."""
+    found = window_need(node, g)
+    if found is None:
+        return []
+    need, oc = found
+    x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+    ends = (np.arange(need.size) + 1) * oc  # output bytes written up to and including pixel q
+    return [OverlapRule(x.name, y.name, int(np.max(ends - need)), y.shape[0] * y.shape[1])]
+
+
+def window_need(node: Node, g: Graph) -> tuple[np.ndarray, int] | None:
+    """(need, out_c) for a windowed op over int8 NHWC: need[q] is the first input byte that output pixels >= q
+    (row-major) still read; None when the op is not a 4-D int8 window op."""
     x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
     if len(x.shape) != 4 or len(y.shape) != 4 or x.itemsize != 1 or y.itemsize != 1 or y.nbytes == 0:
-        return []
+        return None
     n, ih, iw, ic = x.shape
     _, oh, ow, oc = y.shape
     if node.op in ("conv2d", "depthwise_conv2d"):
@@ -114,9 +126,7 @@ def window_rules(node: Node, g: Graph) -> list[OverlapRule]:
     none = (fy[None, :, None] >= ih) | (fx[None, None, :] >= iw)
     start = ((np.arange(n)[:, None, None] * ih + fy[None, :, None]) * iw + fx[None, None, :]) * ic
     start = np.where(none, x.nbytes, start).reshape(-1)
-    need = np.minimum.accumulate(start[::-1])[::-1]  # first input byte pixels >= q still read
-    ends = (np.arange(start.size) + 1) * oc  # output bytes written up to and including pixel q
-    return [OverlapRule(x.name, y.name, int(np.max(ends - need)), n * oh)]
+    return np.minimum.accumulate(start[::-1])[::-1], oc
 
 
 # op -> rule function. Other ops opt in with one line here (and the emulation comes for free).

@@ -28,6 +28,7 @@ class MemoryPlan:
     candidates: tuple[tuple[str, int], ...] = ()  # (planner, arena bytes) of every plan tried
     schedule: str = "source"  # how the op order was chosen: "source" | "exact" | "beam"
     source_lower_bound: int | None = None  # the bound of the order the graph came in, when reordered
+    variants: tuple = ()  # RingVariant per node whose kernel writes through a scratch ring (plan/inplace.py)
 
     def buffer_of(self, tensor: str) -> Buffer:
         for b in self.buffers:
@@ -43,6 +44,10 @@ class MemoryPlan:
         a, b = self.buffer_of_name(ov.input), self.buffer_of_name(ov.output)
         oa, ob = self.offsets[a.name], self.offsets[b.name]
         return oa < ob + b.nbytes and ob < oa + a.nbytes and a.nbytes > 0 and b.nbytes > 0
+
+    def variant_of(self, node: str):
+        """The RingVariant chosen for this node, or None (the plain kernel)."""
+        return next((v for v in self.variants if v.node == node), None)
 
     def buffer_of_name(self, name: str) -> Buffer:
         for b in self.buffers:

@@ -45,8 +45,29 @@ def verify_plan(plan) -> None:
                 f"{a.name} [{oa}, {oa + a.nbytes}) steps {a.first}-{a.last} overlaps "
                 f"{b.name} [{ob}, {ob + b.nbytes}) steps {b.first}-{b.last}"
             )
+    for v in getattr(plan, "variants", ()):
+        problems += _ring_broken(plan, v, rules)
     if problems:
         raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
+
+
+def _ring_broken(plan, v, rules) -> list[str]:
+    """A ring kernel needs its ring to itself at its step, at least ring_pixels x pixel_bytes, and the plan's
+    rule for its input/output pair must be the ring's distance (the plain kernel's is larger)."""
+    ring = next((b for b in plan.buffers if b.name == v.scratch), None)
+    if ring is None:
+        return [f"ring kernel of {v.node} has no scratch buffer {v.scratch} in the plan"]
+    out = []
+    if not (ring.first == ring.last == v.step) or ring.producer != v.node:
+        out.append(f"ring {v.scratch} lives at steps {ring.first}-{ring.last} (by {ring.producer}), but only "
+                   f"{v.node}'s step {v.step} uses it")
+    if ring.nbytes < v.ring_pixels * v.pixel_bytes:
+        out.append(f"ring {v.scratch} has {ring.nbytes} B, {v.node} writes {v.ring_pixels} x {v.pixel_bytes} B")
+    rule = rules.get((v.input, v.output))
+    if rule is not None and (rule.distance != v.distance or rule.step != v.step):
+        out.append(f"{v.output} over {v.input} is planned with distance {rule.distance} at step {rule.step}; "
+                   f"the ring kernel of {v.node} guarantees {v.distance} at step {v.step}")
+    return out
 
 
 def _rule_broken(ov, src, dst, o_src: int, o_dst: int) -> str | None:

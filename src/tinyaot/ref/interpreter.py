@@ -28,6 +28,7 @@ from tinyaot.ref import (
     transpose_s8,
 )
 from tinyaot.ref import fully_connected_s8 as fc
+from tinyaot.ref.inplace import run_ring
 
 # op -> (prepare, kernel); view ops need neither: their bytes are already in place.
 KERNELS: dict[str, tuple[Callable, Callable]] = {
@@ -81,6 +82,11 @@ class Interpreter:
         """Run one node. An output placed over a dying input is written unit by unit (plan/overlap.py), each
         unit recomputed from the arena as the C finds it then, so an unsafe overlap gives a wrong answer."""
         g = self.graph
+        ring = self.plan.variant_of(node.name) if hasattr(self.plan, "variant_of") else None
+        if ring is not None:  # the compiler chose the in-place ring kernel for this node
+            run_ring(self.arena, self.plan.offset_of(node.inputs[0]), self.plan.offset_of(node.outputs[0]),
+                     self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])
+            return
         out = self.view(node.outputs[0])
         units = self.streamed.get(step, 1)
         flat = out.reshape(-1).view(np.uint8)
