@@ -14,7 +14,7 @@ from functools import cache, reduce
 
 import numpy as np
 import pytest
-from conftest import needs_host, needs_m33, random_int8
+from conftest import have_host_cc, needs_host, needs_m33, random_int8
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchao", reason="torchao (the PT2E quantization flow) is not installed")
@@ -27,9 +27,11 @@ from tinyaot.demo_model import build_seed_mlp, calibration_digits, demo_digits
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.report.pt2e_agreement import pt2e_agreement, pt2e_reference
 
-# Agreement with the PT2E float reference (measured: MLP 99.6-100%, CNN 95-99% of output bytes, max 1-2 steps).
-# The residual is rounding: tinyaot's int32 bias (PT2E adds a float bias) and TFLM's fixed-point requantization
-# round a few near-tie values the other way, and one layer's flipped step can move the next layer's output.
+# Agreement with the PT2E float reference, measured: MLP 99.6% of output bytes equal (max 2 steps), CNN 94.5%
+# (per-tensor weights) / 96.3% (per-channel), max 1 step; per layer 99.8-99.9% for conv/linear and 100% for add,
+# max pool, concat, mul and LUTs. The residual is rounding: tinyaot adds an int32 bias where PT2E adds the float
+# one, and TFLM's fixed-point requantization rounds a few near-tie values the other way; a step flipped in one
+# layer can move the next layer's output, which is why whole-model agreement is below the per-layer figures.
 MIN_EQUAL = {"mlp": 0.98, "cnn": 0.93}
 MAX_STEPS = 2
 PER = ("per_tensor", "per_channel")
@@ -118,7 +120,7 @@ def case(kind: str, per: str):
     calibration = np.random.default_rng(1).standard_normal((32, 3, 16, 16)).astype(np.float32)
     gm = quantize_pt2e(_cnn(), example, calibration, per_channel)
     cm = tinyaot.compile(gm, example, name=f"pt2e_cnn_{per}")
-    x = cm.to_model_layout(random_int8((200, 3, 16, 16), seed=5))
+    x = cm.to_model_layout(random_int8((150, 3, 16, 16), seed=5))
     return gm, cm, x
 
 
@@ -215,6 +217,41 @@ def test_global_average_pool_rounds_once():
     assert a.equal_fraction >= 0.97 and a.max_abs_steps <= 1
 
 
+class Branchy(nn.Module):
+    """Two branches: conv -> relu6 (PT2E quantizes the conv, then the relu6 on its own) and a conv gated by its
+    own sigmoid (x * sigmoid(x)); concatenated on channels, averaged over H and W, classified."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(2, 6, 3, padding=1)
+        self.b = nn.Conv2d(2, 4, 1)
+        self.fc = nn.Linear(10, 5)
+
+    def forward(self, x):
+        b = self.b(x)
+        y = torch.cat([F.relu6(self.a(x)), b * torch.sigmoid(b)], 1)
+        return self.fc(y.mean((2, 3)))
+
+
+@needs_host
+@pytest.mark.host
+def test_branches_gates_concat_and_mean():
+    example = torch.zeros(1, 2, 8, 8)
+    torch.manual_seed(0)
+    gm = quantize_pt2e(Branchy(), example, np.random.default_rng(1).standard_normal((32, 2, 8, 8)))
+    cm = tinyaot.compile(gm, example, name="branchy")
+    ops = [n.op for n in cm.graph.nodes if n.op != "reshape"]
+    assert sorted(ops) == sorted(["conv2d", "relu", "conv2d", "lut", "mul", "concat", "avg_pool2d",
+                                  "fully_connected"])
+    relu6 = next(n for n in cm.graph.nodes if n.op == "relu")
+    assert relu6.attrs["clamp"] == (0.0, 6.0)  # standalone: it rescales conv a's output to its own qparams
+    x = cm.to_model_layout(cm.quantize_input(np.random.default_rng(2).standard_normal((200, 2, 8, 8))))
+    a = pt2e_agreement(cm, gm, x)
+    print(f"branchy: {a}")
+    assert a.equal_fraction >= 0.88 and a.max_abs_steps <= MAX_STEPS and a.argmax_agreement >= 0.97
+    np.testing.assert_array_equal(cm.run(x[:30], engine="host"), cm.run(x[:30]))
+
+
 # ---- every engine gives the same bytes ---------------------------------------------------------------------------
 @needs_host
 @pytest.mark.host
@@ -284,11 +321,13 @@ def test_narrow_activation_range_clamps_like_pt2e():
     example = torch.zeros(1, 28, 28)
     gm = quantize_pt2e(build_seed_mlp(), example, calibration_digits(8), config=_config(torch.int8, -127, 127))
     cm = tinyaot.compile(gm, example, name="mlp_narrow")
-    x = random_int8((16, 28, 28), seed=9)  # few: the reference emulates the in-place input clamp byte by byte
+    x = random_int8((40, 28, 28), seed=9)
     nodes = {n.name: n for n in cm.graph.nodes}
     assert nodes["fc3"].attrs["clamp"] is not None  # no ReLU there: the clamp is quant_min -127
-    assert nodes["reshape_range"].op == "relu"  # the input's quantize clamps too
+    assert nodes["input_range"].op == "relu"  # the input's quantize clamps too
     assert cm.run(x).min() >= -127 and (x == -128).any()
+    if have_host_cc():
+        np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x))
     a = pt2e_agreement(cm, gm, x)
     assert a.equal_fraction >= MIN_EQUAL["mlp"] and a.max_abs_steps <= MAX_STEPS
 
