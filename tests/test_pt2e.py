@@ -398,3 +398,10 @@ def test_example_input_of_the_wrong_shape():
     gm, _, _ = case("mlp", "per_tensor")
     with pytest.raises(ModelError, match="exported for"):
         tinyaot.compile(gm, torch.zeros(1, 784), name="bad")
+
+
+def test_int16_activations_are_refused_clearly():
+    example = torch.zeros(1, 28, 28)
+    gm = quantize_pt2e(build_seed_mlp(), example, calibration_digits(2), config=_config(torch.int16, -32768, 32767))
+    with pytest.raises(UnsupportedOpError, match=r"torch\.int16 quantization.*int8"):
+        tinyaot.compile(gm, example, name="bad")
