@@ -12,9 +12,10 @@
  *   is one long dot product instead of kh short ones;
  * - otherwise each kernel row inside the image is one dot product of (valid kw) * in_c contiguous bytes
  *   (dilation_w == 1) or one per tap.
- * On cores with the DSP extension two output channels share each input load: SXTAB16 adds the input
+ * On cores with the DSP extension four output channels share each input load: SXTAB16 adds the input
  * offset while widening four input bytes, SXTB16 widens the weights and SMLAD does two MACs per
- * instruction. Integer sums are exact, so every path gives the same bits.
+ * instruction. Integer sums are exact, so every path gives the same bits. Output pixels are still written
+ * one after another, row-major (the order plan/overlap.py's window_rules relies on).
  */
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
@@ -32,43 +33,88 @@ static inline int32_t conv_read_s8x4(const int8_t *p)
     return *(const conv_unaligned_i32 *)(const void *)p;
 }
 
-/* acc0 += sum w0[k] * (x[k] + offset), acc1 likewise with w1: each input word is widened once. */
-static inline void dot2_offset_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t offset,
-                                  int32_t *acc0, int32_t *acc1)
+/* Bytes 1 and 3 sign-extended to two halfwords: SXTB16 with its built-in rotation (arm_acle.h has no form). */
+static inline int32_t conv_sxtb16_ror8(int32_t x)
 {
-    const int32_t offset2 = (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
-    int32_t a0 = *acc0;
-    int32_t a1 = *acc1;
-    int32_t k = 0;
-    for (; k + 4 <= n; k += 4) {
-        const int32_t vx = conv_read_s8x4(x + k);
-        const int32_t vw0 = conv_read_s8x4(w0 + k);
-        const int32_t vw1 = conv_read_s8x4(w1 + k);
-        const int16x2_t x_even = __sxtab16(offset2, vx);
-        const int16x2_t x_odd = __sxtab16(offset2, (int32_t)((uint32_t)vx >> 8));
-        a0 = __smlad(x_even, __sxtb16(vw0), a0);
-        a0 = __smlad(x_odd, __sxtb16((int32_t)((uint32_t)vw0 >> 8)), a0);
-        a1 = __smlad(x_even, __sxtb16(vw1), a1);
-        a1 = __smlad(x_odd, __sxtb16((int32_t)((uint32_t)vw1 >> 8)), a1);
+    int32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+
+/* Bytes 1 and 3 sign-extended and added to the two halfwords of a: SXTAB16 with its rotation. */
+static inline int32_t conv_sxtab16_ror8(int32_t a, int32_t x)
+{
+    int32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+
+/* acc + four MACs: input bytes already widened (even, odd), weight bytes in one word. */
+static inline int32_t conv_mac4(int32_t x_even, int32_t x_odd, int32_t w, int32_t acc)
+{
+    /* One asm so that GCC accumulates in place; as separate intrinsics it spills accumulators to the stack. */
+    int32_t t;
+    __asm__("sxtb16 %[t], %[w]\n\t"
+            "smlad %[acc], %[xe], %[t], %[acc]\n\t"
+            "sxtb16 %[w], %[w], ror #8\n\t"
+            "smlad %[acc], %[xo], %[w], %[acc]"
+            : [acc] "+r"(acc), [w] "+r"(w), [t] "=&r"(t)
+            : [xe] "r"(x_even), [xo] "r"(x_odd));
+    return acc;
+}
+
+static inline int32_t conv_offset2(int32_t offset)
+{
+    return (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
+}
+
+/* acc[i] += sum_k w[i * w_stride + k] * (x[k] + offset) for four output channels i: each input word is widened
+ * once for all four. Not inlined: alone in its function the loop keeps every operand in a register. */
+__attribute__((noinline)) static void dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n,
+                                                     int32_t offset, int32_t *acc)
+{
+    const int32_t offset2 = conv_offset2(offset);
+    const int8_t *w2 = w + 2 * w_stride;
+    const int8_t *x_end = x + (n & ~3);
+    int32_t a0 = acc[0];
+    int32_t a1 = acc[1];
+    int32_t a2 = acc[2];
+    int32_t a3 = acc[3];
+    int32_t k;
+    while (x != x_end) {
+        const int32_t vx = conv_read_s8x4(x);
+        const int32_t xe = __sxtab16(offset2, vx);
+        const int32_t xo = conv_sxtab16_ror8(offset2, vx);
+        a0 = conv_mac4(xe, xo, conv_read_s8x4(w), a0);
+        a1 = conv_mac4(xe, xo, conv_read_s8x4(w + w_stride), a1);
+        a2 = conv_mac4(xe, xo, conv_read_s8x4(w2), a2);
+        a3 = conv_mac4(xe, xo, conv_read_s8x4(w2 + w_stride), a3);
+        x += 4;
+        w += 4;
+        w2 += 4;
     }
-    for (; k < n; ++k) {
-        const int32_t xv = (int32_t)x[k] + offset;
-        a0 += (int32_t)w0[k] * xv;
-        a1 += (int32_t)w1[k] * xv;
+    for (k = n & 3; k > 0; --k) {
+        const int32_t xv = (int32_t)*x++ + offset;
+        a0 += xv * w[0];
+        a1 += xv * w[w_stride];
+        a2 += xv * w2[0];
+        a3 += xv * w2[w_stride];
+        ++w;
+        ++w2;
     }
-    *acc0 = a0;
-    *acc1 = a1;
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
 }
 
 static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
 {
-    const int32_t offset2 = (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
+    const int32_t offset2 = conv_offset2(offset);
     int32_t k = 0;
     for (; k + 4 <= n; k += 4) {
         const int32_t vx = conv_read_s8x4(x + k);
-        const int32_t vw = conv_read_s8x4(w + k);
-        acc = __smlad(__sxtab16(offset2, vx), __sxtb16(vw), acc);
-        acc = __smlad(__sxtab16(offset2, (int32_t)((uint32_t)vx >> 8)), __sxtb16((int32_t)((uint32_t)vw >> 8)), acc);
+        acc = conv_mac4(__sxtab16(offset2, vx), conv_sxtab16_ror8(offset2, vx), conv_read_s8x4(w + k), acc);
     }
     for (; k < n; ++k) {
         acc += (int32_t)w[k] * ((int32_t)x[k] + offset);
@@ -76,19 +122,17 @@ static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n,
     return acc;
 }
 #else
-static inline void dot2_offset_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t offset,
-                                  int32_t *acc0, int32_t *acc1)
+static void dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n, int32_t offset,
+                           int32_t *acc)
 {
-    int32_t a0 = *acc0;
-    int32_t a1 = *acc1;
     int32_t k;
     for (k = 0; k < n; ++k) {
         const int32_t xv = (int32_t)x[k] + offset;
-        a0 += (int32_t)w0[k] * xv;
-        a1 += (int32_t)w1[k] * xv;
+        acc[0] += (int32_t)w[k] * xv;
+        acc[1] += (int32_t)w[w_stride + k] * xv;
+        acc[2] += (int32_t)w[2 * w_stride + k] * xv;
+        acc[3] += (int32_t)w[3 * w_stride + k] * xv;
     }
-    *acc0 = a0;
-    *acc1 = a1;
 }
 
 static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
@@ -120,11 +164,35 @@ static void valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t
     }
 }
 
+/* tinyaot_requantize for multiplier >= 0 (what QuantizeMultiplier gives): a * multiplier is then never the
+ * saturating case of SaturatingRoundingDoublingHighMul, whose rounding becomes (a * multiplier + 2^30) >> 31 for
+ * both signs (the truncating division with a sign-dependent nudge equals this floor): one SMLAL. */
+static inline int32_t conv_requantize(int32_t x, int32_t multiplier, int32_t shift)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int64_t ab = (int64_t)(int32_t)((uint32_t)x << left) * multiplier + ((int64_t)1 << 30);
+    const int32_t high = (int32_t)((uint64_t)ab >> 31);
+    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)high >> 31);
+    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
+}
+
 static inline int8_t conv_output(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                  int32_t act_min, int32_t act_max)
 {
-    acc = tinyaot_requantize(acc, multiplier, shift) + output_offset;
+    acc = conv_requantize(acc, multiplier, shift) + output_offset;
     return (int8_t)tinyaot_clamp(acc, act_min, act_max);
+}
+
+/* Four channels' accumulators to output bytes. */
+static inline void conv_output4(const int32_t *acc, const int32_t *multiplier, const int32_t *shift,
+                                int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    int32_t i;
+    for (i = 0; i < 4; ++i) {
+        out[i] = conv_output(acc[i], multiplier[i], shift[i], output_offset, act_min, act_max);
+    }
 }
 
 /* One output pixel from `count` contiguous window bytes (`x`) against every channel's first `count` weights. */
@@ -134,13 +202,14 @@ static void conv_pixel_contiguous(const int8_t *x, int32_t count, const int8_t *
                                   int32_t act_max, int8_t *out)
 {
     int32_t oc = 0;
-    for (; oc + 2 <= out_c; oc += 2) {
-        const int8_t *w0 = weights + oc * w_per_oc;
-        int32_t acc0 = bias[oc];
-        int32_t acc1 = bias[oc + 1];
-        dot2_offset_s8(x, w0, w0 + w_per_oc, count, input_offset, &acc0, &acc1);
-        out[oc] = conv_output(acc0, multiplier[oc], shift[oc], output_offset, act_min, act_max);
-        out[oc + 1] = conv_output(acc1, multiplier[oc + 1], shift[oc + 1], output_offset, act_min, act_max);
+    for (; oc + 4 <= out_c; oc += 4) {
+        int32_t acc[4];
+        acc[0] = bias[oc];
+        acc[1] = bias[oc + 1];
+        acc[2] = bias[oc + 2];
+        acc[3] = bias[oc + 3];
+        dot4_offset_s8(x, weights + oc * w_per_oc, w_per_oc, count, input_offset, acc);
+        conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
     }
     for (; oc < out_c; ++oc) {
         const int32_t acc = dot_offset_s8(x, weights + oc * w_per_oc, count, input_offset, bias[oc]);
@@ -228,18 +297,18 @@ void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t
                 oc = 0;
                 if (dilation_w == 1) {
                     const int32_t run = (kx1 - kx0) * in_c;
-                    for (; oc + 2 <= out_c; oc += 2) {
+                    for (; oc + 4 <= out_c; oc += 4) {
                         const int8_t *w0 = weights + oc * w_per_oc;
-                        int32_t acc0 = bias[oc];
-                        int32_t acc1 = bias[oc + 1];
+                        int32_t acc[4];
+                        acc[0] = bias[oc];
+                        acc[1] = bias[oc + 1];
+                        acc[2] = bias[oc + 2];
+                        acc[3] = bias[oc + 3];
                         for (ky = ky0; ky < ky1; ++ky) {
-                            const int32_t w_off = (ky * kernel_w + kx0) * in_c;
-                            dot2_offset_s8(in_image + ((iy0 + ky * dilation_h) * in_w + ix0 + kx0) * in_c, w0 + w_off,
-                                           w0 + w_per_oc + w_off, run, input_offset, &acc0, &acc1);
+                            dot4_offset_s8(in_image + ((iy0 + ky * dilation_h) * in_w + ix0 + kx0) * in_c,
+                                           w0 + (ky * kernel_w + kx0) * in_c, w_per_oc, run, input_offset, acc);
                         }
-                        out[oc] = conv_output(acc0, multiplier[oc], shift[oc], output_offset, act_min, act_max);
-                        out[oc + 1] = conv_output(acc1, multiplier[oc + 1], shift[oc + 1], output_offset, act_min,
-                                                  act_max);
+                        conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
                     }
                 }
                 for (; oc < out_c; ++oc) {

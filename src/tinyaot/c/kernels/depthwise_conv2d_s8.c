@@ -23,6 +23,22 @@ static inline int32_t dw_read_s8x4(const int8_t *p)
 {
     return *(const dw_unaligned_i32 *)(const void *)p;
 }
+
+/* Bytes 1 and 3 sign-extended to two halfwords: SXTB16 with its built-in rotation (arm_acle.h has no form). */
+static inline int32_t dw_sxtb16_ror8(int32_t x)
+{
+    int32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+
+/* Bytes 1 and 3 sign-extended and added to the two halfwords of a: SXTAB16 with its rotation. */
+static inline int32_t dw_sxtab16_ror8(int32_t a, int32_t x)
+{
+    int32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
 #else
 #define DW_DSP 0
 #endif
@@ -45,10 +61,24 @@ static void dw_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int3
     }
 }
 
+/* tinyaot_requantize for multiplier >= 0 (what QuantizeMultiplier gives): a * multiplier is then never the
+ * saturating case of SaturatingRoundingDoublingHighMul, whose rounding becomes (a * multiplier + 2^30) >> 31 for
+ * both signs (the truncating division with a sign-dependent nudge equals this floor): one SMLAL. */
+static inline int32_t dw_requantize(int32_t x, int32_t multiplier, int32_t shift)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int64_t ab = (int64_t)(int32_t)((uint32_t)x << left) * multiplier + ((int64_t)1 << 30);
+    const int32_t high = (int32_t)((uint64_t)ab >> 31);
+    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)high >> 31);
+    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
+}
+
 static inline int8_t dw_output(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                int32_t act_min, int32_t act_max)
 {
-    acc = tinyaot_requantize(acc, multiplier, shift) + output_offset;
+    acc = dw_requantize(acc, multiplier, shift) + output_offset;
     return (int8_t)tinyaot_clamp(acc, act_min, act_max);
 }
 
@@ -124,9 +154,9 @@ void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, con
                                 const int32_t vx = dw_read_s8x4(in_tap);
                                 const int32_t vw = dw_read_s8x4(w_tap);
                                 const int32_t x_even = __sxtab16(offset2, vx);
-                                const int32_t x_odd = __sxtab16(offset2, (int32_t)((uint32_t)vx >> 8));
+                                const int32_t x_odd = dw_sxtab16_ror8(offset2, vx);
                                 const int32_t w_even = __sxtb16(vw);
-                                const int32_t w_odd = __sxtb16((int32_t)((uint32_t)vw >> 8));
+                                const int32_t w_odd = dw_sxtb16_ror8(vw);
                                 acc0 = __smlabb(x_even, w_even, acc0);
                                 acc2 = __smlatt(x_even, w_even, acc2);
                                 acc1 = __smlabb(x_odd, w_odd, acc1);

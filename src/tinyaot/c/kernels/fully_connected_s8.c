@@ -55,8 +55,15 @@ static inline int32_t fc_sxtb16_ror8(int32_t x)
 /* acc + four MACs: input bytes already widened (even, odd), weight bytes in one word. */
 static inline int32_t fc_mac4(int32_t x_even, int32_t x_odd, int32_t w, int32_t acc)
 {
-    acc = __smlad(x_even, __sxtb16(w), acc);
-    return __smlad(x_odd, fc_sxtb16_ror8(w), acc);
+    /* One asm so that GCC accumulates in place; as separate intrinsics it spills accumulators to the stack. */
+    int32_t t;
+    __asm__("sxtb16 %[t], %[w]\n\t"
+            "smlad %[acc], %[xe], %[t], %[acc]\n\t"
+            "sxtb16 %[w], %[w], ror #8\n\t"
+            "smlad %[acc], %[xo], %[w], %[acc]"
+            : [acc] "+r"(acc), [w] "+r"(w), [t] "=&r"(t)
+            : [xe] "r"(x_even), [xo] "r"(x_odd));
+    return acc;
 }
 
 /* Four dot products of x with rows w, w + n, w + 2n, w + 3n, added to acc[0..3]. Two row pointers and the
