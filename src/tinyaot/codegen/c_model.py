@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
-from tinyaot.codegen.emit_inplace import emit_ring
+from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
 from tinyaot.codegen.ops import EMITTERS, describe
 from tinyaot.ir import Graph
 from tinyaot.plan import MemoryPlan
@@ -53,7 +53,8 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted)
     for h in SUPPORT_HEADERS:
         src.files[h] = _library_file("include", h)
-    for kernel in sorted({e.kernel_file for _, e in emitted if e.kernel_file}):
+    used = {e.kernel_file for _, e in emitted if e.kernel_file}
+    for kernel in sorted(used | {d for k in used for d in KERNEL_DEPS.get(k, ())}):
         src.files[kernel] = _library_file("kernels", kernel)
     return src
 

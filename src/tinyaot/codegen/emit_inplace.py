@@ -18,6 +18,9 @@ RING_KERNELS = {
                          "depthwise_conv2d_inplace_s8.c"),
 }
 
+# A ring kernel calls its plain twin once per pixel, so the generated sources carry both.
+KERNEL_DEPS = {kernel_file: (kernel_file.replace("_inplace", ""),) for _, _, kernel_file in RING_KERNELS.values()}
+
 
 def emit_ring(node: Node, g: Graph, prefix: str, offsets: dict[str, str], ring):
     """One conv / depthwise conv through its ring: `ring` is the plan's RingVariant for this node."""
