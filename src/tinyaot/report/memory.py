@@ -194,6 +194,9 @@ def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
         if plan.shares_bytes(ov):
             notes[ov.output] = (f"in place over {ov.input}" if ov.distance <= 0
                                 else f"over {ov.input}, {ov.distance} B below it")
+    for v in getattr(plan, "variants", ()):  # in-place ring kernels (plan/inplace.py)
+        pixels = f"{v.ring_pixels} pixel" + "s" * (v.ring_pixels != 1)
+        notes[v.scratch] = f"ring of {pixels}, scratch of {v.node} at its step only"
     return tuple(
         TensorRow(b.name, b.producer, b.nbytes, b.first, b.last, plan.offsets[b.name],
                   tuple(t for t in b.tensors if t != b.name), ops.get(b.producer, "input"), notes.get(b.name, ""))
