@@ -6,6 +6,8 @@ names every field), arrays into flash next to it.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tinyaot.codegen.cformat import c_array, c_ident, c_int
@@ -64,8 +66,25 @@ def _emit_conv_like(node: Node, g: Graph, prefix: str, offsets: dict[str, str], 
 
 
 def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return _emit_conv_like(node, g, prefix, offsets, conv2d_s8.prepare(node, g), "tinyaot_conv2d_s8",
-                           "conv2d_s8.c")
+    p = conv2d_s8.prepare(node, g)
+    folded = _pointwise_bias(p)
+    if folded is not None:
+        return _emit_conv_like(node, g, prefix, offsets, replace(p, bias=folded), "tinyaot_conv2d_1x1_s8",
+                               "conv2d_s8.c")
+    return _emit_conv_like(node, g, prefix, offsets, p, "tinyaot_conv2d_s8", "conv2d_s8.c")
+
+
+def _pointwise_bias(p) -> np.ndarray | None:
+    """bias + input_offset * sum(weights) per channel when the conv is pointwise with every tap inside the image
+    (tinyaot_conv2d_1x1_s8 then skips the offset in its inner loop); None when the general kernel is needed."""
+    if (p.kernel_h, p.kernel_w, p.pad_top, p.pad_left) != (1, 1, 0, 0):
+        return None
+    if (p.out_h - 1) * p.stride_h >= p.in_h or (p.out_w - 1) * p.stride_w >= p.in_w:
+        return None
+    folded = p.bias.astype(np.int64) + p.input_offset * p.weights.reshape(p.out_c, -1).astype(np.int64).sum(axis=1)
+    if folded.min(initial=0) < -(2**31) or folded.max(initial=0) >= 2**31:
+        return None
+    return folded.astype(np.int32)
 
 
 def emit_depthwise_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):

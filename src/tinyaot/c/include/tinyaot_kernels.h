@@ -138,6 +138,14 @@ void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t
                        const int32_t *shift, const tinyaot_conv_params *params, int8_t *output);
 
 /*
+ * Pointwise conv2d (1x1 kernel, no padding, any stride): as tinyaot_conv2d_s8, with bias[oc] already holding
+ * input_offset * sum_ic weights[oc][0][0][ic] (folded at compile time). Output pixels in row-major order.
+ */
+void tinyaot_conv2d_1x1_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                           const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
+                           int8_t *output);
+
+/*
  * Depthwise convolution, TFLM's DepthwiseConvPerChannel: output channel oc = ic * depth_multiplier + m sums
  * weights[0][ky][kx][oc] * (input[b][iy][ix][ic] + input_offset) over the taps, then requantizes as conv2d.
  *
@@ -197,6 +205,17 @@ typedef struct {
  * + output_offset). In place: output may be input1 or input2.
  */
 void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output);
+
+/*
+ * A conv2d with a residual add in its epilogue (conv2d_add): output = add(skip, conv) when skip_input is 1,
+ * add(conv, skip) when 2, where conv is tinyaot_conv2d_s8's int8 result (conv_params, its own output offset
+ * and clamp) and add is tinyaot_add_s8 with add_params (size is ignored: the kernel adds pixel by pixel).
+ * skip: int8 with the output's shape. output may be skip itself (in place), never the input.
+ */
+void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                           const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *conv_params,
+                           const int8_t *skip, const tinyaot_add_params *add_params, int32_t skip_input,
+                           int8_t *output);
 
 /*
  * Softmax over rows of `depth` values, TFLM's reference int8 Softmax (gemmlowp fixed point); output scale

@@ -12,6 +12,9 @@
  *   is one long dot product instead of kh short ones;
  * - otherwise each kernel row inside the image is one dot product of (valid kw) * in_c contiguous bytes
  *   (dilation_w == 1) or one per tap.
+ * tinyaot_conv2d_1x1_s8 is the pointwise case the compiler picks when every pixel's tap is inside the image
+ * (1x1, no padding): a matrix product over pixels whose bias already holds input_offset * sum(weights), so
+ * the inner loop widens plain bytes.
  * On cores with the DSP extension four output channels share each input load: SXTAB16 adds the input
  * offset while widening four input bytes, SXTB16 widens the weights and SMLAD does two MACs per
  * instruction. Integer sums are exact, so every path gives the same bits. Output pixels are still written
@@ -108,6 +111,44 @@ __attribute__((noinline)) static void dot4_offset_s8(const int8_t *x, const int8
     acc[3] = a3;
 }
 
+/* acc[i] += sum_k w[i * w_stride + k] * x[k] for four output channels i (the input offset is in the bias). */
+__attribute__((noinline)) static void dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n,
+                                              int32_t *acc)
+{
+    const int8_t *w2 = w + 2 * w_stride;
+    const int8_t *x_end = x + (n & ~3);
+    int32_t a0 = acc[0];
+    int32_t a1 = acc[1];
+    int32_t a2 = acc[2];
+    int32_t a3 = acc[3];
+    int32_t k;
+    while (x != x_end) {
+        const int32_t vx = conv_read_s8x4(x);
+        const int32_t xe = __sxtb16(vx);
+        const int32_t xo = conv_sxtb16_ror8(vx);
+        a0 = conv_mac4(xe, xo, conv_read_s8x4(w), a0);
+        a1 = conv_mac4(xe, xo, conv_read_s8x4(w + w_stride), a1);
+        a2 = conv_mac4(xe, xo, conv_read_s8x4(w2), a2);
+        a3 = conv_mac4(xe, xo, conv_read_s8x4(w2 + w_stride), a3);
+        x += 4;
+        w += 4;
+        w2 += 4;
+    }
+    for (k = n & 3; k > 0; --k) {
+        const int32_t xv = *x++;
+        a0 += xv * w[0];
+        a1 += xv * w[w_stride];
+        a2 += xv * w2[0];
+        a3 += xv * w2[w_stride];
+        ++w;
+        ++w2;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
 static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
 {
     const int32_t offset2 = conv_offset2(offset);
@@ -122,6 +163,18 @@ static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n,
     return acc;
 }
 #else
+static void dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n, int32_t *acc)
+{
+    int32_t k;
+    for (k = 0; k < n; ++k) {
+        const int32_t xv = x[k];
+        acc[0] += (int32_t)w[k] * xv;
+        acc[1] += (int32_t)w[w_stride + k] * xv;
+        acc[2] += (int32_t)w[2 * w_stride + k] * xv;
+        acc[3] += (int32_t)w[3 * w_stride + k] * xv;
+    }
+}
+
 static void dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n, int32_t offset,
                            int32_t *acc)
 {
@@ -323,6 +376,51 @@ void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t
                     }
                     out[oc] = conv_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
                 }
+            }
+        }
+    }
+}
+
+void tinyaot_conv2d_1x1_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                           const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
+                           int8_t *output)
+{
+    const int32_t batches = params->batches;
+    const int32_t in_h = params->in_h;
+    const int32_t in_w = params->in_w;
+    const int32_t in_c = params->in_c;
+    const int32_t out_h = params->out_h;
+    const int32_t out_w = params->out_w;
+    const int32_t out_c = params->out_c;
+    const int32_t stride_h = params->stride_h;
+    const int32_t stride_w = params->stride_w;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    int8_t *out = output;
+    int32_t b;
+    int32_t oy;
+    int32_t ox;
+    for (b = 0; b < batches; ++b) {
+        for (oy = 0; oy < out_h; ++oy) {
+            const int8_t *x = input + ((b * in_h + oy * stride_h) * in_w) * in_c;
+            for (ox = 0; ox < out_w; ++ox) {
+                int32_t oc = 0;
+                for (; oc + 4 <= out_c; oc += 4) {
+                    int32_t acc[4];
+                    acc[0] = bias[oc];
+                    acc[1] = bias[oc + 1];
+                    acc[2] = bias[oc + 2];
+                    acc[3] = bias[oc + 3];
+                    dot4_s8(x, weights + oc * in_c, in_c, in_c, acc);
+                    conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
+                }
+                for (; oc < out_c; ++oc) {
+                    const int32_t acc = dot_offset_s8(x, weights + oc * in_c, in_c, 0, bias[oc]);
+                    out[oc] = conv_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
+                }
+                x += stride_w * in_c;
+                out += out_c;
             }
         }
     }
