@@ -1,0 +1,99 @@
+"""The seed MLP and the test zoo through tinyaot: MACs, arena vs lower bound vs fp32, flash, Cortex-M33
+instructions (exact, QEMU -icount) and int8-vs-float agreement, one row per model.
+
+    .venv/bin/python benchmarks/zoo.py [--no-m33] [--json] [--only NAME]
+
+The zoo models are trained for a few epochs on their synthetic data sets (tests/zoo.py), so the agreement
+measures quantization rather than ties between untrained logits. Byte and instruction counts are deterministic;
+no wall-clock time is reported.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import tinyaot
+from tinyaot.demo_model import build_seed_mlp, calibration_digits, demo_digits
+from tinyaot.report.macs import graph_macs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import zoo  # noqa: E402
+
+
+def _row(name: str, cm, x_float: np.ndarray, want: np.ndarray, use_m33: bool) -> dict:
+    macs = graph_macs(cm.graph)
+    got = cm.run_float(cm.to_model_layout(x_float), engine="host")
+    got = np.asarray(got).reshape(len(x_float), -1)
+    want = want.reshape(len(x_float), -1)
+    row = {"model": name, "macs": macs, "arena_bytes": cm.arena_bytes, "lower_bound_bytes": cm.lower_bound_bytes,
+           "fp32_arena_bytes": cm.float_arena_bytes, "constant_bytes": cm.constant_bytes,
+           "code_bytes": cm.code_bytes, "m33_instructions": None, "instructions_per_mac": None,
+           "int8_float_agreement": round(float((got.argmax(1) == want.argmax(1)).mean()), 4)}
+    if use_m33:
+        xq = cm.quantize_input(cm.to_model_layout(x_float[:1]))
+        if not np.array_equal(cm.run(xq, engine="m33"), cm.run(xq, engine="reference")):
+            raise SystemExit(f"{name}: Cortex-M33 output differs from the reference")
+        row["m33_instructions"] = cm.last_m33.instructions
+        row["instructions_per_mac"] = round(cm.last_m33.instructions / macs, 2) if macs else None
+    return row
+
+
+def seed_row(use_m33: bool) -> dict:
+    model, cal = build_seed_mlp(), calibration_digits()
+    cm = tinyaot.compile(model, torch.from_numpy(cal[:1]), calibration=cal, name="mnist")
+    x, _ = demo_digits()
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    return _row("seed MLP (784-32-16-10)", cm, x, want, use_m33)
+
+
+def zoo_row(entry, use_m33: bool) -> dict:
+    model = zoo.trained(entry)
+    x, _ = zoo.synthetic_data(entry, 500, seed=1)
+    cm = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:200], name=entry.name)
+    with torch.no_grad():
+        want = model(torch.from_numpy(x[200:])).numpy()
+    return _row(entry.name, cm, x[200:], want, use_m33)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-m33", action="store_true", help="skip the emulated Cortex-M33 (instruction counts)")
+    ap.add_argument("--only", help="one zoo model by name, or 'seed'")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    use_m33 = not args.no_m33
+    if use_m33:
+        from tinyaot.targets.toolchain import have_m33_toolchain
+
+        use_m33 = have_m33_toolchain()
+    rows = []
+    if args.only in (None, "seed"):
+        rows.append(seed_row(use_m33))
+    rows += [zoo_row(e, use_m33) for e in zoo.ZOO if args.only in (None, e.name)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="tinyaot on the seed MLP and the zoo (int8 I/O; bytes; Cortex-M33 instructions per inference)")
+    cols = [("model", "model"), ("MACs", "macs"), ("arena", "arena_bytes"), ("lower bound", "lower_bound_bytes"),
+            ("fp32 arena", "fp32_arena_bytes"), ("flash consts", "constant_bytes"), ("code", "code_bytes"),
+            ("M33 instr", "m33_instructions"), ("instr/MAC", "instructions_per_mac"),
+            ("int8=float top-1", "int8_float_agreement")]
+    for title, _ in cols:
+        t.add_column(title, justify="left" if title == "model" else "right")
+    for r in rows:
+        t.add_row(*("n/a" if r[k] is None else f"{r[k]:,}" if isinstance(r[k], int) else str(r[k]) for _, k in cols))
+    Console(width=160).print(t)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
