@@ -13,6 +13,7 @@ from tinyaot.model import CompiledModel
 from tinyaot.passes.fold_batch_norm import fold_batch_norm
 from tinyaot.passes.fold_flatten import fold_flatten_transpose
 from tinyaot.passes.fuse_activations import fuse_activations
+from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.passes.input_layout import accept_nchw_input
 from tinyaot.plan import plan_graph
 from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
@@ -35,8 +36,16 @@ def import_float_model(model, example_input) -> Graph:
 
 
 def plan(g: Graph, alignment: int = 4):
-    """Memory-aware op order (reorders g.nodes), overlaps, placement; every plan verified."""
-    return plan_graph(g, alignment=alignment)
+    """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
+    (reorders g.nodes), overlaps, placement; every plan verified."""
+    fused = fuse_residual_adds(g)
+    if fused is None:
+        return plan_graph(g, alignment=alignment)
+    fused_plan, plain_plan = plan_graph(fused, alignment=alignment), plan_graph(g, alignment=alignment)
+    if fused_plan.arena_bytes >= plain_plan.arena_bytes:
+        return plain_plan
+    g.nodes[:], g.tensors = fused.nodes, fused.tensors
+    return fused_plan
 
 
 def is_tflite(model) -> bool:

@@ -20,6 +20,7 @@ RING_KERNELS = {
 
 # A ring kernel calls its plain twin once per pixel, so the generated sources carry both.
 KERNEL_DEPS = {kernel_file: (kernel_file.replace("_inplace", ""),) for _, _, kernel_file in RING_KERNELS.values()}
+KERNEL_DEPS["conv2d_add_s8.c"] = ("conv2d_s8.c", "add_s8.c")  # codegen/emit_residual.py
 
 
 def emit_ring(node: Node, g: Graph, prefix: str, offsets: dict[str, str], ring):

@@ -39,6 +39,11 @@ OPS: dict[str, OpSpec] = {
     "mean": OpSpec(("x",), ("axes", "keepdims", "clamp"),
                    "mean over a run of consecutive axes ((1, 2) of NHWC: global average pooling); clamp optional"),
     "add": OpSpec(("a", "b"), ("clamp",), "elementwise add with rescaling (broadcast not needed)"),
+    "conv2d_add": OpSpec(("x NHWC", "weight[out, kh, kw, in]", "bias[out]", "skip (the output's shape)"),
+                         ("stride", "padding", "dilation", "conv", "conv_qparams", "conv_clamp", "clamp",
+                          "skip_input"),
+                         "add(skip, conv2d(x)) fused (passes/fuse_residual.py): the conv rounds to conv_qparams "
+                         "and conv_clamp, then int8 add with clamp; skip_input 1|2 is the skip's operand slot"),
     "mul": OpSpec(("a", "b"), ("clamp",),
                   "elementwise multiply with rescaling; NumPy broadcasting up to 4-D; one operand may be constant"),
     "concat": OpSpec(("x0", "x1", "..."), ("axis",),

@@ -112,7 +112,7 @@ def window_need(node: Node, g: Graph) -> tuple[np.ndarray, int] | None:
         return None
     n, ih, iw, ic = x.shape
     _, oh, ow, oc = y.shape
-    if node.op in ("conv2d", "depthwise_conv2d"):
+    if node.op in ("conv2d", "depthwise_conv2d", "conv2d_add"):
         kh, kw = g.tensor(node.inputs[1]).shape[1:3]
         sh, sw = _pair(node.attrs.get("stride"), (1, 1))
     else:
@@ -129,6 +129,17 @@ def window_need(node: Node, g: Graph) -> tuple[np.ndarray, int] | None:
     return np.minimum.accumulate(start[::-1])[::-1], oc
 
 
+def residual_rules(node: Node, g: Graph) -> list[OverlapRule]:
+    """conv2d_add: the conv's input streams as for conv2d; the skip's bytes of a pixel are read right before
+    the sum is written over them, so the output may sit exactly over the skip (distance 0). Emulated row by
+    row like the conv (each output byte depends on the skip byte under it only)."""
+    rules = window_rules(node, g)
+    skip, y = g.tensor(node.inputs[3]), g.tensor(node.outputs[0])
+    if not skip.is_const and skip.shape == y.shape and len(y.shape) == 4 and skip.itemsize == y.itemsize == 1:
+        rules.append(OverlapRule(skip.name, y.name, 0, y.shape[0] * y.shape[1]))
+    return rules
+
+
 # op -> rule function. Other ops opt in with one line here (and the emulation comes for free).
 OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
     "relu": elementwise_rules,
@@ -138,6 +149,7 @@ OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
     "quantize": elementwise_rules,
     "conv2d": window_rules,
     "depthwise_conv2d": window_rules,
+    "conv2d_add": residual_rules,
     "max_pool2d": window_rules,
     "avg_pool2d": window_rules,
 }

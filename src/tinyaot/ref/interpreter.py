@@ -15,6 +15,7 @@ from tinyaot.ref import (
     add_s8,
     avg_pool2d_s8,
     concat_s8,
+    conv2d_add_s8,
     conv2d_s8,
     depthwise_conv2d_s8,
     lut_s8,
@@ -46,6 +47,7 @@ KERNELS: dict[str, tuple[Callable, Callable]] = {
     "depthwise_conv2d": (depthwise_conv2d_s8.prepare, depthwise_conv2d_s8.depthwise_conv2d_s8),
     "avg_pool2d": (avg_pool2d_s8.prepare, avg_pool2d_s8.avg_pool2d_s8),
     "add": (add_s8.prepare, add_s8.add_s8),
+    "conv2d_add": (conv2d_add_s8.prepare, conv2d_add_s8.conv2d_add_s8),
     "softmax": (softmax_s8.prepare, softmax_s8.softmax_s8),
 }
 VIEW_OPS = {"reshape"}

@@ -6,13 +6,13 @@ from tinyaot.ir import Graph, Node
 
 def node_macs(node: Node, g: Graph) -> int:
     """MACs of conv, depthwise and fully connected layers (weights x output positions); 0 for other ops."""
-    if node.op not in ("conv2d", "depthwise_conv2d", "fully_connected") or len(node.inputs) < 2:
+    if node.op not in ("conv2d", "conv2d_add", "depthwise_conv2d", "fully_connected") or len(node.inputs) < 2:
         return 0
     w, y = g.tensor(node.inputs[1]), g.tensor(node.outputs[0])
     if node.op == "fully_connected":
         return y.size * w.shape[1]
     _, kh, kw, w_in = w.shape
-    per_output = kh * kw * (w_in if node.op == "conv2d" else 1)
+    per_output = kh * kw * (1 if node.op == "depthwise_conv2d" else w_in)
     return y.size * per_output
 
 
