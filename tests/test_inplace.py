@@ -12,6 +12,7 @@ from kernel_suite import Case, one_op_graph, run_host, run_m33_suite
 from test_cnn_kernels import gen_conv
 
 import tinyaot
+from tinyaot.codegen import generate_c
 from tinyaot.errors import PlanError
 from tinyaot.plan import MemoryPlan, buffer_overlaps, buffers_of, plan_memory, verify_plan
 from tinyaot.plan.inplace import choose_variants, ring_buffer, ring_distance, smallest_delay
@@ -51,7 +52,7 @@ def test_kws_fits_one_feature_map_plus_one_ring():
         ring = plan.buffer_of_name(v.scratch)
         assert ring.scratch and ring.first == ring.last == v.step
     src = cm.c_sources.files["kws.c"]
-    assert src.count("tinyaot_depthwise_conv2d_inplace_s8(") == 4 and src.count("tinyaot_conv2d_inplace_s8(") == 4
+    assert src.count("tinyaot_depthwise_conv2d_inplace_s8(") == 4 and src.count("tinyaot_conv2d_1x1_inplace_s8(") == 4
     assert "tinyaot_conv2d_s8(" in src  # the first layer keeps the plain kernel (its ring would not pay)
 
 
@@ -192,6 +193,9 @@ def test_random_layers_over_their_own_input_equal_the_plain_kernel(depthwise):
 @pytest.mark.parametrize("depthwise", [False, True], ids=["conv2d", "depthwise"])
 def test_random_layers_over_their_own_input_in_host_c(depthwise):
     cases = _ring_cases(depthwise)
+    calls = "".join(generate_c(c.graph, c.plan, c.name).files[f"{c.name}.c"] for c in cases)
+    if not depthwise:  # both conv ring kernels are exercised: the general one and the pointwise one
+        assert calls.count("tinyaot_conv2d_1x1_inplace_s8(") >= 2 and calls.count("tinyaot_conv2d_inplace_s8(") >= 2
     got = run_host(cases)
     for c, out in zip(cases, got):
         np.testing.assert_array_equal(out, c.reference(), err_msg=c.name)

@@ -39,7 +39,7 @@ def test_resnet8_holds_two_feature_maps():
     fused = [n for n in cm.graph.nodes if n.op == "conv2d_add"]
     assert [n.name for n in fused] == ["add_3", "add_7", "add_11"]
     assert not any(n.op == "add" for n in cm.graph.nodes)
-    assert cm.arena_bytes == 32_768 <= 34_000
+    assert cm.arena_bytes == 32_768  # issue 4 asks <= 34,000
     assert cm.plan.offset_of("add_3_out") == cm.plan.offset_of("conv2d_0_out")  # the busiest block: sum over skip
     src = cm.c_sources.files["resnet.c"]
     assert src.count("tinyaot_conv2d_add_s8(") == 3 and "tinyaot_add_s8(" not in src

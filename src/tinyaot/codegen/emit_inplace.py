@@ -5,10 +5,12 @@ offset and size; the call is direct, chosen at compile time.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tinyaot.codegen.cformat import c_array, c_ident
-from tinyaot.codegen.emit_conv import _CONV_FIELDS, _emitted, c_struct
+from tinyaot.codegen.emit_conv import _CONV_FIELDS, _emitted, _pointwise_bias, c_struct
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import conv2d_s8, depthwise_conv2d_s8
 
@@ -27,6 +29,9 @@ def emit_ring(node: Node, g: Graph, prefix: str, offsets: dict[str, str], ring):
     """One conv / depthwise conv through its ring: `ring` is the plan's RingVariant for this node."""
     prepare, fn, kernel_file = RING_KERNELS[node.op]
     p = prepare(node, g)
+    folded = _pointwise_bias(p) if node.op == "conv2d" else None
+    if folded is not None:  # the pointwise kernel, as the plain emitter would choose
+        p, fn = replace(p, bias=folded), "tinyaot_conv2d_1x1_inplace_s8"
     base = f"{prefix}_{c_ident(node.name)}"
     arrays = [(f"{base}_weights", p.weights), (f"{base}_bias", p.bias.astype(np.int32)),
               (f"{base}_multiplier", p.multiplier), (f"{base}_shift", p.shift)]

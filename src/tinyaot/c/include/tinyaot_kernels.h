@@ -164,6 +164,10 @@ void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, con
 void tinyaot_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
                                const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
                                int8_t *ring, int32_t ring_pixels, int8_t *output);
+void tinyaot_conv2d_1x1_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                   const int32_t *multiplier, const int32_t *shift,
+                                   const tinyaot_conv_params *params, int8_t *ring, int32_t ring_pixels,
+                                   int8_t *output);  /* pointwise, bias folded as for tinyaot_conv2d_1x1_s8 */
 void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
                                          const int32_t *multiplier, const int32_t *shift,
                                          const tinyaot_conv_params *params, int8_t *ring, int32_t ring_pixels,
