@@ -151,14 +151,16 @@ class CompiledModel:
         if engine not in ENGINES:
             raise ModelError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         batch, form = self._as_batch(x)
-        if batch.dtype != np.int8:
-            if not np.issubdtype(batch.dtype, np.integer) or batch.min() < -128 or batch.max() > 127:
+        dtype = np.dtype(self.input_dtype)
+        if batch.dtype != dtype:
+            info = np.iinfo(dtype)
+            if not np.issubdtype(batch.dtype, np.integer) or batch.min() < info.min or batch.max() > info.max:
                 raise ModelError(
-                    f"run() takes int8 inputs (got {batch.dtype}); use run_float() for float inputs "
+                    f"run() takes {dtype} inputs (got {batch.dtype}); use run_float() for float inputs "
                     f"or quantize with scale={self.input_qparams[0]:.6g}, zero_point={self.input_qparams[1]}"
                 )
-            batch = batch.astype(np.int8)
-        flat = batch.reshape(len(batch), -1)
+            batch = batch.astype(dtype)
+        flat = batch.reshape(len(batch), -1).view(np.int8)  # the C runners copy raw bytes
         if engine == "reference":
             from tinyaot.ref.interpreter import Interpreter
 
@@ -184,6 +186,11 @@ class CompiledModel:
         return self._host
 
     @property
+    def input_dtype(self) -> str:
+        """"int8", or "uint8" for a model compiled with input_dtype="uint8"."""
+        return self.graph.tensor(self.graph.inputs[0]).dtype
+
+    @property
     def input_layout(self) -> str:
         """"NHWC" (channels-last feature map), "NCHW" (compiled with input_layout="NCHW") or "plain"."""
         return self.graph.layout
@@ -200,7 +207,8 @@ class CompiledModel:
         if not np.isfinite(x).all():
             raise ModelError("input holds NaN/Inf values; int8 cannot represent them")
         scale, zp = self.input_qparams
-        lo, hi = scale * (-128 - zp), scale * (127 - zp)
+        info = np.iinfo(self.input_dtype)
+        lo, hi = scale * (info.min - zp), scale * (info.max - zp)
         outside = float(np.mean((x < lo - scale / 2) | (x > hi + scale / 2)))
         if outside > 0.01:
             warnings.warn(
@@ -208,7 +216,7 @@ class CompiledModel:
                 "and saturate; calibrate on data that covers the inputs you run",
                 stacklevel=3,
             )
-        return quantize_array(x, QParams.per_tensor(scale, zp))
+        return quantize_array(x, QParams.per_tensor(scale, zp), self.input_dtype)
 
     def dequantize_output(self, y) -> np.ndarray:
         scale, zp = self.output_qparams

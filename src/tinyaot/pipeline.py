@@ -15,6 +15,7 @@ from tinyaot.passes.fold_flatten import fold_flatten_transpose
 from tinyaot.passes.fuse_activations import fuse_activations
 from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.passes.input_layout import accept_nchw_input
+from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
 from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
 from tinyaot.quantize.lower import lower_to_int8
@@ -94,11 +95,12 @@ def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
 
 
 def compile_model(model, example_input=None, *, calibration=None, name: str = "model",
-                  alignment: int = 4, input_layout: str = "NHWC") -> CompiledModel:
+                  alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8") -> CompiledModel:
     """Compile a model to int8 C.
 
     example_input and calibration are in PyTorch's layout (e.g. NCHW). The compiled model takes NHWC
     input (no run-time permute); input_layout="NCHW" adds one transpose at the start instead.
+    input_dtype="uint8" makes the input uint8 (zero point + 128), converted in place by one cheap first step.
     """
     name = _check_name(name)
     if is_tflite(model):
@@ -122,6 +124,10 @@ def compile_model(model, example_input=None, *, calibration=None, name: str = "m
     batch = torch_to_model_layout(batch, float_graph.layout, float_graph.torch_input_rank)
     ranges = collect_ranges(float_graph, batch)
     int8_graph = lower_to_int8(float_graph, ranges)
+    if input_dtype == "uint8":
+        int8_graph = accept_uint8_input(int8_graph)
+    elif input_dtype != "int8":
+        raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
     memory = plan(int8_graph, alignment)
     float_memory = plan(float_graph, alignment)
     return CompiledModel(name, float_graph, int8_graph, memory, float_memory, calibration_size=len(batch),

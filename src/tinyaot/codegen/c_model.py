@@ -88,8 +88,14 @@ def _io_macros(g: Graph, tensor: str, macro: str, kind: str) -> list[str]:
     ]
 
 
+def _input_ctype(g: Graph) -> tuple[str, str]:
+    dtype = g.tensor(g.inputs[0]).dtype
+    return dtype, {"uint8": "uint8_t"}.get(dtype, "int8_t")
+
+
 def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
     guard = f"{macro}_H"
+    in_dtype, in_ctype = _input_ctype(g)
     lines = [
         _banner(f"{prefix}.h", prefix),
         f"#ifndef {guard}",
@@ -125,8 +131,8 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
         " */",
         f"int {prefix}_init(uint8_t *arena, size_t arena_size);",
         "",
-        f"/* Where to write the int8 input ({macro}_INPUT_SIZE bytes), inside the arena. */",
-        f"int8_t *{prefix}_input(void);",
+        f"/* Where to write the {in_dtype} input ({macro}_INPUT_SIZE bytes), inside the arena. */",
+        f"{in_ctype} *{prefix}_input(void);",
         "",
         f"/* Run one inference. Returns {macro}_OK, or {macro}_ERROR_NOT_INITIALIZED. */",
         f"int {prefix}_invoke(void);",
@@ -145,6 +151,7 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
 
 
 def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str:
+    _, in_ctype = _input_ctype(g)
     out = [
         _banner(f"{prefix}.c", prefix),
         "#include <stddef.h>",
@@ -209,9 +216,9 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"    return {macro}_OK;",
         "}",
         "",
-        f"int8_t *{prefix}_input(void)",
+        f"{in_ctype} *{prefix}_input(void)",
         "{",
-        f"    return (int8_t *)({prefix}_arena + {_offset(plan, g.inputs[0], macro)});",
+        f"    return ({in_ctype} *)({prefix}_arena + {_offset(plan, g.inputs[0], macro)});",
         "}",
         "",
         f"const int8_t *{prefix}_output(void)",

@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from tinyaot.codegen import emit_conv, emit_misc, emit_residual
+from tinyaot.codegen import emit_conv, emit_io, emit_misc, emit_residual
 from tinyaot.codegen.cformat import c_array, c_ident, c_int
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import fully_connected_s8 as fc
@@ -61,6 +61,7 @@ EMITTERS: dict[str, Callable[..., EmittedOp]] = {
     "reshape": emit_view,
     **emit_conv.EMITTERS,
     **emit_misc.EMITTERS,
+    **emit_io.EMITTERS,
     "conv2d_add": emit_residual.emit_conv2d_add,
 }
 
@@ -78,6 +79,9 @@ def describe(node: Node, g: Graph) -> str:
 
 
 def _dims(shape) -> str:
+    """Per-sample dims ('25x5x64'); the batch dim is left out."""
+    if len(shape) == 0:
+        return "scalar"
     return "x".join(str(d) for d in shape[1:]) if len(shape) > 1 else str(shape[0])
 
 

@@ -147,6 +147,7 @@ OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
     "mul": elementwise_rules,
     "lut": elementwise_rules,
     "quantize": elementwise_rules,
+    "uint8_to_int8": elementwise_rules,
     "conv2d": window_rules,
     "depthwise_conv2d": window_rules,
     "conv2d_add": residual_rules,

@@ -27,6 +27,7 @@ from tinyaot.ref import (
     requantize_s8,
     softmax_s8,
     transpose_s8,
+    uint8_to_int8,
 )
 from tinyaot.ref import fully_connected_s8 as fc
 from tinyaot.ref.inplace import run_ring
@@ -49,6 +50,7 @@ KERNELS: dict[str, tuple[Callable, Callable]] = {
     "add": (add_s8.prepare, add_s8.add_s8),
     "conv2d_add": (conv2d_add_s8.prepare, conv2d_add_s8.conv2d_add_s8),
     "softmax": (softmax_s8.prepare, softmax_s8.softmax_s8),
+    "uint8_to_int8": (uint8_to_int8.prepare, uint8_to_int8.uint8_to_int8),
 }
 VIEW_OPS = {"reshape"}
 
@@ -72,7 +74,8 @@ class Interpreter:
 
     def invoke(self, x: np.ndarray, trace: Callable[[Node, np.ndarray], None] | None = None) -> np.ndarray:
         g = self.graph
-        self.view(g.inputs[0])[...] = np.asarray(x, dtype=np.int8).reshape(g.tensor(g.inputs[0]).shape)
+        t_in = g.tensor(g.inputs[0])
+        self.view(g.inputs[0])[...] = np.asarray(x).astype(t_in.dtype).reshape(t_in.shape)
         for step, node in enumerate(g.nodes):
             if node.op not in VIEW_OPS:
                 self._execute(step, node)

@@ -115,8 +115,12 @@ def _test_inputs(cm, inputs) -> np.ndarray:
     """The test vectors as contiguous int8 rows, one per input."""
     if inputs is None:
         _, zp = cm.input_qparams
-        return np.full((1, cm.input_size), zp, dtype=np.int8)
+        return np.full((1, cm.input_size), zp, dtype=cm.input_dtype).view(np.int8)
     x = np.asarray(inputs)
+    if cm.input_dtype == "uint8":  # raw bytes either way; the project's arrays are int8-typed
+        batch = cm.quantize_input(x) if np.issubdtype(x.dtype, np.floating) else x
+        return np.ascontiguousarray(cm._as_batch(batch)[0].astype(np.uint8).reshape(len(batch), -1)
+                                    ).view(np.int8)
     try:
         batch, _ = cm._as_batch(x)
     except TinyAOTError as exc:

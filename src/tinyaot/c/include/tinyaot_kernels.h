@@ -229,4 +229,10 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *weights, const int
 void tinyaot_softmax_s8(const int8_t *input, int32_t outer, int32_t depth, int32_t input_multiplier,
                         int32_t input_left_shift, int32_t diff_min, int8_t *output);
 
+/*
+ * A uint8 model input as int8: output[i] = input[i] - 128 (the zero point moves by -128, the scale stays).
+ * May run in place (output == input).
+ */
+void tinyaot_uint8_to_int8(const uint8_t *input, int32_t size, int8_t *output);
+
 #endif /* TINYAOT_KERNELS_H */

@@ -1,0 +1,18 @@
+"""Optional uint8 model input (camera pixels, ADC codes): one in-place uint8_to_int8 step at the start.
+
+The int8 input's scale stays; the uint8 zero point is the int8 one + 128, so no value changes.
+"""
+from __future__ import annotations
+
+from tinyaot.ir import Graph, Node, QParams, Tensor
+
+
+def accept_uint8_input(q: Graph) -> Graph:
+    old = q.tensor(q.inputs[0])
+    qp = old.qparams
+    new = q.add_tensor(Tensor("input_u8", old.shape, "uint8",
+                              qparams=QParams(qp.scale, (qp.zero_point[0] + 128,))))
+    q.nodes.insert(0, Node("uint8_to_int8", "input_to_int8", [new.name], [old.name], {},
+                           source="input_dtype='uint8'"))
+    q.inputs = [new.name]
+    return q
