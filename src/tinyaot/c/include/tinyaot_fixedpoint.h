@@ -32,13 +32,25 @@ static inline int32_t tinyaot_rounding_divide_by_pot(int32_t x, int32_t exponent
     return (x >> exponent) + (remainder > threshold ? 1 : 0);
 }
 
-/* x * multiplier * 2^(shift - 31): the requantization step of every int8 kernel. */
+/*
+ * x * multiplier * 2^(shift - 31): the requantization step of every int8 kernel.
+ *
+ * QuantizeMultiplier only makes multipliers in [0, 2^31). For those, a * multiplier is never the one
+ * saturating case of the doubling high mul, and its rounding (C's truncating division after a
+ * sign-dependent nudge) equals floor((a * multiplier + 2^30) / 2^31) for both signs: one SMLAL and a
+ * shift instead of a 64-bit division. Negative multipliers take the literal TFLM path.
+ */
 static inline int32_t tinyaot_requantize(int32_t x, int32_t multiplier, int32_t shift)
 {
     const int32_t left = shift > 0 ? shift : 0;
     const int32_t right = shift > 0 ? 0 : -shift;
     const int32_t shifted = (int32_t)((uint32_t)x << left);
-    return tinyaot_rounding_divide_by_pot(tinyaot_srdhm(shifted, multiplier), right);
+    int32_t high;
+    if (multiplier < 0) {
+        return tinyaot_rounding_divide_by_pot(tinyaot_srdhm(shifted, multiplier), right);
+    }
+    high = (int32_t)((uint64_t)((int64_t)shifted * multiplier + ((int64_t)1 << 30)) >> 31);
+    return tinyaot_rounding_divide_by_pot(high, right);
 }
 
 static inline int32_t tinyaot_clamp(int32_t x, int32_t lo, int32_t hi)
