@@ -56,6 +56,8 @@ def test_int8_agrees_with_float(compiled):
 def test_plan_never_above_the_layer_by_layer_bound(compiled):
     entry, model, cm, *_ = compiled
     assert cm.arena_bytes <= cm.lower_bound_bytes
+    source_bound = getattr(cm.plan, "source_lower_bound", None)
+    assert source_bound is not None and cm.lower_bound_bytes <= source_bound  # the chosen order never loses
     rep = cm.report().to_dict()
     assert rep["arena_bytes"] == cm.arena_bytes and rep["lower_bound_bytes"] == cm.lower_bound_bytes
 
