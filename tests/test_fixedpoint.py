@@ -53,6 +53,7 @@ def _c_requantize():
     src.write_text(
         '#include "tinyaot_fixedpoint.h"\n'
         "int32_t requantize(int32_t x, int32_t m, int32_t s) { return tinyaot_requantize(x, m, s); }\n"
+        "int32_t requantize_nonneg(int32_t x, int32_t m, int32_t s) { return tinyaot_requantize_nonneg(x, m, s); }\n"
         "int32_t srdhm(int32_t a, int32_t b) { return tinyaot_srdhm(a, b); }\n"
         "int32_t rdbpot(int32_t x, int32_t e) { return tinyaot_rounding_divide_by_pot(x, e); }\n"
     )
@@ -60,9 +61,10 @@ def _c_requantize():
     subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
                     f"-I{inc}", str(src), "-o", str(lib)], check=True)
     so = ctypes.CDLL(str(lib))
-    for fn in (so.requantize, so.srdhm, so.rdbpot):
+    for fn in (so.requantize, so.requantize_nonneg, so.srdhm, so.rdbpot):
         fn.restype = ctypes.c_int32
     so.requantize.argtypes = [ctypes.c_int32] * 3
+    so.requantize_nonneg.argtypes = [ctypes.c_int32] * 3
     so.srdhm.argtypes = [ctypes.c_int32] * 2
     so.rdbpot.argtypes = [ctypes.c_int32] * 2
     return so
@@ -119,6 +121,36 @@ def test_edge_cases_c_matches_python(c_fp, x, m, s, expected):
 def test_random_requantize_c_equals_python(c_fp, x, m, s):
     py = int(multiply_by_quantized_multiplier(x, m, s))
     assert c_fp.requantize(x, m, s) == py == _exact(x, m, s)
+
+
+@needs_host
+@pytest.mark.host
+@settings(max_examples=600, deadline=None)
+@given(
+    x=st.one_of(st.integers(INT32_MIN, INT32_MAX), st.integers(-(1 << 16), 1 << 16)),
+    m=st.one_of(st.integers(0, INT32_MAX), st.sampled_from([0, 1, 1 << 30, INT32_MAX])),
+    s=st.integers(-31, 30),
+)
+def test_random_requantize_nonneg_c_equals_python(c_fp, x, m, s):
+    """The kernels' epilogue (multiplier >= 0, the rounding bit taken below the shift) against TFLM's."""
+    assert c_fp.requantize_nonneg(x, m, s) == c_fp.requantize(x, m, s) == _exact(x, m, s)
+
+
+@needs_host
+@pytest.mark.host
+def test_requantize_nonneg_exact_halves(c_fp):
+    """Every remainder, exact halves included, for small accumulators and both signs."""
+    for m in (1 << 30, (1 << 30) + 1, 1518500250, INT32_MAX):
+        for s in range(-9, 3):
+            for x in range(-1100, 1100):
+                assert c_fp.requantize_nonneg(x, m, s) == _exact(x, m, s), (x, m, s)
+
+
+@needs_host
+@pytest.mark.host
+@pytest.mark.parametrize("x,m,s,expected", [c for c in EDGE_CASES if c[1] >= 0])
+def test_edge_cases_nonneg_c(c_fp, x, m, s, expected):
+    assert c_fp.requantize_nonneg(x, m, s) == expected
 
 
 @needs_host

@@ -33,24 +33,37 @@ static inline int32_t tinyaot_rounding_divide_by_pot(int32_t x, int32_t exponent
 }
 
 /*
- * x * multiplier * 2^(shift - 31): the requantization step of every int8 kernel.
+ * tinyaot_requantize for multiplier in [0, 2^31), the range QuantizeMultiplier makes; every kernel's epilogue.
  *
- * QuantizeMultiplier only makes multipliers in [0, 2^31). For those, a * multiplier is never the one
- * saturating case of the doubling high mul, and its rounding (C's truncating division after a
- * sign-dependent nudge) equals floor((a * multiplier + 2^30) / 2^31) for both signs: one SMLAL and a
- * shift instead of a 64-bit division. Negative multipliers take the literal TFLM path.
+ * For those multipliers a * multiplier is never the one saturating case of the doubling high mul, and its
+ * rounding (C's truncating division after a sign-dependent nudge) equals floor((a * multiplier + 2^30) / 2^31)
+ * for both signs: one SMLAL and a shift instead of a 64-bit division. The divide by 2^right rounds half away
+ * from zero: taking 1 off a negative high turns that into rounding half up, which is the bit below the shift
+ * added to the shifted value (no sum that could overflow; high > INT32_MIN since multiplier < 2^31).
+ */
+static inline int32_t tinyaot_requantize_nonneg(int32_t x, int32_t multiplier, int32_t shift)
+{
+    int32_t high;
+    if (shift >= 0) {
+        const int64_t ab = (int64_t)(int32_t)((uint32_t)x << shift) * multiplier + ((int64_t)1 << 30);
+        return (int32_t)((uint64_t)ab >> 31);
+    }
+    high = (int32_t)((uint64_t)((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31);
+    high += high >> 31;
+    return (high >> -shift) + ((high >> (-shift - 1)) & 1);
+}
+
+/*
+ * x * multiplier * 2^(shift - 31): the requantization step of every int8 kernel. Negative multipliers
+ * (QuantizeMultiplier never makes them) take the literal TFLM path.
  */
 static inline int32_t tinyaot_requantize(int32_t x, int32_t multiplier, int32_t shift)
 {
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t shifted = (int32_t)((uint32_t)x << left);
-    int32_t high;
     if (multiplier < 0) {
-        return tinyaot_rounding_divide_by_pot(tinyaot_srdhm(shifted, multiplier), right);
+        const int32_t shifted = (int32_t)((uint32_t)x << (shift > 0 ? shift : 0));
+        return tinyaot_rounding_divide_by_pot(tinyaot_srdhm(shifted, multiplier), shift > 0 ? 0 : -shift);
     }
-    high = (int32_t)((uint64_t)((int64_t)shifted * multiplier + ((int64_t)1 << 30)) >> 31);
-    return tinyaot_rounding_divide_by_pot(high, right);
+    return tinyaot_requantize_nonneg(x, multiplier, shift);
 }
 
 static inline int32_t tinyaot_clamp(int32_t x, int32_t lo, int32_t hi)

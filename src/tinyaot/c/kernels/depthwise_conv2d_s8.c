@@ -61,24 +61,10 @@ static void dw_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int3
     }
 }
 
-/* tinyaot_requantize for multiplier >= 0 (what QuantizeMultiplier gives): a * multiplier is then never the
- * saturating case of SaturatingRoundingDoublingHighMul, whose rounding becomes (a * multiplier + 2^30) >> 31 for
- * both signs (the truncating division with a sign-dependent nudge equals this floor): one SMLAL. */
-static inline int32_t dw_requantize(int32_t x, int32_t multiplier, int32_t shift)
-{
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int64_t ab = (int64_t)(int32_t)((uint32_t)x << left) * multiplier + ((int64_t)1 << 30);
-    const int32_t high = (int32_t)((uint64_t)ab >> 31);
-    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
-    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)high >> 31);
-    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
-}
-
 static inline int8_t dw_output(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                int32_t act_min, int32_t act_max)
 {
-    acc = dw_requantize(acc, multiplier, shift) + output_offset;
+    acc = tinyaot_requantize_nonneg(acc, multiplier, shift) + output_offset;
     return (int8_t)tinyaot_clamp(acc, act_min, act_max);
 }
 

@@ -14,22 +14,10 @@
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
-/* tinyaot_requantize for multiplier >= 0, without its 64-bit division and saturation test. */
-static inline int32_t fc_requantize(int32_t x, int32_t multiplier, int32_t shift)
-{
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int64_t ab = (int64_t)(int32_t)((uint32_t)x << left) * multiplier + ((int64_t)1 << 30);
-    const int32_t high = (int32_t)((uint64_t)ab >> 31);
-    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
-    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)high >> 31);
-    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
-}
-
 static inline int8_t fc_output(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                int32_t act_min, int32_t act_max)
 {
-    acc = fc_requantize(acc, multiplier, shift) + output_offset;
+    acc = tinyaot_requantize_nonneg(acc, multiplier, shift) + output_offset;
     return (int8_t)tinyaot_clamp(acc, act_min, act_max);
 }
 
