@@ -136,16 +136,17 @@ def test_grouped_conv_is_refused_with_the_layer_named():
     assert "depthwise" in msg  # says what would work
 
 
-class ScalarMul(nn.Module):
+class ConstantAdd(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 4)
+        self.register_buffer("offset", torch.ones(4))
 
     def forward(self, x):
-        return self.fc(x) * 0.5
+        return self.fc(x) + self.offset
 
 
 def test_unsupported_pattern_in_a_supported_op_names_the_layer():
     with pytest.raises(UnsupportedOpError) as exc:
-        tinyaot.compile(ScalarMul(), torch.zeros(1, 4), calibration=torch.randn(4, 4))
-    assert "Python scalar" in str(exc.value) and "test_errors.py:" in str(exc.value)
+        tinyaot.compile(ConstantAdd(), torch.zeros(1, 4), calibration=torch.randn(4, 4))
+    assert "constant tensor operand" in str(exc.value) and "test_errors.py:" in str(exc.value)

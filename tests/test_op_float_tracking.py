@@ -111,3 +111,32 @@ def test_int8_reference_tracks_float_pytorch(family):
         worst.append(float(np.percentile(steps, 99)))
         assert np.median(steps) <= 1.0, f"{family} case {case}: median error {np.median(steps):.2f} steps"
     assert max(worst) <= bound, f"{family}: 99th-percentile error {max(worst):.2f} steps > {bound}"
+
+
+class ScalarArithmetic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.fc(x)
+        z = y * F.relu6(y + 3) / 6  # hardswish written by hand
+        return (1 - z * 0.5) - 0.25
+
+
+def test_python_scalar_arithmetic_compiles_to_tables():
+    torch.manual_seed(0)
+    model = ScalarArithmetic().eval()
+    cal = torch.randn(200, 8)
+    cm = tinyaot.compile(model, cal[:1], calibration=cal, name="scalars")
+    ops = [n.op for n in cm.graph.nodes]
+    # y + 3 with its relu6 -> one table with a clamp; * 0.5, 1 - z and - 0.25 after the mul -> one table
+    assert ops.count("lut") == 2 and "relu" not in ops and ops.count("mul") == 1
+    x = torch.randn(100, 8)
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = cm.run_float(x.numpy())
+    steps = np.abs(got - want) / cm.output_qparams[0]
+    assert np.median(steps) <= 1.0 and steps.max() <= 3.0
+    xq = cm.quantize_input(x.numpy())
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), cm.run(xq))

@@ -10,6 +10,7 @@ from tinyaot.errors import CalibrationError, ModelError
 from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
 from tinyaot.model import CompiledModel
+from tinyaot.passes.fold_affine import fold_affine_chains
 from tinyaot.passes.fold_batch_norm import fold_batch_norm
 from tinyaot.passes.fold_flatten import fold_flatten_transpose
 from tinyaot.passes.fuse_activations import fuse_activations
@@ -86,6 +87,7 @@ def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
     """Rewrites on the float graph, in order; each reads the previous one's output."""
     g = fold_batch_norm(g)
     g = fold_flatten_transpose(g)
+    g = fold_affine_chains(g)
     g = fuse_activations(g)
     if input_layout.upper() == "NCHW":
         g = accept_nchw_input(g)

@@ -357,10 +357,36 @@ def _mean(b: Builder, n) -> None:
     b.bind(n, out, keepdim, rank if keepdim else None)
 
 
+def _scalar_affine(b: Builder, n, op: str) -> bool:
+    """`x op c` with a Python number c: an exact-as-int8-allows table (lut 'affine'), no second tensor."""
+    x_arg, c = n.args[0], n.args[1]
+    if hasattr(c, "name") or not isinstance(c, (int, float)):
+        return False
+    alpha = n.args[2] if len(n.args) > 2 else n.kwargs.get("alpha", 1)
+    c = float(c)
+    scale_by, offset = {"add": (1.0, c * alpha), "sub": (1.0, -c * alpha), "mul": (c, 0.0),
+                        "div": (1.0 / c if c else math.inf, 0.0), "rsub": (-1.0, c)}[op]
+    if not math.isfinite(scale_by):
+        raise b.error("division by zero")
+    x = b.arg(x_arg)
+    attrs = {"function": "affine", "scale_by": scale_by, "offset": offset}
+    b.bind(n, b.emit("lut", [x.name], b.shape(x), attrs), x.nhwc, x.torch_rank)
+    return True
+
+
+def _scalar_op(op: str):
+    def convert(b: Builder, n) -> None:
+        if not _scalar_affine(b, n, op):
+            raise b.error(f"{op} with a tensor second operand is not supported here")
+    return convert
+
+
 def _binary(op: str):
     def convert(b: Builder, n) -> None:
+        if op in ("add", "mul") and _scalar_affine(b, n, op):
+            return
         if not all(hasattr(a, "name") for a in n.args[:2]):
-            raise b.error(f"{op} with a Python scalar is not supported; both operands must be tensors")
+            raise b.error(f"{op} with a Python scalar first operand is not supported; write it as x {op} c")
         if len(n.args) > 2 and n.args[2] != 1 or n.kwargs.get("alpha", 1) != 1:
             raise b.error("add with alpha != 1 is not supported")
         x, y = b.arg(n.args[0]), b.arg(n.args[1])
@@ -484,6 +510,13 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.add.Tensor": _binary("add"),
     "aten.add_.Tensor": _binary("add"),
     "aten.mul.Tensor": _binary("mul"),
+    "aten.mul.Scalar": _scalar_op("mul"),
+    "aten.add.Scalar": _scalar_op("add"),
+    "aten.sub.Tensor": _scalar_op("sub"),
+    "aten.sub.Scalar": _scalar_op("sub"),
+    "aten.div.Tensor": _scalar_op("div"),
+    "aten.div.Scalar": _scalar_op("div"),
+    "aten.rsub.Scalar": _scalar_op("rsub"),
     "aten.cat.default": _cat,
     "aten.pad.default": _pad,
     "aten.constant_pad_nd.default": _pad,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tinyaot.ir import Graph
 
-FUSABLE_PRODUCERS = {"fully_connected", "conv2d", "depthwise_conv2d", "add", "mul", "max_pool2d", "avg_pool2d"}
+FUSABLE_PRODUCERS = {"fully_connected", "conv2d", "depthwise_conv2d", "add", "mul", "max_pool2d", "avg_pool2d", "lut"}
 FUSABLE_ACTIVATIONS = {"relu"}
 
 

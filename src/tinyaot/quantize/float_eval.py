@@ -119,7 +119,10 @@ LUT_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 
 def _lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
-    return LUT_FUNCTIONS[node.attrs["function"]](args[0])
+    a = node.attrs
+    if a["function"] == "affine":
+        return args[0] * a["scale_by"] + a["offset"]
+    return LUT_FUNCTIONS[a["function"]](args[0])
 
 
 def _relu(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:

@@ -63,9 +63,15 @@ class LutParams:
     table: np.ndarray  # int8 [256]: output for input q at index q + 128
 
 
+def affine(scale_by: float, offset: float) -> Callable[[np.ndarray], np.ndarray]:
+    """x * scale_by + offset: a Python-scalar add/sub/mul/div in a PyTorch model (e.g. `x * 0.5 + 1`)."""
+    return lambda x: x * scale_by + offset
+
+
 def build_table(function: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int,
-                act_min: int = -128, act_max: int = 127) -> np.ndarray:
-    f = FUNCTIONS[function]
+                act_min: int = -128, act_max: int = 127, fn: Callable[[np.ndarray], np.ndarray] | None = None
+                ) -> np.ndarray:
+    f = fn if fn is not None else FUNCTIONS[function]
     real = in_scale * (np.arange(-128, 128, dtype=np.float64) - in_zp)
     v = f(real) / out_scale
     q = np.sign(v) * np.floor(np.abs(v) + 0.5) + out_zp
@@ -75,7 +81,10 @@ def build_table(function: str, in_scale: float, in_zp: int, out_scale: float, ou
 def prepare(node: Node, g: Graph) -> LutParams:
     x, y = _checks.io(node, g)
     function = node.attrs.get("function")
-    if function not in FUNCTIONS:
+    fn = None
+    if function == "affine":
+        fn = affine(float(node.attrs["scale_by"]), float(node.attrs["offset"]))
+    elif function not in FUNCTIONS:
         raise UnsupportedOpError(
             f"lut '{node.name}': unknown function {function!r}; available: {', '.join(sorted(FUNCTIONS))}"
         )
@@ -84,7 +93,7 @@ def prepare(node: Node, g: Graph) -> LutParams:
     qp = y.qparams
     act_min, act_max = activation_range(node.attrs.get("clamp"), qp.scale[0], qp.zero_point[0])
     table = build_table(function, x.qparams.scale[0], x.qparams.zero_point[0], qp.scale[0], qp.zero_point[0],
-                        act_min, act_max)
+                        act_min, act_max, fn)
     return LutParams(function, x.size, table)
 
 
