@@ -155,6 +155,12 @@ void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, con
                                  const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
                                  int8_t *output);
 
+/* One output pixel (oy, ox) of tinyaot_depthwise_conv2d_s8 from one batch's image into out (out_c bytes): the
+ * step the ring kernel takes; params->batches is not read. */
+void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weights, const int32_t *bias,
+                                       const int32_t *multiplier, const int32_t *shift,
+                                       const tinyaot_conv_params *params, int32_t oy, int32_t ox, int8_t *out);
+
 /*
  * In-place ("ring") variants of the two convolutions above: the same integer results, but each output pixel is
  * computed into slot q % ring_pixels of the scratch `ring` (int8 [ring_pixels][out_c], the plan's short-lived

@@ -8,8 +8,8 @@
  * pixels are copied after the loop. The compiler sizes the ring so that no copy reaches input bytes a later
  * pixel still reads (plan/inplace.py): a 3x3 depthwise with padding 1 holds one row + one pixel back.
  *
- * Each pixel is one call of tinyaot_depthwise_conv2d_s8 on a 1x1 output whose window origin is moved by the
- * padding fields (the kernel takes any pad, negative included), so the pixel gets that kernel's bits and speed.
+ * Each pixel is one call of tinyaot_depthwise_conv2d_pixel_s8, the step of the plain kernel, so the pixel gets
+ * that kernel's bits and speed.
  */
 #include <string.h>
 
@@ -23,22 +23,17 @@ void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const int8_t *weig
     const int32_t out_c = params->out_c;
     const int32_t delay = ring_pixels - 1;
     const int32_t image = params->in_h * params->in_w * params->in_c;
-    tinyaot_conv_params one = *params;
     int32_t pixel = 0;
+    int32_t slot = 0;
     int32_t b, oy, ox, q;
-    one.batches = 1;
-    one.out_h = 1;
-    one.out_w = 1;
     for (b = 0; b < params->batches; ++b) {
         for (oy = 0; oy < params->out_h; ++oy) {
-            one.pad_top = params->pad_top - oy * params->stride_h;
             for (ox = 0; ox < params->out_w; ++ox) {
-                one.pad_left = params->pad_left - ox * params->stride_w;
-                tinyaot_depthwise_conv2d_s8(input + b * image, weights, bias, multiplier, shift, &one,
-                                            ring + (pixel % ring_pixels) * out_c);
+                tinyaot_depthwise_conv2d_pixel_s8(input + b * image, weights, bias, multiplier, shift, params, oy,
+                                                  ox, ring + slot * out_c);
+                slot = slot + 1 == ring_pixels ? 0 : slot + 1;  /* also the slot of pixel - delay */
                 if (pixel >= delay) {
-                    q = pixel - delay;
-                    memcpy(output + q * out_c, ring + (q % ring_pixels) * out_c, (size_t)out_c);
+                    memcpy(output + (pixel - delay) * out_c, ring + slot * out_c, (size_t)out_c);
                 }
                 ++pixel;
             }

@@ -48,10 +48,13 @@ static void dw_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int3
 {
     int32_t lo = 0;
     int32_t hi = 0;
-    if (origin < 0) {
+    if (dilation == 1) {  /* no division */
+        lo = origin < 0 ? -origin : 0;
+        hi = size - origin > 0 ? size - origin : 0;
+    } else if (origin < 0) {
         lo = (-origin + dilation - 1) / dilation;
     }
-    if (size - 1 - origin >= 0) {
+    if (dilation != 1 && size - 1 - origin >= 0) {
         hi = (size - 1 - origin) / dilation + 1;
     }
     *first = lo < kernel ? lo : kernel;
@@ -68,134 +71,179 @@ static inline int8_t dw_output(int32_t acc, int32_t multiplier, int32_t shift, i
     return (int8_t)tinyaot_clamp(acc, act_min, act_max);
 }
 
-void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                 const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                                 int8_t *output)
+/* The taps of one output pixel that lie inside the image: rows x cols of them, starting at `in` / `w` (channel 0
+ * of the first valid tap), one kernel row apart by the row steps, one column apart by the column steps. */
+typedef struct {
+    const int8_t *in;
+    const int8_t *w;
+    int32_t rows, cols;
+    int32_t in_row_step, w_row_step;
+    int32_t in_col_step, w_col_step;
+} dw_window;
+
+#if DW_DSP
+/* Four channels of one tap: both words widened (the input offset added by SXTAB16), each lane accumulated by
+ * SMLABB / SMLATT. One asm so that GCC keeps the four accumulators in registers. */
+#define DW_TAP4(vx, vw)                                                                                          \
+    do {                                                                                                         \
+        int32_t vw_ = (vw);                                                                                      \
+        int32_t xe_, xo_, we_;                                                                                   \
+        __asm__("sxtab16 %[xe], %[o2], %[x]\n\t"                                                                 \
+                "sxtab16 %[xo], %[o2], %[x], ror #8\n\t"                                                         \
+                "sxtb16 %[we], %[w]\n\t"                                                                         \
+                "sxtb16 %[w], %[w], ror #8\n\t"                                                                  \
+                "smlabb %[a0], %[xe], %[we], %[a0]\n\t"                                                          \
+                "smlatt %[a2], %[xe], %[we], %[a2]\n\t"                                                          \
+                "smlabb %[a1], %[xo], %[w], %[a1]\n\t"                                                           \
+                "smlatt %[a3], %[xo], %[w], %[a3]"                                                               \
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w] "+r"(vw_), [xe] "=&r"(xe_),     \
+                  [xo] "=&r"(xo_), [we] "=&r"(we_)                                                               \
+                : [x] "r"(vx), [o2] "r"(offset2));                                                               \
+    } while (0)
+
+/* Channels [0, n4) (a multiple of 4) of one pixel with depth multiplier 1: four channels share each load of input
+ * and of weights. Windows three taps wide whose input and weight columns are equally far apart (dilation 1) take
+ * the row as three loads at fixed offsets. Not inlined: alone in its function the loop keeps its registers. */
+__attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t n4, const int32_t *bias,
+                                                   const int32_t *multiplier, const int32_t *shift,
+                                                   const tinyaot_conv_params *params, int8_t *out)
 {
-    /* Locals, not params->...: stores through int8_t * may alias the struct, which would force reloads. */
-    const int32_t batches = params->batches;
-    const int32_t in_h = params->in_h;
-    const int32_t in_w = params->in_w;
-    const int32_t in_c = params->in_c;
-    const int32_t out_h = params->out_h;
-    const int32_t out_w = params->out_w;
-    const int32_t out_c = params->out_c;
-    const int32_t kernel_h = params->kernel_h;
-    const int32_t kernel_w = params->kernel_w;
-    const int32_t stride_h = params->stride_h;
-    const int32_t stride_w = params->stride_w;
-    const int32_t dilation_h = params->dilation_h;
-    const int32_t dilation_w = params->dilation_w;
-    const int32_t pad_top = params->pad_top;
-    const int32_t pad_left = params->pad_left;
-    const int32_t mult = params->depth_multiplier;
     const int32_t input_offset = params->input_offset;
     const int32_t output_offset = params->output_offset;
     const int32_t act_min = params->act_min;
     const int32_t act_max = params->act_max;
-    const int32_t in_row_step = dilation_h * in_w * in_c;
-    const int32_t in_col_step = dilation_w * in_c;
-    const int32_t w_row_step = kernel_w * out_c;
-    const int32_t w_col_step = out_c;
-#if DW_DSP
     const int32_t offset2 = (int32_t)(((uint32_t)(uint16_t)input_offset << 16) | (uint32_t)(uint16_t)input_offset);
-#endif
-    int32_t b;
-    int32_t oy;
-    int32_t ox;
-    for (b = 0; b < batches; ++b) {
-        for (oy = 0; oy < out_h; ++oy) {
-            const int32_t iy0 = oy * stride_h - pad_top;
-            int32_t ky0;
-            int32_t ky1;
-            dw_valid_taps(iy0, dilation_h, kernel_h, in_h, &ky0, &ky1);
-            for (ox = 0; ox < out_w; ++ox) {
-                const int32_t ix0 = ox * stride_w - pad_left;
-                int8_t *out = output + ((b * out_h + oy) * out_w + ox) * out_c;
-                const int8_t *in_origin;
-                const int8_t *w_origin;
-                int32_t kx0;
-                int32_t kx1;
-                int32_t ic = 0;
-                dw_valid_taps(ix0, dilation_w, kernel_w, in_w, &kx0, &kx1);
-                /* first valid tap of channel 0 (unused when the window holds no tap) */
-                in_origin = input;
-                if (ky0 < ky1 && kx0 < kx1) {
-                    in_origin += ((b * in_h + iy0 + ky0 * dilation_h) * in_w + ix0 + kx0 * dilation_w) * in_c;
+    const int32_t rows = win->rows;
+    const int32_t cols = win->cols;
+    const int32_t in_row_step = win->in_row_step;
+    const int32_t w_row_step = win->w_row_step;
+    const int32_t in_col_step = win->in_col_step;
+    const int32_t w_col_step = win->w_col_step;
+    const int32_t three_wide = cols == 3 && in_col_step == w_col_step;
+    int32_t ic;
+    for (ic = 0; ic < n4; ic += 4) {
+        int32_t a0 = bias[ic];
+        int32_t a1 = bias[ic + 1];
+        int32_t a2 = bias[ic + 2];
+        int32_t a3 = bias[ic + 3];
+        const int8_t *in_row = win->in + ic;
+        const int8_t *w_row = win->w + ic;
+        int32_t ky;
+        if (three_wide) {
+            const int8_t *w_end = w_row + rows * w_row_step;
+            while (w_row != w_end) {
+                const int8_t *in_mid = in_row + in_col_step;
+                const int8_t *w_mid = w_row + in_col_step;
+                DW_TAP4(dw_read_s8x4(in_row), dw_read_s8x4(w_row));
+                DW_TAP4(dw_read_s8x4(in_mid), dw_read_s8x4(w_mid));
+                DW_TAP4(dw_read_s8x4(in_mid + in_col_step), dw_read_s8x4(w_mid + in_col_step));
+                in_row += in_row_step;
+                w_row += w_row_step;
+            }
+        } else {
+            for (ky = 0; ky < rows; ++ky) {
+                const int8_t *in_tap = in_row;
+                const int8_t *w_tap = w_row;
+                int32_t kx;
+                for (kx = 0; kx < cols; ++kx) {
+                    DW_TAP4(dw_read_s8x4(in_tap), dw_read_s8x4(w_tap));
+                    in_tap += in_col_step;
+                    w_tap += w_col_step;
                 }
-                w_origin = weights + ky0 * w_row_step + kx0 * w_col_step;
-                if (mult == 1) {
+                in_row += in_row_step;
+                w_row += w_row_step;
+            }
+        }
+        out[ic] = dw_output(a0, multiplier[ic], shift[ic], output_offset, act_min, act_max);
+        out[ic + 1] = dw_output(a1, multiplier[ic + 1], shift[ic + 1], output_offset, act_min, act_max);
+        out[ic + 2] = dw_output(a2, multiplier[ic + 2], shift[ic + 2], output_offset, act_min, act_max);
+        out[ic + 3] = dw_output(a3, multiplier[ic + 3], shift[ic + 3], output_offset, act_min, act_max);
+    }
+}
+#endif
+
+/* Output channels [oc_first, out_c) of one pixel, one at a time (any depth multiplier): the portable path. */
+static void dw_pixel_generic(const dw_window *win, int32_t oc_first, const int32_t *bias, const int32_t *multiplier,
+                             const int32_t *shift, const tinyaot_conv_params *params, int8_t *out)
+{
+    const int32_t mult = params->depth_multiplier;
+    const int32_t out_c = params->out_c;
+    const int32_t input_offset = params->input_offset;
+    int32_t oc;
+    for (oc = oc_first; oc < out_c; ++oc) {
+        const int32_t ic = mult == 1 ? oc : oc / mult;
+        int32_t acc = bias[oc];
+        int32_t ky;
+        for (ky = 0; ky < win->rows; ++ky) {
+            const int8_t *in_tap = win->in + ky * win->in_row_step + ic;
+            const int8_t *w_tap = win->w + ky * win->w_row_step + oc;
+            int32_t kx;
+            for (kx = 0; kx < win->cols; ++kx) {
+                acc += (int32_t)*w_tap * ((int32_t)*in_tap + input_offset);
+                in_tap += win->in_col_step;
+                w_tap += win->w_col_step;
+            }
+        }
+        out[oc] = dw_output(acc, multiplier[oc], shift[oc], params->output_offset, params->act_min,
+                            params->act_max);
+    }
+}
+
+void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weights, const int32_t *bias,
+                                       const int32_t *multiplier, const int32_t *shift,
+                                       const tinyaot_conv_params *params, int32_t oy, int32_t ox, int8_t *out)
+{
+    const int32_t in_w = params->in_w;
+    const int32_t in_c = params->in_c;
+    const int32_t out_c = params->out_c;
+    const int32_t dilation_h = params->dilation_h;
+    const int32_t dilation_w = params->dilation_w;
+    const int32_t iy0 = oy * params->stride_h - params->pad_top;
+    const int32_t ix0 = ox * params->stride_w - params->pad_left;
+    dw_window win;
+    int32_t ky0, ky1, kx0, kx1;
+    int32_t oc_first = 0;
+    dw_valid_taps(iy0, dilation_h, params->kernel_h, params->in_h, &ky0, &ky1);
+    dw_valid_taps(ix0, dilation_w, params->kernel_w, in_w, &kx0, &kx1);
+    win.rows = ky1 - ky0;
+    win.cols = kx1 - kx0;
+    if (win.rows <= 0 || win.cols <= 0) {  /* no tap inside the image: the sums are the biases */
+        win.rows = 0;
+        win.cols = 0;
+    }
+    /* first valid tap of channel 0 (not read when the window holds no tap) */
+    win.in = image;
+    if (win.rows > 0) {
+        win.in += ((iy0 + ky0 * dilation_h) * in_w + ix0 + kx0 * dilation_w) * in_c;
+    }
+    win.w = weights + (ky0 * params->kernel_w + kx0) * out_c;
+    win.in_row_step = dilation_h * in_w * in_c;
+    win.w_row_step = params->kernel_w * out_c;
+    win.in_col_step = dilation_w * in_c;
+    win.w_col_step = out_c;
 #if DW_DSP
-                    for (; ic + 4 <= in_c; ic += 4) {
-                        int32_t acc0 = bias[ic];
-                        int32_t acc1 = bias[ic + 1];
-                        int32_t acc2 = bias[ic + 2];
-                        int32_t acc3 = bias[ic + 3];
-                        int32_t ky;
-                        for (ky = ky0; ky < ky1; ++ky) {
-                            const int8_t *in_tap = in_origin + (ky - ky0) * in_row_step + ic;
-                            const int8_t *w_tap = w_origin + (ky - ky0) * w_row_step + ic;
-                            int32_t kx;
-                            for (kx = kx0; kx < kx1; ++kx) {
-                                const int32_t vx = dw_read_s8x4(in_tap);
-                                const int32_t vw = dw_read_s8x4(w_tap);
-                                const int32_t x_even = __sxtab16(offset2, vx);
-                                const int32_t x_odd = dw_sxtab16_ror8(offset2, vx);
-                                const int32_t w_even = __sxtb16(vw);
-                                const int32_t w_odd = dw_sxtb16_ror8(vw);
-                                acc0 = __smlabb(x_even, w_even, acc0);
-                                acc2 = __smlatt(x_even, w_even, acc2);
-                                acc1 = __smlabb(x_odd, w_odd, acc1);
-                                acc3 = __smlatt(x_odd, w_odd, acc3);
-                                in_tap += in_col_step;
-                                w_tap += w_col_step;
-                            }
-                        }
-                        out[ic] = dw_output(acc0, multiplier[ic], shift[ic], output_offset, act_min, act_max);
-                        out[ic + 1] = dw_output(acc1, multiplier[ic + 1], shift[ic + 1], output_offset, act_min,
-                                                act_max);
-                        out[ic + 2] = dw_output(acc2, multiplier[ic + 2], shift[ic + 2], output_offset, act_min,
-                                                act_max);
-                        out[ic + 3] = dw_output(acc3, multiplier[ic + 3], shift[ic + 3], output_offset, act_min,
-                                                act_max);
-                    }
+    if (params->depth_multiplier == 1 && out_c >= 4) {
+        oc_first = out_c & ~3;
+        dw_pixel_dm1(&win, oc_first, bias, multiplier, shift, params, out);
+    }
 #endif
-                    for (; ic < in_c; ++ic) {
-                        int32_t acc = bias[ic];
-                        int32_t ky;
-                        for (ky = ky0; ky < ky1; ++ky) {
-                            const int8_t *in_tap = in_origin + (ky - ky0) * in_row_step + ic;
-                            const int8_t *w_tap = w_origin + (ky - ky0) * w_row_step + ic;
-                            int32_t kx;
-                            for (kx = kx0; kx < kx1; ++kx) {
-                                acc += (int32_t)*w_tap * ((int32_t)*in_tap + input_offset);
-                                in_tap += in_col_step;
-                                w_tap += w_col_step;
-                            }
-                        }
-                        out[ic] = dw_output(acc, multiplier[ic], shift[ic], output_offset, act_min, act_max);
-                    }
-                } else {
-                    for (ic = 0; ic < in_c; ++ic) {
-                        int32_t m;
-                        for (m = 0; m < mult; ++m) {
-                            const int32_t oc = ic * mult + m;
-                            int32_t acc = bias[oc];
-                            int32_t ky;
-                            for (ky = ky0; ky < ky1; ++ky) {
-                                const int8_t *in_tap = in_origin + (ky - ky0) * in_row_step + ic;
-                                const int8_t *w_tap = w_origin + (ky - ky0) * w_row_step + oc;
-                                int32_t kx;
-                                for (kx = kx0; kx < kx1; ++kx) {
-                                    acc += (int32_t)*w_tap * ((int32_t)*in_tap + input_offset);
-                                    in_tap += in_col_step;
-                                    w_tap += w_col_step;
-                                }
-                            }
-                            out[oc] = dw_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
-                        }
-                    }
-                }
+    dw_pixel_generic(&win, oc_first, bias, multiplier, shift, params, out);
+}
+
+void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                 const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
+                                 int8_t *output)
+{
+    const int32_t image = params->in_h * params->in_w * params->in_c;
+    const int32_t out_c = params->out_c;
+    int8_t *out = output;
+    int32_t b, oy, ox;
+    for (b = 0; b < params->batches; ++b) {
+        for (oy = 0; oy < params->out_h; ++oy) {
+            for (ox = 0; ox < params->out_w; ++ox) {
+                tinyaot_depthwise_conv2d_pixel_s8(input + b * image, weights, bias, multiplier, shift, params, oy,
+                                                  ox, out);
+                out += out_c;
             }
         }
     }
