@@ -53,7 +53,7 @@ def test_kws_fits_one_feature_map_plus_one_ring():
         assert ring.scratch and ring.first == ring.last == v.step
     src = cm.c_sources.files["kws.c"]
     assert src.count("tinyaot_depthwise_conv2d_inplace_s8(") == 4 and src.count("tinyaot_conv2d_1x1_inplace_s8(") == 4
-    assert "tinyaot_conv2d_s8(" in src  # the first layer keeps the plain kernel (its ring would not pay)
+    assert "tinyaot_conv2d_patch_s8(" in src  # the first layer keeps a plain kernel (its ring would not pay)
 
 
 def test_ring_distances_follow_the_geometry():

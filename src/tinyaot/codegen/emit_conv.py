@@ -71,7 +71,37 @@ def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
     if folded is not None:
         return _emit_conv_like(node, g, prefix, offsets, replace(p, bias=folded), "tinyaot_conv2d_1x1_s8",
                                "conv2d_s8.c")
+    if uses_patch_kernel(p):
+        return _emit_conv_like(node, g, prefix, offsets, replace(p, weights=patch_weights(p.weights)),
+                               "tinyaot_conv2d_patch_s8", "conv2d_s8.c")
     return _emit_conv_like(node, g, prefix, offsets, p, "tinyaot_conv2d_s8", "conv2d_s8.c")
+
+
+PATCH16_TAPS = 80  # CONV_PATCH16_TAPS in conv2d_s8.c
+
+
+def uses_patch_kernel(p) -> bool:
+    """Windows of a few short rows (first layers: LeNet 5x5x1, KWS 10x4x1, RGB stems 3x3x3) go to
+    tinyaot_conv2d_patch_s8, whose weights are widened at compile time (twice the flash of the int8 ones)."""
+    taps = p.kernel_h * p.kernel_w * p.in_c
+    return (taps <= PATCH16_TAPS and p.kernel_h * p.kernel_w > 1
+            and (p.kernel_w * p.in_c < 16 or p.dilation_w != 1))
+
+
+def patch_weights(weights: np.ndarray) -> np.ndarray:
+    """conv weights [out_c][kh][kw][in_c] -> tinyaot_conv2d_patch_s8's int32 words (layout in tinyaot_kernels.h).
+
+    >>> patch_weights(np.array([[[[1, 2, 3, -4, 5]]]], dtype=np.int8)).tolist()
+    [[[[196609, -262142], [0, 0], [0, 0], [0, 0]], [[5, 0], [0, 0], [0, 0], [0, 0]]]]
+    """
+    out_c, taps = weights.shape[0], int(np.prod(weights.shape[1:]))
+    groups, words = -(-out_c // 4), -(-taps // 4)
+    w = np.zeros((groups * 4, words * 4), dtype=np.int64)
+    w[:out_c, :taps] = weights.reshape(out_c, taps)
+    w = w.reshape(groups, 4, words, 4).transpose(0, 2, 1, 3)  # [g][j][i][tap in word]
+    even = (w[..., 0] & 0xFFFF) | (w[..., 2] << 16)
+    odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
+    return np.stack([even, odd], axis=-1).astype(np.int32)
 
 
 def _pointwise_bias(p) -> np.ndarray | None:

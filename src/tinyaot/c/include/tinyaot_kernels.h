@@ -146,6 +146,17 @@ void tinyaot_conv2d_1x1_s8(const int8_t *input, const int8_t *weights, const int
                            int8_t *output);
 
 /*
+ * conv2d for windows of few bytes (first layers: kernel_h * kernel_w * in_c <= 80, the taps): as tinyaot_conv2d_s8,
+ * but each output pixel's window is gathered once (zero point outside the image), widened to int16 with the input
+ * offset, and dotted with weights widened at compile time: weights16 is int32 [ceil(out_c / 4)][ceil(taps / 4)][4][2],
+ * for output channel 4g + i and taps 4j..4j+3 the words (w[4j] | w[4j+2] << 16, w[4j+1] | w[4j+3] << 16), low halves
+ * first, zero beyond taps and out_c (codegen/emit_conv.py: patch_weights). Output pixels in row-major order.
+ */
+void tinyaot_conv2d_patch_s8(const int8_t *input, const int32_t *weights16, const int32_t *bias,
+                             const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
+                             int8_t *output);
+
+/*
  * Depthwise convolution, TFLM's DepthwiseConvPerChannel: output channel oc = ic * depth_multiplier + m sums
  * weights[0][ky][kx][oc] * (input[b][iy][ix][ic] + input_offset) over the taps, then requantizes as conv2d.
  *

@@ -25,6 +25,7 @@
 
 #define CONV_PATCH_BYTES 96   /* stack bytes for one window: first layers (few channels) fit */
 #define CONV_SHORT_ROW 16     /* rows shorter than this go through the patch */
+#define CONV_PATCH16_TAPS 80  /* tinyaot_conv2d_patch_s8: window bytes, then widened (3 bytes of stack per tap) */
 
 #if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
 #include <arm_acle.h>
@@ -406,6 +407,150 @@ void tinyaot_conv2d_1x1_s8(const int8_t *input, const int8_t *weights, const int
                     out[oc] = conv_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
                 }
                 x += stride_w * in_c;
+                out += out_c;
+            }
+        }
+    }
+}
+
+/* Low and high halfword of a word, sign-extended (the portable twins of what SMLAD reads). */
+static inline int32_t conv_lo16(int32_t v)
+{
+    return (int32_t)((uint32_t)v << 16) >> 16;
+}
+
+static inline int32_t conv_hi16(int32_t v)
+{
+    return v >> 16;
+}
+
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+/* acc[i] += the dot product of `words` widened patch word pairs with output channel i's widened weights:
+ * per four taps one LDRD of the patch, then per channel one LDRD of weights and two SMLAD. */
+__attribute__((noinline)) static void dot4_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t *acc)
+{
+    const int32_t *x_end = x + 2 * words;
+    int32_t a0 = acc[0];
+    int32_t a1 = acc[1];
+    int32_t a2 = acc[2];
+    int32_t a3 = acc[3];
+    while (x != x_end) {
+        const int32_t xe = x[0];
+        const int32_t xo = x[1];
+        a0 = __smlad(xe, w[0], a0);
+        a0 = __smlad(xo, w[1], a0);
+        a1 = __smlad(xe, w[2], a1);
+        a1 = __smlad(xo, w[3], a1);
+        a2 = __smlad(xe, w[4], a2);
+        a2 = __smlad(xo, w[5], a2);
+        a3 = __smlad(xe, w[6], a3);
+        a3 = __smlad(xo, w[7], a3);
+        x += 2;
+        w += 8;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#else
+static void dot4_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t *acc)
+{
+    int32_t j;
+    int32_t i;
+    for (j = 0; j < words; ++j) {
+        for (i = 0; i < 4; ++i) {
+            acc[i] += conv_lo16(x[0]) * conv_lo16(w[0]) + conv_hi16(x[0]) * conv_hi16(w[0])
+                      + conv_lo16(x[1]) * conv_lo16(w[1]) + conv_hi16(x[1]) * conv_hi16(w[1]);
+            w += 2;
+        }
+        x += 2;
+    }
+}
+#endif
+
+void tinyaot_conv2d_patch_s8(const int8_t *input, const int32_t *weights16, const int32_t *bias,
+                             const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
+                             int8_t *output)
+{
+    const int32_t in_h = params->in_h;
+    const int32_t in_w = params->in_w;
+    const int32_t in_c = params->in_c;
+    const int32_t out_c = params->out_c;
+    const int32_t kernel_h = params->kernel_h;
+    const int32_t kernel_w = params->kernel_w;
+    const int32_t dilation_h = params->dilation_h;
+    const int32_t dilation_w = params->dilation_w;
+    const int32_t input_offset = params->input_offset;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    const int32_t taps = kernel_h * kernel_w * in_c;
+    const int32_t words = (taps + 3) / 4;
+    const int8_t pad_value = (int8_t)(-input_offset);  /* the zero point: widens to 0 */
+    int8_t patch[CONV_PATCH16_TAPS];
+    int32_t patch16[CONV_PATCH16_TAPS / 2];
+    int8_t *out = output;
+    int32_t b, oy, ox, ky, kx, c, j, oc;
+    for (b = 0; b < params->batches; ++b) {
+        const int8_t *in_image = input + b * in_h * in_w * in_c;
+        for (oy = 0; oy < params->out_h; ++oy) {
+            const int32_t iy0 = oy * params->stride_h - params->pad_top;
+            for (ox = 0; ox < params->out_w; ++ox) {
+                const int32_t ix0 = ox * params->stride_w - params->pad_left;
+                int8_t *dst = patch;
+                for (ky = 0; ky < kernel_h; ++ky) {
+                    const int32_t iy = iy0 + ky * dilation_h;
+                    for (kx = 0; kx < kernel_w; ++kx) {
+                        const int32_t ix = ix0 + kx * dilation_w;
+                        if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
+                            const int8_t *src = in_image + (iy * in_w + ix) * in_c;
+                            for (c = 0; c < in_c; ++c) {
+                                dst[c] = src[c];
+                            }
+                        } else {
+                            for (c = 0; c < in_c; ++c) {
+                                dst[c] = pad_value;
+                            }
+                        }
+                        dst += in_c;
+                    }
+                }
+                for (; dst < patch + 4 * words; ++dst) {
+                    *dst = pad_value;
+                }
+                /* widen with the offset: word 2j holds taps 4j and 4j + 2, word 2j + 1 taps 4j + 1 and 4j + 3 */
+                for (j = 0; j < words; ++j) {
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+                    const int32_t v = conv_read_s8x4(patch + 4 * j);
+                    const int32_t offset2 = conv_offset2(input_offset);
+                    patch16[2 * j] = __sxtab16(offset2, v);
+                    patch16[2 * j + 1] = conv_sxtab16_ror8(offset2, v);
+#else
+                    const int8_t *p = patch + 4 * j;
+                    patch16[2 * j] = (int32_t)(((uint32_t)(p[2] + input_offset) << 16)
+                                               | (uint32_t)(uint16_t)(p[0] + input_offset));
+                    patch16[2 * j + 1] = (int32_t)(((uint32_t)(p[3] + input_offset) << 16)
+                                                   | (uint32_t)(uint16_t)(p[1] + input_offset));
+#endif
+                }
+                for (oc = 0; oc < out_c; oc += 4) {
+                    const int32_t n = out_c - oc < 4 ? out_c - oc : 4;
+                    int32_t acc[4] = {0, 0, 0, 0};
+                    int32_t i;
+                    for (i = 0; i < n; ++i) {
+                        acc[i] = bias[oc + i];
+                    }
+                    dot4_s16(patch16, weights16 + oc * words * 2, words, acc);
+                    if (n == 4) {
+                        conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
+                    } else {
+                        for (i = 0; i < n; ++i) {
+                            out[oc + i] = conv_output(acc[i], multiplier[oc + i], shift[oc + i], output_offset,
+                                                      act_min, act_max);
+                        }
+                    }
+                }
                 out += out_c;
             }
         }
