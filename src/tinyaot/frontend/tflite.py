@@ -17,6 +17,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor
+from tinyaot.ref import lut_s8
 
 SCHEMA_VERSION = 3
 FILE_IDENTIFIER = b"TFL3"
@@ -610,11 +611,15 @@ def _mul(imp: _Importer, op: _OpInfo) -> None:
 
 
 def _lut(function: str):
-    """LOGISTIC / TANH / HARD_SWISH as a 256-entry table of the real function (tinyaot's semantics, within one
-    int8 step of TFLM's fixed-point kernels rather than bit-exact with them)."""
+    """LOGISTIC / TANH / HARD_SWISH as a 256-entry table filled at compile time by TFLM's own integer kernels
+    (ref/tflm_activations.py): bit-exact with TFLite Micro, at the cost of one table lookup per element."""
     def convert(imp: _Importer, op: _OpInfo) -> None:
         (xi,) = imp.args(op, 1, 1)
-        imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": function})
+        node = imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": function})
+        try:
+            lut_s8.prepare(node, imp.g)  # TFLM's Prepare-time qparam rules fail at import, not at the first run
+        except TinyAOTError as exc:
+            raise type(exc)(f"operator {op.index} ({op.name}): {exc}") from None
 
     return convert
 
@@ -654,8 +659,8 @@ CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "CONV_2D": _conv_2d,
     "DEPTHWISE_CONV_2D": _depthwise_conv_2d,
     "FULLY_CONNECTED": _fully_connected,
-    "HARD_SWISH": _lut("hardswish"),
-    "LOGISTIC": _lut("sigmoid"),
+    "HARD_SWISH": _lut("tflm_hard_swish"),
+    "LOGISTIC": _lut("tflm_logistic"),
     "MAX_POOL_2D": _max_pool_2d,
     "MEAN": _mean,
     "MUL": _mul,
@@ -666,7 +671,7 @@ CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "RELU_N1_TO_1": _relu((-1.0, 1.0), rescales=False),
     "RESHAPE": _reshape,
     "SOFTMAX": _softmax,
-    "TANH": _lut("tanh"),
+    "TANH": _lut("tflm_tanh"),
     "TRANSPOSE": _transpose,
 }
 

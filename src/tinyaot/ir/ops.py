@@ -53,7 +53,8 @@ OPS: dict[str, OpSpec] = {
     "softmax": OpSpec(("x",), ("beta",), "softmax over the last axis; int8 output scale 1/256, zp -128"),
     "lut": OpSpec(("x",), ("function", "clamp"),
                   "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, hardswish, "
-                  "hardsigmoid, silu, gelu (erf form), gelu_tanh; clamp optional"),
+                  "hardsigmoid, silu, gelu (erf form), gelu_tanh (the real function, rounded), or tflm_logistic, "
+                  "tflm_tanh, tflm_hard_swish (TFLite Micro's integer kernels, bit-exact); clamp optional"),
     "relu": OpSpec(("x",), ("clamp",),
                    "standalone clamp when it cannot fuse into a producer; clamp required; rescales if qparams differ"),
     "reshape": OpSpec(("x",), (), "a view: same bytes, new shape"),

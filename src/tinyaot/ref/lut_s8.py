@@ -2,7 +2,9 @@
 
 table[q + 128] = clamp(round(f(input_scale * (q - input_zp)) / output_scale) + output_zp), evaluated in
 double precision with ties rounded away from zero (TFLite's LUTPopulate rounding). This is tinyaot's
-semantics for PyTorch models; TFLM's own int8 LOGISTIC/TANH use fixed-point routines instead.
+semantics for PyTorch models. The functions tflm_logistic / tflm_tanh / tflm_hard_swish (what the TFLite
+importer emits) instead fill the table with TFLite Micro's own integer kernels (ref/tflm_activations.py), so a
+.tflite model's activations are bit-exact with TFLM.
 
 Tolerance against the real function: each table entry is within half an output step of f at the
 dequantized input, so for a real input x (quantized first) the result is within
@@ -17,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
 from tinyaot.ir import Graph, Node
 from tinyaot.quantize.fixedpoint import activation_range
-from tinyaot.ref import _checks
+from tinyaot.ref import _checks, tflm_activations
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -84,14 +86,20 @@ def prepare(node: Node, g: Graph) -> LutParams:
     fn = None
     if function == "affine":
         fn = affine(float(node.attrs["scale_by"]), float(node.attrs["offset"]))
-    elif function not in FUNCTIONS:
-        raise UnsupportedOpError(
-            f"lut '{node.name}': unknown function {function!r}; available: {', '.join(sorted(FUNCTIONS))}"
-        )
+    elif function not in FUNCTIONS and function not in tflm_activations.TFLM_FUNCTIONS:
+        available = sorted(FUNCTIONS) + list(tflm_activations.TFLM_FUNCTIONS)
+        raise UnsupportedOpError(f"lut '{node.name}': unknown function {function!r}; available: {', '.join(available)}")
     if x.size != y.size:
         raise ModelError(f"lut '{node.name}': output {list(y.shape)} must have as many elements as {list(x.shape)}")
     qp = y.qparams
     act_min, act_max = activation_range(node.attrs.get("clamp"), qp.scale[0], qp.zero_point[0])
+    if function in tflm_activations.TFLM_FUNCTIONS:
+        try:
+            table = tflm_activations.build_table(function, x.qparams.scale[0], int(x.qparams.zero_point[0]),
+                                                 qp.scale[0], int(qp.zero_point[0]))
+        except TinyAOTError as exc:
+            raise type(exc)(f"lut '{node.name}': {exc}") from None
+        return LutParams(function, x.size, np.clip(table, act_min, act_max).astype(np.int8))
     table = build_table(function, x.qparams.scale[0], x.qparams.zero_point[0], qp.scale[0], qp.zero_point[0],
                         act_min, act_max, fn)
     return LutParams(function, x.size, table)
