@@ -236,7 +236,8 @@ def cmd_demo(args) -> int:
             result = run_demo(Path(args.out), use_m33=not args.no_m33,
                               progress=lambda m: (status.update(m), console.print(f"[dim]-[/] {m}")))
         console.print(demo_tables(result))
-        console.print(f"C sources, report.txt, report.json and a Pico 2 project (pico2/) written to {args.out}/")
+        console.print(f"C sources (c/), report.txt, report.json, the memory picture (memory.html) and a Pico 2 "
+                      f"project (pico2/) written to {args.out}/")
     return 0 if result.all_correct and not any(n.startswith("MISMATCH") for n in result.notes) else 1
 
 

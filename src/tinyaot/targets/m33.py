@@ -299,7 +299,8 @@ def _compile_all(
 def _profile_flags(name: str, profile: bool) -> list[str]:
     if not profile:
         return []
-    return ["-include", str(SUPPORT_DIR / "profile.h"), f"-D{name.upper()}_PROFILE_STEP(step)=tinyaot_profile_step(step)"]
+    hook = f"-D{name.upper()}_PROFILE_STEP(step)=tinyaot_profile_step(step)"
+    return ["-include", str(SUPPORT_DIR / "profile.h"), hook]
 
 
 def _link_with_inputs(
