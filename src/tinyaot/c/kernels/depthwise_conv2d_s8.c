@@ -101,17 +101,58 @@ typedef struct {
                 : [x] "r"(vx), [o2] "r"(offset2));                                                               \
     } while (0)
 
+/* Widen and accumulate the words x (input, offset added) and w (weights) of four channels; x and w are consumed. */
+#define DW_MAC4_ASM                                                                                              \
+    "sxtab16 %[xe], %[o2], %[x]\n\t"                                                                             \
+    "sxtab16 %[x], %[o2], %[x], ror #8\n\t"                                                                      \
+    "sxtb16 %[we], %[w]\n\t"                                                                                     \
+    "sxtb16 %[w], %[w], ror #8\n\t"                                                                              \
+    "smlabb %[a0], %[xe], %[we], %[a0]\n\t"                                                                      \
+    "smlatt %[a2], %[xe], %[we], %[a2]\n\t"                                                                      \
+    "smlabb %[a1], %[x], %[w], %[a1]\n\t"                                                                        \
+    "smlatt %[a3], %[x], %[w], %[a3]\n\t"
+
+#define DW_ROW_OPERANDS                                                                                          \
+    : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x_), [w] "=&r"(w_), [xe] "=&r"(xe_), \
+      [we] "=&r"(we_)                                                                                            \
+    : [pi] "r"(pi), [pw] "r"(pw), [st] "r"(step), [o2] "r"(offset2)                                              \
+    : "memory"
+
+/* Clamp four int32 results to int8 with SSAT, pack them into one word, clamp all four lanes to [lo, hi] (bytes
+ * replicated) with SSUB8 / SEL and store the word: one store instead of four. */
+static inline void dw_store4(int8_t *out, int32_t r0, int32_t r1, int32_t r2, int32_t r3, int32_t lo, int32_t hi)
+{
+    __asm__ __volatile__("ssat %[r0], #8, %[r0]\n\t"
+            "ssat %[r1], #8, %[r1]\n\t"
+            "ssat %[r2], #8, %[r2]\n\t"
+            "ssat %[r3], #8, %[r3]\n\t"
+            "pkhbt %[r0], %[r0], %[r2], lsl #16\n\t"
+            "pkhbt %[r1], %[r1], %[r3], lsl #16\n\t"
+            "and %[r0], %[r0], #0x00ff00ff\n\t"
+            "and %[r1], %[r1], #0x00ff00ff\n\t"
+            "orr %[r0], %[r0], %[r1], lsl #8\n\t"
+            "ssub8 %[r1], %[r0], %[lo]\n\t"
+            "sel %[r0], %[r0], %[lo]\n\t"
+            "ssub8 %[r1], %[r0], %[hi]\n\t"
+            "sel %[r0], %[hi], %[r0]\n\t"
+            "str %[r0], [%[out]]"
+            : [r0] "+&r"(r0), [r1] "+&r"(r1), [r2] "+&r"(r2), [r3] "+&r"(r3)
+            : [lo] "r"(lo), [hi] "r"(hi), [out] "r"(out)
+            : "cc", "memory");
+}
+
 /* Channels [0, n4) (a multiple of 4) of one pixel with depth multiplier 1: four channels share each load of input
- * and of weights. Windows three taps wide whose input and weight columns are equally far apart (dilation 1) take
- * the row as three loads at fixed offsets. Not inlined: alone in its function the loop keeps its registers. */
+ * and of weights. Rows two or three taps wide whose input and weight columns are equally far apart (dilation 1)
+ * are one asm block each, loads inside, so that GCC keeps accumulators and pointers in registers. The four results
+ * are clamped and stored as one word. Not inlined: alone in its function the loop keeps its registers. */
 __attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t n4, const int32_t *bias,
                                                    const int32_t *multiplier, const int32_t *shift,
                                                    const tinyaot_conv_params *params, int8_t *out)
 {
     const int32_t input_offset = params->input_offset;
     const int32_t output_offset = params->output_offset;
-    const int32_t act_min = params->act_min;
-    const int32_t act_max = params->act_max;
+    const int32_t lo4 = (int32_t)((uint32_t)(uint8_t)params->act_min * 0x01010101u);
+    const int32_t hi4 = (int32_t)((uint32_t)(uint8_t)params->act_max * 0x01010101u);
     const int32_t offset2 = (int32_t)(((uint32_t)(uint16_t)input_offset << 16) | (uint32_t)(uint16_t)input_offset);
     const int32_t rows = win->rows;
     const int32_t cols = win->cols;
@@ -119,45 +160,57 @@ __attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t
     const int32_t w_row_step = win->w_row_step;
     const int32_t in_col_step = win->in_col_step;
     const int32_t w_col_step = win->w_col_step;
-    const int32_t three_wide = cols == 3 && in_col_step == w_col_step;
+    const int32_t row_taps = in_col_step == w_col_step && (cols == 2 || cols == 3) ? cols : 0;
+    const int32_t step = in_col_step;
     int32_t ic;
     for (ic = 0; ic < n4; ic += 4) {
         int32_t a0 = bias[ic];
         int32_t a1 = bias[ic + 1];
         int32_t a2 = bias[ic + 2];
         int32_t a3 = bias[ic + 3];
-        const int8_t *in_row = win->in + ic;
-        const int8_t *w_row = win->w + ic;
+        const int8_t *pi = win->in + ic;
+        const int8_t *pw = win->w + ic;
         int32_t ky;
-        if (three_wide) {
-            const int8_t *w_end = w_row + rows * w_row_step;
-            while (w_row != w_end) {
-                const int8_t *in_mid = in_row + in_col_step;
-                const int8_t *w_mid = w_row + in_col_step;
-                DW_TAP4(dw_read_s8x4(in_row), dw_read_s8x4(w_row));
-                DW_TAP4(dw_read_s8x4(in_mid), dw_read_s8x4(w_mid));
-                DW_TAP4(dw_read_s8x4(in_mid + in_col_step), dw_read_s8x4(w_mid + in_col_step));
-                in_row += in_row_step;
-                w_row += w_row_step;
+        if (row_taps == 3) {
+            for (ky = rows; ky > 0; --ky) {
+                int32_t x_, w_, xe_, we_;
+                __asm__("ldr %[x], [%[pi]]\n\t"
+                        "ldr %[w], [%[pw]]\n\t" DW_MAC4_ASM
+                        "ldr %[x], [%[pi], %[st]]\n\t"
+                        "ldr %[w], [%[pw], %[st]]\n\t" DW_MAC4_ASM
+                        "ldr %[x], [%[pi], %[st], lsl #1]\n\t"
+                        "ldr %[w], [%[pw], %[st], lsl #1]\n\t" DW_MAC4_ASM DW_ROW_OPERANDS);
+                pi += in_row_step;
+                pw += w_row_step;
+            }
+        } else if (row_taps == 2) {
+            for (ky = rows; ky > 0; --ky) {
+                int32_t x_, w_, xe_, we_;
+                __asm__("ldr %[x], [%[pi]]\n\t"
+                        "ldr %[w], [%[pw]]\n\t" DW_MAC4_ASM
+                        "ldr %[x], [%[pi], %[st]]\n\t"
+                        "ldr %[w], [%[pw], %[st]]\n\t" DW_MAC4_ASM DW_ROW_OPERANDS);
+                pi += in_row_step;
+                pw += w_row_step;
             }
         } else {
             for (ky = 0; ky < rows; ++ky) {
-                const int8_t *in_tap = in_row;
-                const int8_t *w_tap = w_row;
+                const int8_t *in_tap = pi;
+                const int8_t *w_tap = pw;
                 int32_t kx;
                 for (kx = 0; kx < cols; ++kx) {
                     DW_TAP4(dw_read_s8x4(in_tap), dw_read_s8x4(w_tap));
                     in_tap += in_col_step;
                     w_tap += w_col_step;
                 }
-                in_row += in_row_step;
-                w_row += w_row_step;
+                pi += in_row_step;
+                pw += w_row_step;
             }
         }
-        out[ic] = dw_output(a0, multiplier[ic], shift[ic], output_offset, act_min, act_max);
-        out[ic + 1] = dw_output(a1, multiplier[ic + 1], shift[ic + 1], output_offset, act_min, act_max);
-        out[ic + 2] = dw_output(a2, multiplier[ic + 2], shift[ic + 2], output_offset, act_min, act_max);
-        out[ic + 3] = dw_output(a3, multiplier[ic + 3], shift[ic + 3], output_offset, act_min, act_max);
+        dw_store4(out + ic, tinyaot_requantize_nonneg(a0, multiplier[ic], shift[ic]) + output_offset,
+                  tinyaot_requantize_nonneg(a1, multiplier[ic + 1], shift[ic + 1]) + output_offset,
+                  tinyaot_requantize_nonneg(a2, multiplier[ic + 2], shift[ic + 2]) + output_offset,
+                  tinyaot_requantize_nonneg(a3, multiplier[ic + 3], shift[ic + 3]) + output_offset, lo4, hi4);
     }
 }
 #endif
@@ -222,7 +275,8 @@ void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weight
     win.in_col_step = dilation_w * in_c;
     win.w_col_step = out_c;
 #if DW_DSP
-    if (params->depth_multiplier == 1 && out_c >= 4) {
+    if (params->depth_multiplier == 1 && out_c >= 4 && params->act_min >= -128 && params->act_max <= 127 &&
+        params->act_min <= params->act_max) {  /* the word store clamps int8 lanes */
         oc_first = out_c & ~3;
         dw_pixel_dm1(&win, oc_first, bias, multiplier, shift, params, out);
     }
