@@ -118,11 +118,63 @@ typedef struct {
     : [pi] "r"(pi), [pw] "r"(pw), [st] "r"(step), [o2] "r"(offset2)                                              \
     : "memory"
 
-/* Clamp four int32 results to int8 with SSAT, pack them into one word, clamp all four lanes to [lo, hi] (bytes
- * replicated) with SSUB8 / SEL and store the word: one store instead of four. */
-static inline void dw_store4(int8_t *out, int32_t r0, int32_t r1, int32_t r2, int32_t r3, int32_t lo, int32_t hi)
+/* tinyaot_requantize_nonneg for shift < 0 in nine instructions: the doubled 64-bit product rounded to its high word
+ * (SRDHM), then the rounding right shift by s = -shift as (h >> (s - 1)) halved with the carry added back. */
+static inline int32_t dw_requantize_right(int32_t acc, int32_t multiplier, int32_t shift)
 {
-    __asm__ __volatile__("ssat %[r0], #8, %[r0]\n\t"
+    int32_t lo, hi, t;
+    __asm__("smull %[lo], %[hi], %[a], %[m]\n\t"
+            "adds %[lo], %[lo], %[lo]\n\t"
+            "adc %[hi], %[hi], %[hi]\n\t"
+            "add %[hi], %[hi], %[lo], lsr #31\n\t"
+            "add %[hi], %[hi], %[hi], asr #31\n\t"
+            "mvn %[t], %[s]\n\t"
+            "asr %[hi], %[hi], %[t]\n\t"
+            "asrs %[hi], %[hi], #1\n\t"
+            "adc %[hi], %[hi], #0"
+            : [lo] "=&r"(lo), [hi] "=&r"(hi), [t] "=&r"(t)
+            : [a] "r"(acc), [m] "r"(multiplier), [s] "r"(shift)
+            : "cc");
+    return hi;
+}
+
+static inline int32_t dw_requantize(int32_t acc, int32_t multiplier, int32_t shift)
+{
+    return __builtin_expect(shift < 0, 1) ? dw_requantize_right(acc, multiplier, shift)
+                                          : tinyaot_requantize_nonneg(acc, multiplier, shift);
+}
+
+/* One window row of three (two) taps: loads at pi and pw plus 0, 1 (and 2) steps. */
+#define DW_ROW3_ASM                                                                                              \
+    "ldr %[x], [%[pi]]\n\t"                                                                                      \
+    "ldr %[w], [%[pw]]\n\t" DW_MAC4_ASM "ldr %[x], [%[pi], %[st]]\n\t"                                           \
+    "ldr %[w], [%[pw], %[st]]\n\t" DW_MAC4_ASM "ldr %[x], [%[pi], %[st], lsl #1]\n\t"                            \
+    "ldr %[w], [%[pw], %[st], lsl #1]\n\t" DW_MAC4_ASM
+#define DW_ROW2_ASM                                                                                              \
+    "ldr %[x], [%[pi]]\n\t"                                                                                      \
+    "ldr %[w], [%[pw]]\n\t" DW_MAC4_ASM "ldr %[x], [%[pi], %[st]]\n\t"                                           \
+    "ldr %[w], [%[pw], %[st]]\n\t" DW_MAC4_ASM
+/* To the next window row when the kernel is three taps wide: input one image row on, weights three steps on. */
+#define DW_NEXT_ROW_ASM                                                                                          \
+    "add %[pi], %[pi], %[irs]\n\t"                                                                               \
+    "add %[pw], %[pw], %[st]\n\t"                                                                                \
+    "add %[pw], %[pw], %[st], lsl #1\n\t"
+#define DW_3ROWS_OPERANDS                                                                                        \
+    : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x_), [w] "=&r"(w_), [xe] "=&r"(xe_), \
+      [we] "=&r"(we_), [pi] "+&r"(pi), [pw] "+&r"(pw)                                                            \
+    : [st] "r"(step), [o2] "r"(offset2), [irs] "r"(in_row_step)                                                  \
+    : "memory"
+
+/* Add the output offset to four int32 results, clamp them to int8 with SSAT, pack them into one word, clamp all
+ * four lanes to [lo, hi] (bytes replicated) with SSUB8 / SEL and store the word: one store instead of four. */
+static inline void dw_store4(int8_t *out, int32_t r0, int32_t r1, int32_t r2, int32_t r3, int32_t offset,
+                             int32_t lo, int32_t hi)
+{
+    __asm__ __volatile__("add %[r0], %[r0], %[off]\n\t"
+            "add %[r1], %[r1], %[off]\n\t"
+            "add %[r2], %[r2], %[off]\n\t"
+            "add %[r3], %[r3], %[off]\n\t"
+            "ssat %[r0], #8, %[r0]\n\t"
             "ssat %[r1], #8, %[r1]\n\t"
             "ssat %[r2], #8, %[r2]\n\t"
             "ssat %[r3], #8, %[r3]\n\t"
@@ -137,17 +189,19 @@ static inline void dw_store4(int8_t *out, int32_t r0, int32_t r1, int32_t r2, in
             "sel %[r0], %[hi], %[r0]\n\t"
             "str %[r0], [%[out]]"
             : [r0] "+&r"(r0), [r1] "+&r"(r1), [r2] "+&r"(r2), [r3] "+&r"(r3)
-            : [lo] "r"(lo), [hi] "r"(hi), [out] "r"(out)
+            : [off] "r"(offset), [lo] "r"(lo), [hi] "r"(hi), [out] "r"(out)
             : "cc", "memory");
 }
 
 /* Channels [0, n4) (a multiple of 4) of one pixel with depth multiplier 1: four channels share each load of input
- * and of weights. Rows two or three taps wide whose input and weight columns are equally far apart (dilation 1)
- * are one asm block each, loads inside, so that GCC keeps accumulators and pointers in registers. The four results
- * are clamped and stored as one word. Not inlined: alone in its function the loop keeps its registers. */
-__attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t n4, const int32_t *bias,
-                                                   const int32_t *multiplier, const int32_t *shift,
-                                                   const tinyaot_conv_params *params, int8_t *out)
+ * and of weights. `taps` 2 or 3: each window row is that many taps whose input and weight columns are equally far
+ * apart (dilation 1), one asm block with the loads inside, so that GCC keeps accumulators and pointers in
+ * registers; 0: any window. The four results are clamped and stored as one word. Inlined with a constant `taps`
+ * into one loop per row width. */
+static inline __attribute__((always_inline)) void dw_groups(const dw_window *win, int32_t n4, const int32_t *bias,
+                                                            const int32_t *multiplier, const int32_t *shift,
+                                                            const tinyaot_conv_params *params, int8_t *out,
+                                                            int32_t taps)
 {
     const int32_t input_offset = params->input_offset;
     const int32_t output_offset = params->output_offset;
@@ -160,18 +214,26 @@ __attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t
     const int32_t w_row_step = win->w_row_step;
     const int32_t in_col_step = win->in_col_step;
     const int32_t w_col_step = win->w_col_step;
-    const int32_t row_taps = in_col_step == w_col_step && (cols == 2 || cols == 3) ? cols : 0;
     const int32_t step = in_col_step;
-    int32_t ic;
-    for (ic = 0; ic < n4; ic += 4) {
-        int32_t a0 = bias[ic];
-        int32_t a1 = bias[ic + 1];
-        int32_t a2 = bias[ic + 2];
-        int32_t a3 = bias[ic + 3];
-        const int8_t *pi = win->in + ic;
-        const int8_t *pw = win->w + ic;
+    const int32_t three_rows = rows == 3 && w_row_step == 3 * step;  /* whole 3-wide kernel rows */
+    const int8_t *in = win->in;
+    const int8_t *w = win->w;
+    const int8_t *out_end = out + n4;
+    while (out != out_end) {
+        int32_t a0 = bias[0];
+        int32_t a1 = bias[1];
+        int32_t a2 = bias[2];
+        int32_t a3 = bias[3];
+        const int8_t *pi = in;
+        const int8_t *pw = w;
         int32_t ky;
-        if (row_taps == 3) {
+        if (taps == 3 && three_rows) {
+            int32_t x_, w_, xe_, we_;
+            __asm__(DW_ROW3_ASM DW_NEXT_ROW_ASM DW_ROW3_ASM DW_NEXT_ROW_ASM DW_ROW3_ASM DW_3ROWS_OPERANDS);
+        } else if (taps == 2 && three_rows) {
+            int32_t x_, w_, xe_, we_;
+            __asm__(DW_ROW2_ASM DW_NEXT_ROW_ASM DW_ROW2_ASM DW_NEXT_ROW_ASM DW_ROW2_ASM DW_3ROWS_OPERANDS);
+        } else if (taps == 3) {
             for (ky = rows; ky > 0; --ky) {
                 int32_t x_, w_, xe_, we_;
                 __asm__("ldr %[x], [%[pi]]\n\t"
@@ -183,7 +245,7 @@ __attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t
                 pi += in_row_step;
                 pw += w_row_step;
             }
-        } else if (row_taps == 2) {
+        } else if (taps == 2) {
             for (ky = rows; ky > 0; --ky) {
                 int32_t x_, w_, xe_, we_;
                 __asm__("ldr %[x], [%[pi]]\n\t"
@@ -207,10 +269,29 @@ __attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t
                 pw += w_row_step;
             }
         }
-        dw_store4(out + ic, tinyaot_requantize_nonneg(a0, multiplier[ic], shift[ic]) + output_offset,
-                  tinyaot_requantize_nonneg(a1, multiplier[ic + 1], shift[ic + 1]) + output_offset,
-                  tinyaot_requantize_nonneg(a2, multiplier[ic + 2], shift[ic + 2]) + output_offset,
-                  tinyaot_requantize_nonneg(a3, multiplier[ic + 3], shift[ic + 3]) + output_offset, lo4, hi4);
+        dw_store4(out, dw_requantize(a0, multiplier[0], shift[0]), dw_requantize(a1, multiplier[1], shift[1]),
+                  dw_requantize(a2, multiplier[2], shift[2]), dw_requantize(a3, multiplier[3], shift[3]),
+                  output_offset, lo4, hi4);
+        bias += 4;
+        multiplier += 4;
+        shift += 4;
+        in += 4;
+        w += 4;
+        out += 4;
+    }
+}
+
+/* Not inlined: alone in its function each loop keeps its registers. */
+__attribute__((noinline)) static void dw_pixel_dm1(const dw_window *win, int32_t n4, const int32_t *bias,
+                                                   const int32_t *multiplier, const int32_t *shift,
+                                                   const tinyaot_conv_params *params, int8_t *out)
+{
+    if (win->in_col_step == win->w_col_step && win->cols == 3) {
+        dw_groups(win, n4, bias, multiplier, shift, params, out, 3);
+    } else if (win->in_col_step == win->w_col_step && win->cols == 2) {
+        dw_groups(win, n4, bias, multiplier, shift, params, out, 2);
+    } else {
+        dw_groups(win, n4, bias, multiplier, shift, params, out, 0);
     }
 }
 #endif
