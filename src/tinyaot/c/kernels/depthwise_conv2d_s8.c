@@ -218,14 +218,14 @@ static inline __attribute__((always_inline)) void dw_groups(const dw_window *win
     const int32_t three_rows = rows == 3 && w_row_step == 3 * step;  /* whole 3-wide kernel rows */
     const int8_t *in = win->in;
     const int8_t *w = win->w;
-    const int8_t *out_end = out + n4;
-    while (out != out_end) {
-        int32_t a0 = bias[0];
-        int32_t a1 = bias[1];
-        int32_t a2 = bias[2];
-        int32_t a3 = bias[3];
-        const int8_t *pi = in;
-        const int8_t *pw = w;
+    int32_t c;  /* one index for all arrays: the pointers stay put and need no registers of their own */
+    for (c = 0; c < n4; c += 4) {
+        int32_t a0 = bias[c];
+        int32_t a1 = bias[c + 1];
+        int32_t a2 = bias[c + 2];
+        int32_t a3 = bias[c + 3];
+        const int8_t *pi = in + c;
+        const int8_t *pw = w + c;
         int32_t ky;
         if (taps == 3 && three_rows) {
             int32_t x_, w_, xe_, we_;
@@ -269,15 +269,17 @@ static inline __attribute__((always_inline)) void dw_groups(const dw_window *win
                 pw += w_row_step;
             }
         }
-        dw_store4(out, dw_requantize(a0, multiplier[0], shift[0]), dw_requantize(a1, multiplier[1], shift[1]),
-                  dw_requantize(a2, multiplier[2], shift[2]), dw_requantize(a3, multiplier[3], shift[3]),
-                  output_offset, lo4, hi4);
-        bias += 4;
-        multiplier += 4;
-        shift += 4;
-        in += 4;
-        w += 4;
-        out += 4;
+        if ((shift[c] & shift[c + 1] & shift[c + 2] & shift[c + 3]) < 0) {  /* all four shift right */
+            dw_store4(out + c, dw_requantize_right(a0, multiplier[c], shift[c]),
+                      dw_requantize_right(a1, multiplier[c + 1], shift[c + 1]),
+                      dw_requantize_right(a2, multiplier[c + 2], shift[c + 2]),
+                      dw_requantize_right(a3, multiplier[c + 3], shift[c + 3]), output_offset, lo4, hi4);
+        } else {
+            dw_store4(out + c, dw_requantize(a0, multiplier[c], shift[c]),
+                      dw_requantize(a1, multiplier[c + 1], shift[c + 1]),
+                      dw_requantize(a2, multiplier[c + 2], shift[c + 2]),
+                      dw_requantize(a3, multiplier[c + 3], shift[c + 3]), output_offset, lo4, hi4);
+        }
     }
 }
 
