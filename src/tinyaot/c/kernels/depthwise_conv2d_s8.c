@@ -43,8 +43,8 @@ static inline int32_t dw_sxtab16_ror8(int32_t a, int32_t x)
 #define DW_DSP 0
 #endif
 
-static void dw_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size, int32_t *first,
-                          int32_t *end)
+static inline void dw_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size, int32_t *first,
+                                 int32_t *end)
 {
     int32_t lo = 0;
     int32_t hi = 0;
