@@ -399,7 +399,7 @@ def test_cli_export_pico2(tmp_path):
     assert "net_pico2" in (tmp_path / "q" / "CMakeLists.txt").read_text()
     assert main(["export", *model, "-o", str(tmp_path / "c")]) == 0
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == sorted(
-        ["net.c", "net.h", "fully_connected_s8.c", "tinyaot_kernels.h", "tinyaot_fixedpoint.h"])
+        ["net.c", "net.h", "fully_connected_s8.c", "tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h"])
     assert main(["export", *model, "--input", str(tmp_path / "x.npy"), "-o", str(tmp_path / "d")]) == 2
     assert main(["export", *model, "--target", "pico2", "--labels", str(tmp_path / "y.npy"),
                  "-o", str(tmp_path / "e")]) == 2  # 3 labels for the 4 default inputs

@@ -12,7 +12,7 @@ from tinyaot.codegen.ops import EMITTERS, describe
 from tinyaot.ir import Graph
 from tinyaot.plan import MemoryPlan
 
-SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h")
+SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
 
 
 @dataclass

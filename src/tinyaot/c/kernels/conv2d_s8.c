@@ -20,6 +20,7 @@
  * instruction. Integer sums are exact, so every path gives the same bits. Output pixels are still written
  * one after another, row-major (the order plan/overlap.py's window_rules relies on).
  */
+#include "tinyaot_dsp.h"
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
@@ -27,46 +28,7 @@
 #define CONV_SHORT_ROW 16     /* rows shorter than this go through the patch */
 #define CONV_PATCH16_TAPS 80  /* tinyaot_conv2d_patch_s8: window bytes, then widened (3 bytes of stack per tap) */
 
-#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-#include <arm_acle.h>
-
-typedef int32_t __attribute__((aligned(1), may_alias)) conv_unaligned_i32;
-
-static inline int32_t conv_read_s8x4(const int8_t *p)
-{
-    return *(const conv_unaligned_i32 *)(const void *)p;
-}
-
-/* Bytes 1 and 3 sign-extended to two halfwords: SXTB16 with its built-in rotation (arm_acle.h has no form). */
-static inline int32_t conv_sxtb16_ror8(int32_t x)
-{
-    int32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
-
-/* Bytes 1 and 3 sign-extended and added to the two halfwords of a: SXTAB16 with its rotation. */
-static inline int32_t conv_sxtab16_ror8(int32_t a, int32_t x)
-{
-    int32_t r;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
-    return r;
-}
-
-/* acc + four MACs: input bytes already widened (even, odd), weight bytes in one word. */
-static inline int32_t conv_mac4(int32_t x_even, int32_t x_odd, int32_t w, int32_t acc)
-{
-    /* One asm so that GCC accumulates in place; as separate intrinsics it spills accumulators to the stack. */
-    int32_t t;
-    __asm__("sxtb16 %[t], %[w]\n\t"
-            "smlad %[acc], %[xe], %[t], %[acc]\n\t"
-            "sxtb16 %[w], %[w], ror #8\n\t"
-            "smlad %[acc], %[xo], %[w], %[acc]"
-            : [acc] "+r"(acc), [w] "+r"(w), [t] "=&r"(t)
-            : [xe] "r"(x_even), [xo] "r"(x_odd));
-    return acc;
-}
-
+#if TINYAOT_DSP
 static inline int32_t conv_offset2(int32_t offset)
 {
     return (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
@@ -86,13 +48,13 @@ __attribute__((noinline)) static void dot4_offset_s8(const int8_t *x, const int8
     int32_t a3 = acc[3];
     int32_t k;
     while (x != x_end) {
-        const int32_t vx = conv_read_s8x4(x);
+        const int32_t vx = tinyaot_read_s8x4(x);
         const int32_t xe = __sxtab16(offset2, vx);
-        const int32_t xo = conv_sxtab16_ror8(offset2, vx);
-        a0 = conv_mac4(xe, xo, conv_read_s8x4(w), a0);
-        a1 = conv_mac4(xe, xo, conv_read_s8x4(w + w_stride), a1);
-        a2 = conv_mac4(xe, xo, conv_read_s8x4(w2), a2);
-        a3 = conv_mac4(xe, xo, conv_read_s8x4(w2 + w_stride), a3);
+        const int32_t xo = tinyaot_sxtab16_ror8(offset2, vx);
+        a0 = tinyaot_mac4_s8(xe, xo, tinyaot_read_s8x4(w), a0);
+        a1 = tinyaot_mac4_s8(xe, xo, tinyaot_read_s8x4(w + w_stride), a1);
+        a2 = tinyaot_mac4_s8(xe, xo, tinyaot_read_s8x4(w2), a2);
+        a3 = tinyaot_mac4_s8(xe, xo, tinyaot_read_s8x4(w2 + w_stride), a3);
         x += 4;
         w += 4;
         w2 += 4;
@@ -112,51 +74,13 @@ __attribute__((noinline)) static void dot4_offset_s8(const int8_t *x, const int8
     acc[3] = a3;
 }
 
-/* acc[i] += sum_k w[i * w_stride + k] * x[k] for four output channels i (the input offset is in the bias). */
-__attribute__((noinline)) static void dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n,
-                                              int32_t *acc)
-{
-    const int8_t *w2 = w + 2 * w_stride;
-    const int8_t *x_end = x + (n & ~3);
-    int32_t a0 = acc[0];
-    int32_t a1 = acc[1];
-    int32_t a2 = acc[2];
-    int32_t a3 = acc[3];
-    int32_t k;
-    while (x != x_end) {
-        const int32_t vx = conv_read_s8x4(x);
-        const int32_t xe = __sxtb16(vx);
-        const int32_t xo = conv_sxtb16_ror8(vx);
-        a0 = conv_mac4(xe, xo, conv_read_s8x4(w), a0);
-        a1 = conv_mac4(xe, xo, conv_read_s8x4(w + w_stride), a1);
-        a2 = conv_mac4(xe, xo, conv_read_s8x4(w2), a2);
-        a3 = conv_mac4(xe, xo, conv_read_s8x4(w2 + w_stride), a3);
-        x += 4;
-        w += 4;
-        w2 += 4;
-    }
-    for (k = n & 3; k > 0; --k) {
-        const int32_t xv = *x++;
-        a0 += xv * w[0];
-        a1 += xv * w[w_stride];
-        a2 += xv * w2[0];
-        a3 += xv * w2[w_stride];
-        ++w;
-        ++w2;
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-}
-
 static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
 {
     const int32_t offset2 = conv_offset2(offset);
     int32_t k = 0;
     for (; k + 4 <= n; k += 4) {
-        const int32_t vx = conv_read_s8x4(x + k);
-        acc = conv_mac4(__sxtab16(offset2, vx), conv_sxtab16_ror8(offset2, vx), conv_read_s8x4(w + k), acc);
+        const int32_t vx = tinyaot_read_s8x4(x + k);
+        acc = tinyaot_mac4_s8(__sxtab16(offset2, vx), tinyaot_sxtab16_ror8(offset2, vx), tinyaot_read_s8x4(w + k), acc);
     }
     for (; k < n; ++k) {
         acc += (int32_t)w[k] * ((int32_t)x[k] + offset);
@@ -164,18 +88,6 @@ static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n,
     return acc;
 }
 #else
-static void dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n, int32_t *acc)
-{
-    int32_t k;
-    for (k = 0; k < n; ++k) {
-        const int32_t xv = x[k];
-        acc[0] += (int32_t)w[k] * xv;
-        acc[1] += (int32_t)w[w_stride + k] * xv;
-        acc[2] += (int32_t)w[2 * w_stride + k] * xv;
-        acc[3] += (int32_t)w[3 * w_stride + k] * xv;
-    }
-}
-
 static void dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n, int32_t offset,
                            int32_t *acc)
 {
@@ -399,7 +311,7 @@ void tinyaot_conv2d_1x1_s8(const int8_t *input, const int8_t *weights, const int
                     acc[1] = bias[oc + 1];
                     acc[2] = bias[oc + 2];
                     acc[3] = bias[oc + 3];
-                    dot4_s8(x, weights + oc * in_c, in_c, in_c, acc);
+                    tinyaot_dot4_s8(x, weights + oc * in_c, in_c, in_c, acc);
                     conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
                 }
                 for (; oc < out_c; ++oc) {
@@ -424,7 +336,7 @@ static inline int32_t conv_hi16(int32_t v)
     return v >> 16;
 }
 
-#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+#if TINYAOT_DSP
 /* acc[i] += the dot product of `words` widened patch word pairs with output channel i's widened weights:
  * per four taps one LDRD of the patch, then per channel one LDRD of weights and two SMLAD. */
 __attribute__((noinline)) static void dot4_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t *acc)
@@ -521,11 +433,11 @@ void tinyaot_conv2d_patch_s8(const int8_t *input, const int32_t *weights16, cons
                 }
                 /* widen with the offset: word 2j holds taps 4j and 4j + 2, word 2j + 1 taps 4j + 1 and 4j + 3 */
                 for (j = 0; j < words; ++j) {
-#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-                    const int32_t v = conv_read_s8x4(patch + 4 * j);
+#if TINYAOT_DSP
+                    const int32_t v = tinyaot_read_s8x4(patch + 4 * j);
                     const int32_t offset2 = conv_offset2(input_offset);
                     patch16[2 * j] = __sxtab16(offset2, v);
-                    patch16[2 * j + 1] = conv_sxtab16_ror8(offset2, v);
+                    patch16[2 * j + 1] = tinyaot_sxtab16_ror8(offset2, v);
 #else
                     const int8_t *p = patch + 4 * j;
                     patch16[2 * j] = (int32_t)(((uint32_t)(p[2] + input_offset) << 16)

@@ -12,36 +12,8 @@
  * are exact, so every path gives the same bits.
  */
 #include "tinyaot_fixedpoint.h"
+#include "tinyaot_dsp.h"
 #include "tinyaot_kernels.h"
-
-#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-#include <arm_acle.h>
-#define DW_DSP 1
-typedef int32_t __attribute__((aligned(1), may_alias)) dw_unaligned_i32;
-
-static inline int32_t dw_read_s8x4(const int8_t *p)
-{
-    return *(const dw_unaligned_i32 *)(const void *)p;
-}
-
-/* Bytes 1 and 3 sign-extended to two halfwords: SXTB16 with its built-in rotation (arm_acle.h has no form). */
-static inline int32_t dw_sxtb16_ror8(int32_t x)
-{
-    int32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
-
-/* Bytes 1 and 3 sign-extended and added to the two halfwords of a: SXTAB16 with its rotation. */
-static inline int32_t dw_sxtab16_ror8(int32_t a, int32_t x)
-{
-    int32_t r;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
-    return r;
-}
-#else
-#define DW_DSP 0
-#endif
 
 static inline void dw_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size, int32_t *first,
                                  int32_t *end)
@@ -81,7 +53,7 @@ typedef struct {
     int32_t in_col_step, w_col_step;
 } dw_window;
 
-#if DW_DSP
+#if TINYAOT_DSP
 /* Four channels of one tap: both words widened (the input offset added by SXTAB16), each lane accumulated by
  * SMLABB / SMLATT. One asm so that GCC keeps the four accumulators in registers. */
 #define DW_TAP4(vx, vw)                                                                                          \
@@ -261,7 +233,7 @@ static inline __attribute__((always_inline)) void dw_groups(const dw_window *win
                 const int8_t *w_tap = pw;
                 int32_t kx;
                 for (kx = 0; kx < cols; ++kx) {
-                    DW_TAP4(dw_read_s8x4(in_tap), dw_read_s8x4(w_tap));
+                    DW_TAP4(tinyaot_read_s8x4(in_tap), tinyaot_read_s8x4(w_tap));
                     in_tap += in_col_step;
                     w_tap += w_col_step;
                 }
@@ -357,7 +329,7 @@ void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weight
     win.w_row_step = params->kernel_w * out_c;
     win.in_col_step = dilation_w * in_c;
     win.w_col_step = out_c;
-#if DW_DSP
+#if TINYAOT_DSP
     if (params->depth_multiplier == 1 && out_c >= 4 && params->act_min >= -128 && params->act_max <= 127 &&
         params->act_min <= params->act_max) {  /* the word store clamps int8 lanes */
         oc_first = out_c & ~3;
