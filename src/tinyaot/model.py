@@ -1,6 +1,7 @@
 """CompiledModel: what `tinyaot.compile` returns; runs on every engine and reports its numbers."""
 from __future__ import annotations
 
+import tempfile
 import warnings
 from functools import cached_property
 from pathlib import Path
@@ -170,7 +171,7 @@ class CompiledModel:
         else:
             from tinyaot.targets.m33 import run_m33
 
-            with _tempdir() as tmp:
+            with tempfile.TemporaryDirectory(prefix="tinyaot-") as tmp:
                 self.c_sources.write(Path(tmp))
                 self.last_m33 = run_m33(Path(tmp), self.name, flat, self.output_size)
             out = self.last_m33.outputs
@@ -254,18 +255,6 @@ class CompiledModel:
 
 def _pair(qp: QParams) -> tuple[float, int]:
     return float(qp.scale[0]), int(qp.zero_point[0])
-
-
-class _tempdir:
-    def __enter__(self):
-        import tempfile
-
-        self._td = tempfile.TemporaryDirectory(prefix="tinyaot-")
-        return self._td.name
-
-    def __exit__(self, *exc):
-        self._td.cleanup()
-        return False
 
 
 __all__ = ["CompiledModel", "ENGINES", "TinyAOTError"]

@@ -477,7 +477,8 @@ def _fully_connected(imp: _Importer, op: _OpInfo) -> None:
     imp.node(op, "fully_connected", [x, w, b], {"clamp": clamp})
 
 
-def _average_pool_2d(imp: _Importer, op: _OpInfo) -> None:
+def _pool_2d(imp: _Importer, op: _OpInfo, ir_op: str, extra: dict) -> None:
+    """AVERAGE_POOL_2D and MAX_POOL_2D: the same geometry and qparams rules, a different IR op."""
     (xi,) = imp.args(op, 1, 1)
     o = imp.options(op, "Pool2DOptions")
     x = imp.ir_input(xi, op)
@@ -486,8 +487,12 @@ def _average_pool_2d(imp: _Importer, op: _OpInfo) -> None:
     oh, ow, pad = _spatial(imp, op, x_shape, kernel[0], kernel[1], o.Padding(), stride, (1, 1))
     imp.check_shape(op, (x_shape[0], oh, ow, x_shape[3]))
     _same_qparams(imp, op, xi)
-    imp.node(op, "avg_pool2d", [x], {"kernel": kernel, "stride": stride, "padding": pad, "count_include_pad": False,
-                                     "clamp": imp.clamp(op, o.FusedActivationFunction())})
+    imp.node(op, ir_op, [x], {"kernel": kernel, "stride": stride, "padding": pad, **extra,
+                              "clamp": imp.clamp(op, o.FusedActivationFunction())})
+
+
+def _average_pool_2d(imp: _Importer, op: _OpInfo) -> None:
+    _pool_2d(imp, op, "avg_pool2d", {"count_include_pad": False})  # TFLite divides by the taps inside
 
 
 def _same_qparams(imp: _Importer, op: _OpInfo, xi: int) -> None:
@@ -537,16 +542,7 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
 
 
 def _max_pool_2d(imp: _Importer, op: _OpInfo) -> None:
-    (xi,) = imp.args(op, 1, 1)
-    o = imp.options(op, "Pool2DOptions")
-    x = imp.ir_input(xi, op)
-    x_shape = imp.g.tensor(x).shape
-    kernel, stride = (o.FilterHeight(), o.FilterWidth()), (o.StrideH(), o.StrideW())
-    oh, ow, pad = _spatial(imp, op, x_shape, kernel[0], kernel[1], o.Padding(), stride, (1, 1))
-    imp.check_shape(op, (x_shape[0], oh, ow, x_shape[3]))
-    _same_qparams(imp, op, xi)
-    imp.node(op, "max_pool2d", [x], {"kernel": kernel, "stride": stride, "padding": pad,
-                                     "clamp": imp.clamp(op, o.FusedActivationFunction())})
+    _pool_2d(imp, op, "max_pool2d", {})
 
 
 def _const_ints(imp: _Importer, op: _OpInfo, index: int, what: str) -> np.ndarray:
