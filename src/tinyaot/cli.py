@@ -225,13 +225,17 @@ def cmd_eval(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from tinyaot.demo import demo_tables, run_demo
+    from tinyaot.demo import demo_tables, run_demo, run_seed_mistake
 
     if args.json:
+        mistake = run_seed_mistake() if args.random_calibration else None
         result = run_demo(Path(args.out), use_m33=not args.no_m33)
+        result.seed_mistake = mistake.to_dict() if mistake else None
         print(json.dumps(result.to_dict(), indent=2))
     else:
         console = _console()
+        if args.random_calibration:
+            _show_seed_mistake(console, run_seed_mistake(lambda m: console.print(f"[dim]-[/] {m}")))
         with console.status("starting") as status:
             result = run_demo(Path(args.out), use_m33=not args.no_m33,
                               progress=lambda m: (status.update(m), console.print(f"[dim]-[/] {m}")))
@@ -239,6 +243,17 @@ def cmd_demo(args) -> int:
         console.print(f"C sources (c/), report.txt, report.json, the memory picture (memory.html) and a Pico 2 "
                       f"project (pico2/) written to {args.out}/")
     return 0 if result.all_correct and not any(n.startswith("MISMATCH") for n in result.notes) else 1
+
+
+def _show_seed_mistake(console, m) -> None:
+    console.print("[bold]1. The seed's calibration: one random tensor[/]")
+    for w in m.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    console.print(m.report)
+    wrong = [f"{e} -> {p}" for e, p in zip(m.expected, m.predictions) if e != p]
+    console.print(f"predicted {m.predictions} for digits {m.expected}: "
+                  f"{'wrong: ' + ', '.join(wrong) if wrong else 'right this time (the draw was lucky)'}")
+    console.print("[bold]2. The fix: calibrate on representative digits (the default demo)[/]")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -292,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="the Pico 2 MNIST demo done right (no arguments needed)")
     d.add_argument("--out", default="out/demo", help="where to write the C sources and the report")
     d.add_argument("--no-m33", action="store_true", help="skip the emulated Cortex-M33")
+    d.add_argument("--random-calibration", action="store_true", help="first calibrate the way the user report "
+                   "did (one random tensor): see the warnings and the layer the check blames, then the fix")
     d.add_argument("--json", action="store_true", help="print machine-readable JSON")
     d.set_defaults(func=cmd_demo)
     return p

@@ -14,6 +14,7 @@ import numpy as np
 from tinyaot.demo_model import DEMO_DIGITS, build_seed_mlp, calibration_digits, demo_digits
 from tinyaot.plan.lifetimes import busiest_step_text
 
+SEED_NOISE_DRAW = 9  # torch.manual_seed of the one random calibration tensor: one of the draws where the 7 becomes a 4
 # Measured with ExecuTorch 1.5.1 on the same model (the user report's flow); context, not ours.
 EXECUTORCH_ARENA_FP32 = 103_616
 EXECUTORCH_ARENA_INT8 = 206_528
@@ -37,6 +38,8 @@ class DemoResult:
     busiest: str = ""  # what is live at the busiest step
     notes: list[str] = field(default_factory=list)
     out_dir: str = ""
+    check: dict = field(default_factory=dict)  # the trust check on the four digits (report/quant_error.py)
+    seed_mistake: dict | None = None  # --random-calibration: what calibrating on one random tensor gave
 
     @property
     def all_correct(self) -> bool:
@@ -59,7 +62,8 @@ def run_demo(out_dir: Path = Path("out/demo"), use_m33: bool = True, progress=No
     step("calibrating on 256 drawn digits and compiling to int8")
     from tinyaot import compile as compile_model
 
-    cm = compile_model(model, torch.from_numpy(images[:1]), calibration=calibration_digits(), name="mnist")
+    cm = compile_model(model, torch.from_numpy(images[:1]), calibration=calibration_digits(), name="mnist",
+                       data=(images, labels))
     x_q = cm.quantize_input(images)
     preds: dict[str, list[int]] = {}
     with torch.no_grad():
@@ -92,12 +96,48 @@ def run_demo(out_dir: Path = Path("out/demo"), use_m33: bool = True, progress=No
         float_weight_bytes=cm.float_weight_bytes, instructions=instructions, stack_bytes=stack,
         input_qparams=cm.input_qparams, output_qparams=cm.output_qparams, notes=notes,
         busiest=busiest_step_text(cm.plan),
-        out_dir=str(out_dir),
+        out_dir=str(out_dir), check=cm.check.to_dict(),
     )
     _write_outputs(cm, result, Path(out_dir))
     step("writing the Pico 2 project with the four digits as test inputs")
     cm.export(Path(out_dir) / "pico2", target="pico2", inputs=x_q, labels=labels)
     return result
+
+
+@dataclass
+class SeedMistake:
+    """The seed's calibration (one torch.randn tensor) compiled and checked on the four digits."""
+
+    predictions: list[int]
+    expected: list[int]
+    warnings: list[str]
+    report: object  # report.quant_error.QuantReport
+
+    def to_dict(self) -> dict:
+        return {"predictions": self.predictions, "expected": self.expected, "warnings": self.warnings,
+                "report": self.report.to_dict()}
+
+
+def run_seed_mistake(progress=None) -> SeedMistake:
+    """Calibrate the way the seed did, on one random tensor: tinyaot warns, and the check names the layer."""
+    import warnings
+
+    import torch
+
+    from tinyaot import compile as compile_model
+    from tinyaot.diagnostics import CalibrationWarning
+
+    step = progress or (lambda msg: None)
+    step(f"calibrating the way the seed did: one torch.randn(1, 28, 28) tensor (torch.manual_seed({SEED_NOISE_DRAW}))")
+    model = build_seed_mlp()
+    images, labels = demo_digits()
+    noise = torch.randn(1, 28, 28, generator=torch.Generator().manual_seed(SEED_NOISE_DRAW))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CalibrationWarning)
+        cm = compile_model(model, noise, calibration=noise, name="mnist_noise", data=(images, labels))
+    said = [str(w.message) for w in caught if issubclass(w.category, CalibrationWarning)]
+    pred = cm.run(cm.quantize_input(images), engine="reference").argmax(-1).tolist()
+    return SeedMistake(pred, labels.tolist(), said, cm.check)
 
 
 def _write_outputs(cm, result: DemoResult, out_dir: Path) -> None:

@@ -19,9 +19,16 @@ ENGINES = ("reference", "host", "m33")
 
 class CompiledModel:
     def __init__(self, name: str, float_graph: Graph | None, graph: Graph, plan: MemoryPlan,
-                 float_plan: MemoryPlan, calibration_size: int = 0, calibration_ranges=None):
+                 float_plan: MemoryPlan, calibration_size: int = 0, calibration_ranges=None, calibration=None,
+                 reference_graph: Graph | None = None):
         self.name = name
         self.float_graph = float_graph
+        # What int8 is checked against: the float model, or for an imported int8 model the float model its
+        # integers stand for (weights dequantized, activations unrounded).
+        self.reference_graph = reference_graph if reference_graph is not None else float_graph
+        self.calibration = calibration  # quantize.observers.Calibration (PTQ only)
+        self.findings: list = []  # diagnostics.Finding: what compilation noticed
+        self.check = None  # report.quant_error.QuantReport of the data= samples
         self.graph = graph
         self.plan = plan
         self.float_plan = float_plan
@@ -52,10 +59,8 @@ class CompiledModel:
         return sum(t.nbytes for t in self.float_graph.constants())
 
     def _need_float_graph(self, what: str) -> None:
-        if self.float_graph is None:
-            raise ModelError(f"{what} needs the float model, and '{self.name}' was imported already quantized "
-                             "(a .tflite file or a PT2E graph); compare against the float .tflite in TFLite, or "
-                             "against the PT2E graph itself with tinyaot.report.pt2e_agreement, instead")
+        if self.reference_graph is None:
+            raise ModelError(f"{what} needs a float model to compare with, and '{self.name}' has none")
 
     @property
     def constant_bytes(self) -> int:
@@ -228,11 +233,13 @@ class CompiledModel:
         return self.dequantize_output(self.run(self.quantize_input(x), engine=engine))
 
     def float_reference(self, x) -> np.ndarray:
-        """The float model (after BN folding/fusion) evaluated in NumPy."""
+        """The float model (after BN folding/fusion) evaluated in NumPy; for an imported int8 model, the float
+        model its integers stand for (quantize/dequantize.py)."""
         self._need_float_graph("float_reference()")
         batch, form = self._as_batch(np.asarray(x, dtype=np.float64))
-        y = evaluate(self.float_graph, batch.reshape((-1,) + self.input_shape[1:]))
-        return self._shape_like(y[self.float_graph.outputs[0]], form)
+        g = self.reference_graph
+        y = evaluate(g, batch.reshape((-1,) + self.input_shape[1:]))
+        return self._shape_like(y[g.outputs[0]], form)
 
     # ---- reports --------------------------------------------------------------------------
     def report(self):
@@ -246,11 +253,35 @@ class CompiledModel:
 
         return profile(self, x)
 
-    def layer_errors(self, samples):
-        self._need_float_graph("layer_errors()")
+    def layer_errors(self, samples, labels=None):
+        """int8 vs float per layer on float `samples` in the model's input layout (as for run_float)."""
         from tinyaot.report.quant_error import layer_errors
 
-        return layer_errors(self, samples)
+        return layer_errors(self, samples, labels=labels)
+
+    def check_data(self, data, labels=None, float_model=None):
+        """The trust check of compile(data=): `data` in PyTorch's layout like the calibration samples (or
+        (inputs, labels)); a float .tflite `float_model` adds the output agreement with it."""
+        from tinyaot.quantize.calibrate import as_sample_batch
+        from tinyaot.report.quant_error import compare_float_tflite
+
+        if isinstance(data, tuple) and len(data) == 2 and labels is None:
+            data, labels = data
+        torch_shape = self._torch_sample_shape()
+        x = self.to_model_layout(as_sample_batch(data, torch_shape, "data").batch)
+        report = self.layer_errors(x, labels=labels)
+        if float_model is not None:
+            report.extra["float .tflite"] = compare_float_tflite(self, float_model, x)
+        return report
+
+    def _torch_sample_shape(self) -> tuple[int, ...]:
+        """One input sample as the caller gives it: channels first for a PyTorch feature map."""
+        shape = tuple(self.input_shape[1:])
+        rank = self.graph.torch_input_rank
+        if self.graph.layout != "NHWC" or rank == 0:
+            return shape
+        h, w, c = shape
+        return (c, w) if rank == 3 else (c, h, w)
 
 
 def _pair(qp: QParams) -> tuple[float, int]:

@@ -1,10 +1,17 @@
-"""TFLite front end: an int8 .tflite flatbuffer -> an int8 IR graph (NHWC), no calibration needed.
+"""TFLite front end: a .tflite flatbuffer -> an IR graph (NHWC).
+
+Two kinds of file come in. An int8 model (`from_tflite`) becomes an int8 graph that keeps the file's own scales
+and zero points, so no calibration is needed; a float model's boundary QUANTIZE / DEQUANTIZE ops are folded away
+so the compiled model has int8 input and output with the qparams those ops publish. A float32 model
+(`from_tflite_float`, chosen by `is_float_tflite`) becomes a float graph that tinyaot's own calibration and PTQ
+quantize, exactly like a PyTorch model: float32 activations without qparams, float32 weights in the IR layouts
+(dynamic-range "hybrid" int8 weights are dequantized, scale * (q - zero_point), which is what they stand for).
+Both go through the same converter per op; only the tensor rules differ (int8 + qparams, or float32).
 
 The file is parsed with the `tflite` package (the flatbuffer schema). Every read is bounds-checked and
 any failure of the parser becomes a ModelError, so a truncated or corrupted file never crashes or
-hangs the compiler. Padding is made explicit exactly as TFLite Micro computes it (ComputePaddingHeightWidth),
-fused activations become the IR `clamp`, and a float model's boundary QUANTIZE / DEQUANTIZE ops are
-folded away so the compiled model has int8 input and output with the qparams those ops publish.
+hangs the compiler. Padding is made explicit exactly as TFLite Micro computes it (ComputePaddingHeightWidth)
+and fused activations become the IR `clamp`.
 """
 from __future__ import annotations
 
@@ -208,10 +215,33 @@ def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorIn
 # ---- conversion: plain model -> IR graph -------------------------------------------------------
 
 
+def _input_is_quantized(info: _ModelInfo) -> bool:
+    """A float32 input whose only reader is a QUANTIZE to int8: an int8 model with a float interface."""
+    x = info.inputs[0]
+    readers = [op for op in info.ops if x in op.inputs]
+    return (len(readers) == 1 and readers[0].name == "QUANTIZE" and readers[0].outputs
+            and info.tensors[readers[0].outputs[0]].dtype == "int8")
+
+
+def _is_float(info: _ModelInfo) -> bool:
+    return bool(info.inputs) and info.tensors[info.inputs[0]].type_code == 0 and not _input_is_quantized(info)
+
+
+_FLOAT_HOW = ("compile it with tinyaot.compile(model, calibration=samples), which quantizes it with tinyaot's "
+              "own calibration (from_tflite_float imports it as a float graph)")
+_MIXED_HOW = ("tinyaot imports a float32 .tflite (all activations float32; it quantizes them itself) or an int8 one "
+              "(all activations int8); re-convert the model without quantization, or with full-integer "
+              "quantization (a representative dataset)")
+
+
 class _Importer:
-    def __init__(self, info: _ModelInfo, source: str):
+    """One pass over the operators. `float_mode` chooses the tensor rules: int8 activations with the file's qparams
+    and int8 / int32 constants (from_tflite), or float32 activations and constants (from_tflite_float)."""
+
+    def __init__(self, info: _ModelInfo, source: str, float_mode: bool = False):
         self.info = info
         self.source = source
+        self.float = float_mode
         self.g = Graph(tensors={}, nodes=[], inputs=[], outputs=[], layout="NHWC")
         self.names: dict[int, str] = {}  # tflite tensor index -> IR tensor name
         self.skip: set[int] = set()  # boundary QUANTIZE / DEQUANTIZE operators
@@ -223,12 +253,29 @@ class _Importer:
     def activation(self, index: int, name: str, op: _OpInfo | None) -> str:
         ti = self.t(index)
         where = f"operator {op.index} ({op.name})" if op else "the model input"
+        if self.float:
+            self._check_float_activation(ti, where, op)
+        else:
+            self._check_int8_activation(ti, where)
+        if int(np.prod(ti.shape, dtype=np.float64)) > MAX_TENSOR_BYTES:
+            raise ModelError(f"{where}: tensor '{ti.name}' of shape {list(ti.shape)} is larger than "
+                             f"{MAX_TENSOR_BYTES // 2**20} MiB; no microcontroller arena holds it")
+        self.names[index] = name
+        if self.float:
+            self.g.add_tensor(Tensor(name, ti.shape, "float32"))
+        else:
+            self.g.add_tensor(Tensor(name, ti.shape, "int8",
+                                     qparams=QParams.per_tensor(ti.scale[0], ti.zero_point[0])))
+        return name
+
+    def _check_int8_activation(self, ti: _TensorInfo, where: str) -> None:
         if ti.type_code == 0:
-            raise ModelError(
-                f"{where} works on float32 tensor '{ti.name}': this is a float model. tinyaot compiles int8 "
-                "TFLite models; convert with full-integer quantization (a representative dataset), or compile "
-                "the PyTorch model and let tinyaot quantize it"
-            )
+            if _is_float(self.info):
+                raise ModelError(f"{where} works on float32 tensor '{ti.name}': this is a float model, and "
+                                 f"from_tflite imports int8 models; {_FLOAT_HOW}, or convert it with full-integer "
+                                 "quantization (a representative dataset)")
+            raise ModelError(f"{where} works on float32 tensor '{ti.name}' inside an int8 model (a partially "
+                             f"quantized model); {_MIXED_HOW}")
         if ti.dtype != "int8":
             raise UnsupportedOpError(f"{where} uses a {ti.type_name} tensor '{ti.name}'; tinyaot supports int8 "
                                      "activations")
@@ -237,21 +284,36 @@ class _Importer:
                              "quantization)")
         if not (ti.scale[0] > 0 and math.isfinite(ti.scale[0])):
             raise ModelError(f"{where}: tensor '{ti.name}' has scale {ti.scale[0]}; scales must be positive")
-        if int(np.prod(ti.shape, dtype=np.float64)) > MAX_TENSOR_BYTES:
-            raise ModelError(f"{where}: tensor '{ti.name}' of shape {list(ti.shape)} is larger than "
-                             f"{MAX_TENSOR_BYTES // 2**20} MiB; no microcontroller arena holds it")
-        self.names[index] = name
-        self.g.add_tensor(Tensor(name, ti.shape, "int8", qparams=QParams.per_tensor(ti.scale[0], ti.zero_point[0])))
-        return name
+
+    def _check_float_activation(self, ti: _TensorInfo, where: str, op: _OpInfo | None) -> None:
+        if ti.type_code == 0:
+            return
+        if op is None:
+            if ti.dtype == "int8":
+                raise ModelError(f"the model input '{ti.name}' is int8: this is an int8 model, already quantized; "
+                                 "compile it with tinyaot.compile(model) (from_tflite imports it as is)")
+            raise UnsupportedOpError(f"the model input '{ti.name}' is {ti.type_name}; tinyaot imports float32 "
+                                     "and int8 .tflite models")
+        raise ModelError(f"{where} writes {ti.type_name} tensor '{ti.name}' inside a float model (a partially "
+                         f"quantized model); {_MIXED_HOW}")
 
     def constant(self, index: int, name: str, op: _OpInfo, dtype: str, what: str) -> str:
+        data, qp = self._read_constant(index, op, dtype, what)
+        if self.float:
+            qp = None  # a float graph's constants are plain float32
+        self.g.add_tensor(Tensor(name, data.shape, dtype, data=data, qparams=qp))
+        return name
+
+    def _read_constant(self, index: int, op: _OpInfo, dtype: str, what: str) -> tuple[np.ndarray, QParams | None]:
         ti = self.t(index)
         if ti.data is None:
             raise UnsupportedOpError(f"operator {op.index} ({op.name}): the {what} '{ti.name}' must be a constant "
                                      "stored in the model")
         if ti.dtype != dtype:
+            hint = ("tinyaot imports float models whose constants are float32" if self.float
+                    else "a float model? convert with full-integer quantization")
             raise UnsupportedOpError(f"operator {op.index} ({op.name}): the {what} is {ti.type_name}, tinyaot "
-                                     f"needs {dtype} (a float model? convert with full-integer quantization)")
+                                     f"needs {dtype} ({hint})")
         n = int(np.prod(ti.shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         if ti.data.size != n:
             raise ModelError(f"malformed .tflite file: the {what} of operator {op.index} has {ti.data.size} bytes "
@@ -266,8 +328,32 @@ class _Importer:
                 raise ModelError(f"malformed .tflite file: the {what} of operator {op.index} has {len(ti.scale)} "
                                  f"scales along axis {ti.axis} of shape {list(ti.shape)}")
             qp = QParams(ti.scale, ti.zero_point, axis)
-        self.g.add_tensor(Tensor(name, ti.shape, dtype, data=data, qparams=qp))
+        return data, qp
+
+    def weights(self, index: int, name: str, op: _OpInfo) -> str:
+        """int8 weights with their qparams, or (float mode) float32 weights; dynamic-range ("hybrid") int8
+        weights in a float model are dequantized to the float32 values they stand for."""
+        if not self.float:
+            return self.constant(index, name, op, "int8", "weights")
+        ti = self.t(index)
+        self._refuse_float16(ti, op, "weights")
+        if ti.dtype != "int8" or ti.data is None:
+            return self.constant(index, name, op, "float32", "weights")
+        q, qp = self._read_constant(index, op, "int8", "weights")
+        if qp is None:
+            raise ModelError(f"operator {op.index} ({op.name}): the int8 weights '{ti.name}' of this float model "
+                             "carry no scale, so the float values they stand for are unknown")
+        w = qp.dequantize(q).astype(np.float32)  # scale * (q - zero_point): exact in float64, rounded once
+        self.g.add_tensor(Tensor(name, w.shape, "float32", data=w))
         return name
+
+    def _refuse_float16(self, ti: _TensorInfo, op: _OpInfo, what: str) -> None:
+        if ti.type_code == 1:
+            raise UnsupportedOpError(
+                f"operator {op.index} ({op.name}): {what} '{ti.name}' is a float16 tensor: this model was "
+                "converted with float16 quantization. tinyaot reads float32 weights and quantizes them to int8 itself; "
+                "re-convert without float16 (no target_spec.supported_types = [tf.float16]), or with full-integer "
+                "quantization")
 
     def ir_input(self, index: int, op: _OpInfo) -> str:
         if index not in self.names:
@@ -284,30 +370,35 @@ class _Importer:
             raise UnsupportedOpError(f"the model has {len(info.inputs)} inputs and {len(info.outputs)} outputs; "
                                      "tinyaot compiles models with one input and one output")
         x, y = info.inputs[0], info.outputs[0]
-        if self.t(x).type_code == 0:
-            readers = [op for op in info.ops if x in op.inputs]
-            if len(readers) == 1 and readers[0].name == "QUANTIZE" and self.t(readers[0].outputs[0]).dtype == "int8":
-                self.skip.add(readers[0].index)
-                x = readers[0].outputs[0]
+        if not self.float and self.t(x).type_code == 0 and _input_is_quantized(info):
+            reader = next(op for op in info.ops if x in op.inputs)
+            self.skip.add(reader.index)
+            x = reader.outputs[0]
         self.activation(x, "input", None)
         self.g.inputs = ["input"]
-        if self.t(y).type_code == 0:
+        if not self.float and self.t(y).type_code == 0:
             writer = [op for op in info.ops if y in op.outputs]
             if len(writer) == 1 and writer[0].name == "DEQUANTIZE" and self.t(writer[0].inputs[0]).dtype == "int8":
                 self.skip.add(writer[0].index)
                 y = writer[0].inputs[0]
         self.output_index = y
 
+    def supported(self) -> list[str]:
+        return sorted(set(CONVERTERS) - {"QUANTIZE"}) if self.float else sorted(CONVERTERS)
+
     def run(self) -> Graph:
         self.boundaries()
         for op in self.info.ops:
             if op.index in self.skip:
                 continue
+            if self.float and op.name in ("QUANTIZE", "DEQUANTIZE"):
+                self._refuse_conversion_op(op)
             convert = CONVERTERS.get(op.name)
             if convert is None:
+                tail = "" if self.float else ", and DEQUANTIZE at the model output"
                 raise UnsupportedOpError(
                     f"operator {op.index} ({op.name}) is not supported; tinyaot imports "
-                    f"{', '.join(sorted(CONVERTERS))}, and DEQUANTIZE at the model output"
+                    f"{', '.join(self.supported())}{tail}"
                 )
             if len(op.outputs) != 1:
                 raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
@@ -316,6 +407,21 @@ class _Importer:
             raise ModelError(f"no operator writes the model output tensor {self.output_index}")
         self.g.outputs = [self.names[self.output_index]]
         return self.g
+
+    def _refuse_conversion_op(self, op: _OpInfo) -> None:
+        """QUANTIZE / DEQUANTIZE inside a float model: float16 weights, or a partially quantized model."""
+        src = self.t(op.inputs[0]) if op.inputs and op.inputs[0] >= 0 else None
+        if op.name == "DEQUANTIZE" and src is not None:
+            self._refuse_float16(src, op, "constants")
+            if src.data is not None:
+                raise UnsupportedOpError(
+                    f"operator {op.index} (DEQUANTIZE) turns the {src.type_name} constant '{src.name}' into float32 "
+                    "at run time; tinyaot imports float models whose constants are stored as float32 (or as int8 "
+                    "weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED): re-convert without weight "
+                    "quantization, or with full-integer quantization")
+        raise UnsupportedOpError(
+            f"operator {op.index} ({op.name}) converts between float32 and int8 inside a float model (a partially "
+            f"quantized model); {_MIXED_HOW}")
 
     # -- helpers for converters --
     def node(self, op: _OpInfo, ir_op: str, inputs: list[str], attrs: dict) -> Node:
@@ -349,10 +455,13 @@ class _Importer:
         return op.inputs + [-1] * (n_max - len(op.inputs))
 
     def bias(self, op: _OpInfo, index: int, name: str, channels: int) -> str:
+        dtype = "float32" if self.float else "int32"
         if index == -1:
-            self.g.add_tensor(Tensor(name, (channels,), "int32", data=np.zeros(channels, np.int32)))
+            self.g.add_tensor(Tensor(name, (channels,), dtype, data=np.zeros(channels, dtype)))
             return name
-        name = self.constant(index, name, op, "int32", "bias")
+        if self.float:
+            self._refuse_float16(self.t(index), op, "bias")
+        name = self.constant(index, name, op, dtype, "bias")
         if self.g.tensor(name).shape != (channels,):
             raise ModelError(f"operator {op.index} ({op.name}): bias shape {list(self.g.tensor(name).shape)}, "
                              f"expected [{channels}]")
@@ -396,11 +505,11 @@ def _conv_2d(imp: _Importer, op: _OpInfo) -> None:
     o = imp.options(op, "Conv2DOptions")
     x = imp.ir_input(xi, op)
     name = f"conv2d_{op.index}"
-    w = imp.constant(wi, f"{name}_weight", op, "int8", "weights")
+    w = imp.weights(wi, f"{name}_weight", op)
     wt = imp.g.tensor(w)
     if len(wt.shape) != 4:
         raise ModelError(f"operator {op.index} (CONV_2D): weights must be 4-D [out, kh, kw, in], got {wt.shape}")
-    _check_weights(op, wt, axis=0)
+    _check_weights(imp, op, wt, axis=0)
     x_shape = imp.g.tensor(x).shape
     if wt.shape[3] != x_shape[3]:
         raise UnsupportedOpError(f"operator {op.index} (CONV_2D): grouped convolution ({x_shape[3]} input channels, "
@@ -418,12 +527,12 @@ def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
     o = imp.options(op, "DepthwiseConv2DOptions")
     x = imp.ir_input(xi, op)
     name = f"depthwise_conv2d_{op.index}"
-    w = imp.constant(wi, f"{name}_weight", op, "int8", "weights")
+    w = imp.weights(wi, f"{name}_weight", op)
     wt = imp.g.tensor(w)
     x_shape = imp.g.tensor(x).shape
     if len(wt.shape) != 4 or wt.shape[0] != 1:
         raise ModelError(f"operator {op.index} (DEPTHWISE_CONV_2D): weights must be [1, kh, kw, out], got {wt.shape}")
-    _check_weights(op, wt, axis=3)
+    _check_weights(imp, op, wt, axis=3)
     out_c = wt.shape[3]
     if len(x_shape) != 4 or out_c % x_shape[3]:
         raise ModelError(f"operator {op.index} (DEPTHWISE_CONV_2D): {out_c} output channels are not a multiple of "
@@ -439,7 +548,10 @@ def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
                                                  "clamp": imp.clamp(op, o.FusedActivationFunction())})
 
 
-def _check_weights(op: _OpInfo, wt: Tensor, axis: int) -> None:
+def _check_weights(imp: _Importer, op: _OpInfo, wt: Tensor, axis: int) -> None:
+    """int8 weights: symmetric, per tensor or per output channel (float weights have nothing to check)."""
+    if imp.float:
+        return
     qp = wt.qparams
     if qp is None:
         raise ModelError(f"operator {op.index} ({op.name}): the weights carry no quantization parameters")
@@ -458,11 +570,11 @@ def _fully_connected(imp: _Importer, op: _OpInfo) -> None:
         raise UnsupportedOpError(f"operator {op.index} (FULLY_CONNECTED): shuffled weights format is not supported")
     x = imp.ir_input(xi, op)
     name = f"fully_connected_{op.index}"
-    w = imp.constant(wi, f"{name}_weight", op, "int8", "weights")
+    w = imp.weights(wi, f"{name}_weight", op)
     wt = imp.g.tensor(w)
     if len(wt.shape) != 2:
         raise ModelError(f"operator {op.index} (FULLY_CONNECTED): weights must be 2-D [out, in], got {wt.shape}")
-    _check_weights(op, wt, axis=0)
+    _check_weights(imp, op, wt, axis=0)
     out_f, in_f = wt.shape
     xt = imp.g.tensor(x)
     if xt.size % in_f:
@@ -496,6 +608,8 @@ def _average_pool_2d(imp: _Importer, op: _OpInfo) -> None:
 
 
 def _same_qparams(imp: _Importer, op: _OpInfo, xi: int) -> None:
+    if imp.float:
+        return
     a, b = imp.t(xi), imp.t(op.outputs[0])
     if (a.scale, a.zero_point) != (b.scale, b.zero_point):
         raise UnsupportedOpError(f"operator {op.index} ({op.name}) changes scale/zero point ({a.scale}, "
@@ -505,13 +619,15 @@ def _same_qparams(imp: _Importer, op: _OpInfo, xi: int) -> None:
 def _add(imp: _Importer, op: _OpInfo) -> None:
     ai, bi = imp.args(op, 2, 2)
     o = imp.options(op, "AddOptions") if op.options_type else None
+    clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
+    if _scalar_affine(imp, op, ai, bi, "add", clamp):
+        return
     a, b = imp.ir_input(ai, op), imp.ir_input(bi, op)
     sa, sb = imp.g.tensor(a).shape, imp.g.tensor(b).shape
     if sa != sb:
         raise UnsupportedOpError(f"operator {op.index} (ADD) broadcasts {list(sa)} with {list(sb)}; tinyaot "
                                  "supports ADD of equal shapes")
     imp.check_shape(op, sa)
-    clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
     imp.node(op, "add", [a, b], {"clamp": clamp})
 
 
@@ -534,7 +650,7 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
     x = imp.ir_input(xi, op)
     imp.check_shape(op, imp.g.tensor(x).shape)
     y = imp.t(op.outputs[0])
-    if y.scale != (1.0 / 256.0,) or y.zero_point != (-128,):
+    if not imp.float and (y.scale != (1.0 / 256.0,) or y.zero_point != (-128,)):
         raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): int8 output must have scale 1/256 and zero point "
                                  f"-128 (TFLite's rule), got {y.scale} / {y.zero_point}")
     beta = float(np.float32(o.Beta())) if o is not None else 1.0
@@ -593,24 +709,55 @@ def _operand(imp: _Importer, op: _OpInfo, index: int, name: str) -> str:
     if index in imp.names:
         return imp.names[index]
     if imp.t(index).data is not None:
+        if imp.float:  # tinyaot's calibration quantizes activations only (quantize/lower.py)
+            raise UnsupportedOpError(
+                f"operator {op.index} ({op.name}): the constant tensor operand '{imp.t(index).name}' of shape "
+                f"{list(imp.t(index).shape)} is not supported in a float model yet (tinyaot quantizes a constant "
+                "operand only when it is one number); convert with full-integer quantization, where tinyaot takes "
+                "the converter's int8 constant as is")
         return imp.constant(index, name, op, "int8", "constant operand")
     return imp.ir_input(index, op)
+
+
+def _scalar_affine(imp: _Importer, op: _OpInfo, ai: int, bi: int, kind: str, clamp) -> bool:
+    """Float ADD / MUL of an activation and a one-number constant: one table, x * scale_by + offset (the IR's
+    lut 'affine', as the PyTorch front end writes `x * 0.5` or `x + 1`), not a second tensor."""
+    if not imp.float:
+        return False
+    for xi, ci in ((ai, bi), (bi, ai)):
+        c = imp.t(ci)
+        if xi in imp.names and ci not in imp.names and c.data is not None and int(np.prod(c.shape)) == 1:
+            imp._refuse_float16(c, op, "constant operand")
+            data, _ = imp._read_constant(ci, op, "float32", "constant operand")
+            value = float(data.reshape(-1)[0])
+            x = imp.names[xi]
+            imp.check_shape(op, imp.g.tensor(x).shape)
+            scale_by, offset = (1.0, value) if kind == "add" else (value, 0.0)
+            imp.node(op, "lut", [x], {"function": "affine", "scale_by": scale_by, "offset": offset, "clamp": clamp})
+            return True
+    return False
 
 
 def _mul(imp: _Importer, op: _OpInfo) -> None:
     ai, bi = imp.args(op, 2, 2)
     o = imp.options(op, "MulOptions") if op.options_type else None
     name = f"mul_{op.index}"
-    a, b = _operand(imp, op, ai, f"{name}_a"), _operand(imp, op, bi, f"{name}_b")
     clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
+    if _scalar_affine(imp, op, ai, bi, "mul", clamp):
+        return
+    a, b = _operand(imp, op, ai, f"{name}_a"), _operand(imp, op, bi, f"{name}_b")
     imp.node(op, "mul", [a, b], {"clamp": clamp})
 
 
-def _lut(function: str):
+def _lut(function: str, real_function: str):
     """LOGISTIC / TANH / HARD_SWISH as a 256-entry table filled at compile time by TFLM's own integer kernels
-    (ref/tflm_activations.py): bit-exact with TFLite Micro, at the cost of one table lookup per element."""
+    (ref/tflm_activations.py): bit-exact with TFLite Micro, at the cost of one table lookup per element.
+    In a float model, the real function (tinyaot's PTQ fills its table from it)."""
     def convert(imp: _Importer, op: _OpInfo) -> None:
         (xi,) = imp.args(op, 1, 1)
+        if imp.float:
+            imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": real_function})
+            return
         node = imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": function})
         try:
             lut_s8.prepare(node, imp.g)  # TFLM's Prepare-time qparam rules fail at import, not at the first run
@@ -655,8 +802,8 @@ CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "CONV_2D": _conv_2d,
     "DEPTHWISE_CONV_2D": _depthwise_conv_2d,
     "FULLY_CONNECTED": _fully_connected,
-    "HARD_SWISH": _lut("tflm_hard_swish"),
-    "LOGISTIC": _lut("tflm_logistic"),
+    "HARD_SWISH": _lut("tflm_hard_swish", "hardswish"),
+    "LOGISTIC": _lut("tflm_logistic", "sigmoid"),
     "MAX_POOL_2D": _max_pool_2d,
     "MEAN": _mean,
     "MUL": _mul,
@@ -667,16 +814,45 @@ CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "RELU_N1_TO_1": _relu((-1.0, 1.0), rescales=False),
     "RESHAPE": _reshape,
     "SOFTMAX": _softmax,
-    "TANH": _lut("tflm_tanh"),
+    "TANH": _lut("tflm_tanh", "tanh"),
     "TRANSPOSE": _transpose,
 }
 
 
+def is_float_tflite(model) -> bool:
+    """True for a float32 .tflite (a path, or the file's bytes): its input is float32 and is not just quantized by
+    a first QUANTIZE (that is an int8 model with a float interface, which from_tflite takes). Never raises: a file
+    that cannot be read is not a float model, and from_tflite says what is wrong with it."""
+    try:
+        buf, _ = _read_bytes(model)
+        return _is_float(_parse(buf))
+    except Exception:  # noqa: BLE001 -- malformed or missing: from_tflite reports it
+        return False
+
+
 def from_tflite(model) -> Graph:
     """Import an int8 .tflite model (a path, or the file's bytes) as an int8 IR graph."""
+    return _import(model, float_mode=False)
+
+
+def from_tflite_float(model) -> Graph:
+    """Import a float32 .tflite model (a path, or the file's bytes) as a float IR graph for tinyaot's calibration
+    and PTQ: float32 activations without qparams, float32 weights and biases in the IR layouts, fused activations
+    as `clamp`, NHWC, and calibration samples in the model's own layout (torch_input_rank 0)."""
+    g = _import(model, float_mode=True)
+    for t in g.constants():
+        bad = ~np.isfinite(t.data) if t.dtype == "float32" else np.zeros(t.data.shape, bool)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ModelError(f"constant '{t.name}' holds {int(bad.sum())} non-finite value(s) (first at index "
+                             f"{idx}: {t.data[idx]}); int8 quantization needs finite weights (fix the model)")
+    return g
+
+
+def _import(model, float_mode: bool) -> Graph:
     buf, source = _read_bytes(model)
     try:
-        g = _Importer(_parse(buf), source).run()
+        g = _Importer(_parse(buf), source, float_mode).run()
     except TinyAOTError:
         raise
     except Exception as exc:  # noqa: BLE001 -- the generated parser raises struct.error, IndexError, ...

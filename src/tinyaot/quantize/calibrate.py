@@ -1,4 +1,4 @@
-"""Calibration: run representative samples through the float graph and record value ranges."""
+"""Calibration: run representative samples through the float graph and choose every activation's range."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,21 +9,34 @@ import numpy as np
 from tinyaot.errors import CalibrationError
 from tinyaot.ir import Graph
 from tinyaot.quantize.float_eval import evaluate
+from tinyaot.quantize.observers import BINS, OBSERVERS, Calibration, Range, TensorStats, choose_range, \
+    find_outliers, histogram_edges
+
+PROGRESS_SAMPLES = 2048  # show a progress bar from this many calibration samples on
+
+__all__ = ["Calibration", "Range", "SampleSet", "as_sample_batch", "collect_ranges"]
 
 
 @dataclass(frozen=True)
-class Range:
-    lo: float
-    hi: float
+class SampleSet:
+    """Calibration (or check) samples as float64, and what they looked like before conversion."""
+
+    batch: np.ndarray  # (N, *sample_shape), float64, in the caller's layout
+    dtype: str  # the dtype the caller passed ("float32", "int8", "uint8", ...)
+
+    def __len__(self) -> int:
+        return len(self.batch)
 
 
-def as_sample_batch(samples, sample_shape: tuple[int, ...], what: str = "calibration") -> np.ndarray:
+def as_sample_batch(samples, sample_shape: tuple[int, ...], what: str = "calibration") -> SampleSet:
     """Accept an array/tensor of samples, one sample, or an iterable of batches; return (N, *shape).
 
     `sample_shape` is the model's input shape without its batch dimension.
     """
-    arrays = [_to_numpy(s) for s in _batches(samples)]
-    if not arrays:
+    raw = [_raw_numpy(s) for s in _batches(samples)]
+    dtypes = sorted({str(a.dtype) for a in raw})
+    arrays = [_as_float(a, what) for a in raw]
+    if not arrays or all(a.size == 0 for a in arrays):
         raise CalibrationError(f"{what} data is empty: pass at least one sample")
     out = []
     for i, a in enumerate(arrays):
@@ -44,7 +57,7 @@ def as_sample_batch(samples, sample_shape: tuple[int, ...], what: str = "calibra
             f"{what} data holds {int(bad.sum())} NaN/Inf value(s) (first at index {first}). "
             "Clean the samples: int8 ranges cannot be chosen from non-finite data."
         )
-    return batch
+    return SampleSet(batch, dtypes[0] if len(dtypes) == 1 else "/".join(dtypes))
 
 
 def _batches(samples) -> Iterable:
@@ -63,25 +76,125 @@ def _is_array_like(x) -> bool:
     return isinstance(x, np.ndarray) or type(x).__name__ == "Tensor"
 
 
-def _to_numpy(x) -> np.ndarray:
+def _raw_numpy(x) -> np.ndarray:
     if type(x).__name__ == "Tensor":
         x = x.detach().cpu().numpy()
     if isinstance(x, (tuple, list)) and len(x) >= 1 and _is_array_like(x[0]):
-        x = _to_numpy(x[0])  # (inputs, labels) pairs from a DataLoader
+        x = _raw_numpy(x[0])  # (inputs, labels) pairs from a DataLoader
+    return np.asarray(x)
+
+
+def _as_float(x: np.ndarray, what: str) -> np.ndarray:
     try:
         return np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise CalibrationError(f"calibration batch is not numeric: {exc}") from None
+        raise CalibrationError(f"{what} batch is not numeric: {exc}") from None
 
 
-def collect_ranges(g: Graph, batch: np.ndarray, chunk: int = 256) -> dict[str, Range]:
-    """Min/max of every activation tensor over all samples."""
-    lo: dict[str, float] = {}
-    hi: dict[str, float] = {}
-    for start in range(0, len(batch), chunk):
-        values = evaluate(g, batch[start : start + chunk])
-        for t in g.activations():
-            v = values[t.name]
-            lo[t.name] = min(lo.get(t.name, np.inf), float(v.min()))
-            hi[t.name] = max(hi.get(t.name, -np.inf), float(v.max()))
-    return {k: Range(lo[k], hi[k]) for k in lo}
+def _resolve_overrides(g: Graph, layer_observers: dict | None) -> dict[str, str]:
+    """Layer or tensor name -> observer, as tensor name -> observer; unknown names are an error."""
+    out: dict[str, str] = {}
+    by_layer = {n.name: n.outputs[0] for n in g.nodes}
+    tensors = {t.name for t in g.activations()}
+    for key, obs in (layer_observers or {}).items():
+        _check_observer(obs, f"layer_observers[{key!r}]")
+        if key in by_layer:
+            out[by_layer[key]] = obs
+        elif key in tensors:
+            out[key] = obs
+        else:
+            raise CalibrationError(
+                f"layer_observers names {key!r}, which is no layer or tensor of this model; layers: "
+                f"{', '.join(by_layer)}"
+            )
+    return out
+
+
+def _check_observer(obs, what: str) -> None:
+    if obs not in OBSERVERS:
+        raise CalibrationError(f"{what} is {obs!r}; choose one of {', '.join(OBSERVERS)}")
+
+
+def decision_tensors(g: Graph) -> set[str]:
+    """Tensors whose largest values decide the answer: the outputs and what feeds a softmax."""
+    out = set(g.outputs)
+    out.update(n.inputs[0] for n in g.nodes if n.op == "softmax")
+    return out
+
+
+def _chunks(n: int, chunk: int, progress: bool, what: str):
+    starts = range(0, n, chunk)
+    if not progress:
+        yield from starts
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(what, total=n)
+        for start in starts:
+            yield start
+            bar.update(task, advance=min(chunk, n - start))
+
+
+def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer_observers: dict | None = None,
+                   chunk: int = 256, progress: bool | None = None) -> Calibration:
+    """Run the samples through the float graph and choose every activation tensor's range.
+
+    Two passes: per-sample extremes first (they decide which samples are outliers per tensor), then
+    histograms of the inliers for the observers that search a clipping range.
+    """
+    _check_observer(observer, "observer")
+    overrides = _resolve_overrides(g, layer_observers)
+    n = len(batch)
+    progress = n >= PROGRESS_SAMPLES if progress is None else progress
+    names = [t.name for t in g.activations()]
+    lo = {k: [] for k in names}
+    hi = {k: [] for k in names}
+    chan: dict[str, np.ndarray] = {}
+    cached = None
+    for start in _chunks(n, chunk, progress, "calibrating: ranges"):
+        values = _evaluate_checked(g, batch[start : start + chunk], start)
+        if n <= chunk:
+            cached = values
+        for k in names:
+            v = values[k].reshape(len(values[k]), -1)
+            lo[k].append(v.min(axis=1))
+            hi[k].append(v.max(axis=1))
+            c = values[k].reshape(-1, values[k].shape[-1]).max(axis=0) if values[k].ndim > 1 else None
+            if c is not None:
+                chan[k] = c if k not in chan else np.maximum(chan[k], c)
+    stats = {k: TensorStats(k, np.concatenate(lo[k]), np.concatenate(hi[k]), channel_hi=chan.get(k))
+             for k in names}
+    for s in stats.values():
+        if overrides.get(s.name, observer) != "minmax":
+            s.outliers = find_outliers(s.sample_lo, s.sample_hi)
+        s.edges = histogram_edges(s)
+        s.hist = np.zeros(BINS, dtype=np.int64)
+    for start in _chunks(n, chunk, progress, "calibrating: histograms"):
+        values = cached if cached is not None else evaluate(g, batch[start : start + chunk])
+        for k, s in stats.items():
+            v = values[k]
+            keep = s.inliers[start : start + len(v)]
+            if keep.any():
+                s.hist += np.histogram(np.clip(v[keep], s.edges[0], s.edges[-1]), bins=s.edges)[0]
+    decision = decision_tensors(g)
+    ranges = {}
+    for k, s in stats.items():
+        s.range, s.chosen = choose_range(s, overrides.get(k, observer), k in decision)
+        ranges[k] = s.range
+    return Calibration(ranges, stats, n, observer, overrides)
+
+
+def _evaluate_checked(g: Graph, batch: np.ndarray, start: int) -> dict[str, np.ndarray]:
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = evaluate(g, batch)
+    for node in g.nodes:
+        v = values[node.outputs[0]]
+        if not np.isfinite(v).all():
+            bad = int(np.flatnonzero(~np.isfinite(v.reshape(len(v), -1)).any(axis=1))[0]) + start
+            raise CalibrationError(
+                f"calibration sample {bad} drives layer '{node.name}' to Inf/NaN in float: the samples are far "
+                f"out of scale (largest input magnitude {float(np.abs(batch).max()):.3g}). Pass inputs scaled "
+                "like the data the model was trained on"
+            )
+    return values

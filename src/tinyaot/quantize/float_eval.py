@@ -118,11 +118,18 @@ LUT_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
+# TFLite Micro's integer activations approximate these real functions.
+LUT_FUNCTIONS.update({"tflm_logistic": LUT_FUNCTIONS["sigmoid"], "tflm_tanh": np.tanh,
+                      "tflm_hard_swish": LUT_FUNCTIONS["hardswish"]})
+
+
 def _lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     if a["function"] == "affine":
-        return args[0] * a["scale_by"] + a["offset"]
-    return LUT_FUNCTIONS[a["function"]](args[0])
+        y = args[0] * a["scale_by"] + a["offset"]
+    else:
+        y = LUT_FUNCTIONS[a["function"]](args[0])
+    return _clamp(node, y)
 
 
 def _relu(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
@@ -131,6 +138,11 @@ def _relu(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
 
 def _transpose(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return np.transpose(args[0], node.attrs["perm"])  # perm[0] == 0: the batch stays first
+
+
+def _identity(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """quantize (int8 -> int8 with other qparams) changes no real value."""
+    return args[0]
 
 
 def _reshape(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
@@ -155,6 +167,7 @@ FLOAT_OPS: dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]] = {
     "relu": _relu,
     "transpose": _transpose,
     "reshape": _reshape,
+    "quantize": _identity,
 }
 
 

@@ -10,8 +10,11 @@ import numpy as np
 
 from tinyaot.errors import UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor
-from tinyaot.quantize.calibrate import Range
-from tinyaot.quantize.scheme import activation_qparams, quantize_bias, quantize_weights_per_channel
+from tinyaot.quantize.fixedpoint import quantize_multiplier
+from tinyaot.quantize.observers import Range
+from tinyaot.quantize.scheme import INT32_MAX, INT32_MIN, activation_qparams, quantize_bias, \
+    quantize_weights_per_channel
+from tinyaot.diagnostics import Finding
 
 SOFTMAX_QPARAMS = QParams.per_tensor(1.0 / 256.0, -128)
 WEIGHT_AXIS = {"fully_connected": 0, "conv2d": 0, "depthwise_conv2d": 3}
@@ -19,7 +22,9 @@ INHERIT = {"reshape", "max_pool2d", "avg_pool2d", "pad", "transpose", "relu"}
 OWN = {"add", "mul", "mean", "concat", "lut"}
 
 
-def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> Graph:
+def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Finding]]:
+    """The int8 graph, and what had to be clamped on the way (a bias beyond int32, a multiplier out of range)."""
+    findings: list[Finding] = []
     q = Graph(tensors={}, nodes=[], inputs=list(g.inputs), outputs=list(g.outputs), layout=g.layout,
               output_layout=g.output_layout, torch_input_rank=g.torch_input_rank)
     for name in g.inputs:
@@ -27,8 +32,8 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> Graph:
     for node in g.nodes:
         out = g.tensor(node.outputs[0])
         if node.op in WEIGHT_AXIS:
-            _lower_weighted(g, q, node, WEIGHT_AXIS[node.op])
             qp = _qparams_for(ranges, out.name)
+            findings += _lower_weighted(g, q, node, WEIGHT_AXIS[node.op], qp)
         elif node.op in INHERIT:
             qp = q.tensor(node.inputs[0]).qparams
         elif node.op in OWN:
@@ -42,7 +47,7 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> Graph:
             )
         _add_activation(q, out, qp)
         q.nodes.append(Node(node.op, node.name, list(node.inputs), list(node.outputs), dict(node.attrs), node.source))
-    return q
+    return q, findings
 
 
 def _qparams_for(ranges: dict[str, Range], name: str) -> QParams:
@@ -54,10 +59,45 @@ def _add_activation(q: Graph, t: Tensor, qp: QParams) -> Tensor:
     return q.add_tensor(Tensor(t.name, t.shape, "int8", qparams=qp))
 
 
-def _lower_weighted(g: Graph, q: Graph, node: Node, axis: int) -> None:
+def _lower_weighted(g: Graph, q: Graph, node: Node, axis: int, out_qp: QParams) -> list[Finding]:
     x_name, w_name, b_name = node.inputs
     x_q = q.tensor(x_name).qparams
     w_q, w_qp = quantize_weights_per_channel(g.tensor(w_name).data, axis=axis)
-    b_q, b_qp = quantize_bias(g.tensor(b_name).data, x_q.scale[0], np.asarray(w_qp.scale))
+    bias = g.tensor(b_name).data
+    b_q, b_qp = quantize_bias(bias, x_q.scale[0], np.asarray(w_qp.scale))
     q.add_tensor(Tensor(w_name, w_q.shape, "int8", data=w_q, qparams=w_qp))
     q.add_tensor(Tensor(b_name, b_q.shape, "int32", data=b_q, qparams=b_qp))
+    return _bias_findings(node, bias, b_qp, x_q) + _multiplier_findings(node, x_q, w_qp, out_qp)
+
+
+def _bias_findings(node: Node, bias: np.ndarray, b_qp: QParams, x_q: QParams) -> list[Finding]:
+    exact = np.asarray(bias, np.float64).reshape(-1) / np.asarray(b_qp.scale)
+    over = np.flatnonzero((exact > INT32_MAX) | (exact < INT32_MIN))
+    if len(over) == 0:
+        return []
+    c = int(over[0])
+    return [Finding(
+        "bias_clamped", node.name,
+        f"layer '{node.name}': the bias of {len(over)} output channel(s) (first: channel {c}, {float(bias[c]):.4g}) "
+        f"does not fit int32 at scale {b_qp.scale[c]:.3g} (input scale {x_q.scale[0]:.3g} x weight scale) and was "
+        "clamped, so those channels are wrong",
+        "the input range of this layer is far narrower than its bias: calibrate on representative data (the "
+        "input's range is too small), or check the weights of this layer for near-zero channels")]
+
+
+def _multiplier_findings(node: Node, x_q: QParams, w_qp: QParams, out_qp: QParams) -> list[Finding]:
+    bad = []
+    for c, ws in enumerate(w_qp.scale):
+        real = x_q.scale[0] * ws / out_qp.scale[0]
+        m, shift = quantize_multiplier(real)
+        if m == 0 or (shift == 30 and m == INT32_MAX and real > 2.0**30):
+            bad.append((c, real))
+    if not bad:
+        return []
+    c, real = bad[0]
+    what = "underflows to 0 (the channel always outputs its bias)" if real < 1 else "saturates"
+    return [Finding(
+        "multiplier_clamped", node.name,
+        f"layer '{node.name}': the requantization multiplier of {len(bad)} channel(s) (first: channel {c}, "
+        f"{real:.3g}) {what}",
+        "the output range of this layer does not match its inputs: calibrate on representative data")]

@@ -1,19 +1,32 @@
-"""Per-layer quantization error: where int8 drifts from float, and where calibration fell short.
+"""Why is the int8 model wrong? Per-layer error against float on real samples, and the layer at fault.
 
-Runs the float graph and the int8 reference interpreter side by side on the same samples and compares
-every op's output (dequantized) with its float value. Saturation (float values outside the int8
-range chosen at calibration) is the tell-tale of calibration data that does not cover the inputs.
+The float side is the model's reference graph: the float model itself for PyTorch and float .tflite models, and
+for an imported int8 model (PT2E, int8 .tflite) the float model its integers stand for (weights dequantized,
+activations unrounded), which shows what its fixed scales do to real data. Per layer:
+
+- cumulative SQNR: the int8 pipeline's value against float, everything before included;
+- local SQNR: this layer's int8 kernel alone, given the float inputs rounded to its input's int8 (so a layer is
+  not blamed for what came before);
+- clipped: float values outside the int8 range (the range is too narrow for the data);
+- steps used: how many of the 256 int8 steps the data spans (a few: the range is too wide, the data crushed).
+
+The first layer where something goes wrong is named, with its likely cause and what to try.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from tinyaot.quantize.float_eval import evaluate
+from tinyaot.diagnostics import Finding
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
+CRUSHED_STEPS = 16  # data spanning fewer of the 256 steps is crushed
+JUMP_DB = 10.0  # a cumulative SQNR drop this large at one layer is where it went wrong
+LOW_SQNR_DB = 15.0  # a layer whose own kernel is this noisy is at fault
+AGREEMENT_WARN = 0.95  # int8 vs float top-1 agreement below this fails the check
+LOCAL_SAMPLES = 50  # samples for the per-layer kernel-alone measurement (the reference kernels are slow)
 
 
 @dataclass(frozen=True)
@@ -22,85 +35,297 @@ class LayerError:
     op: str
     tensor: str
     scale: float
-    sqnr_db: float  # signal-to-quantization-noise ratio, higher is better
+    sqnr_db: float  # cumulative: int8 pipeline vs float, higher is better
+    local_sqnr_db: float  # this layer's kernel alone on exactly rounded inputs (nan where not measured)
     mean_abs_steps: float  # mean |int8 - float| in output quantization steps
     max_abs_steps: float
-    saturated: float  # fraction of float values outside the calibrated int8 range
+    saturated: float  # fraction of float values outside the int8 range: clipped
+    steps_used: float  # int8 steps the float values span (of 256)
+    float_lo: float
+    float_hi: float
+    int8_lo: float  # the real range the int8 tensor covers
+    int8_hi: float
 
 
 @dataclass(frozen=True)
-class LayerErrorReport:
+class OutputCheck:
+    sqnr_db: float
+    argmax_agreement: float | None  # None for outputs that are not class scores
+    disagreements: tuple[tuple[int, int, int], ...]  # (sample, float class, int8 class), the first few
+    float_accuracy: float | None = None
+    int8_accuracy: float | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    layer: str
+    cause: str  # "range too narrow" | "range too wide" | "outlier set the range" | "saturating activation" | ...
+    message: str
+    advice: str
+
+
+@dataclass(frozen=True)
+class QuantReport:
     model: str
     samples: int
+    reference: str  # what the float side is
     layers: tuple[LayerError, ...]
+    output: OutputCheck | None = None
+    diagnosis: Diagnosis | None = None
+    extra: dict = field(default_factory=dict)  # e.g. agreement with a float .tflite
 
     @property
-    def warnings(self) -> list[str]:
+    def findings(self) -> list[Finding]:
         out = []
         for e in self.layers:
             if e.saturated > SATURATION_WARN:
-                out.append(f"layer '{e.layer}': {e.saturated:.1%} of values fall outside the calibrated range and "
-                           "saturate; calibrate on data that covers these inputs")
+                out.append(Finding("clipping", e.layer,
+                                   f"layer '{e.layer}': {e.saturated:.1%} of values fall outside the calibrated range "
+                                   f"and saturate (float reaches {_span(e.float_lo, e.float_hi)}, int8 covers "
+                                   f"{_span(e.int8_lo, e.int8_hi)})",
+                                   "calibrate on data that covers these inputs"))
+        o = self.output
+        if o is not None and o.argmax_agreement is not None and o.argmax_agreement < AGREEMENT_WARN:
+            d = self.diagnosis
+            blame = f"; first fault: layer '{d.layer}' ({d.cause})" if d else ""
+            first = ", ".join(f"sample {i}: float {f}, int8 {q}" for i, f, q in o.disagreements[:4])
+            out.append(Finding("check_failed", d.layer if d else "output",
+                               f"int8 and float agree on the top class for only {o.argmax_agreement:.0%} of the "
+                               f"{self.samples} check samples ({first}){blame}",
+                               d.advice if d else "see cm.layer_errors(samples) for the layer at fault"))
         return out
 
+    @property
+    def warnings(self) -> list[str]:
+        return [str(f) for f in self.findings]
+
     def to_dict(self) -> dict:
-        return {"model": self.model, "samples": self.samples, "layers": [asdict(e) for e in self.layers],
-                "warnings": self.warnings}
+        return {"model": self.model, "samples": self.samples, "reference": self.reference,
+                "layers": [_finite(asdict(e)) for e in self.layers],
+                "output": _finite(asdict(self.output)) if self.output else None,
+                "diagnosis": asdict(self.diagnosis) if self.diagnosis else None,
+                "warnings": self.warnings, **self.extra}
 
     def __rich_console__(self, console, options):
         from rich.table import Table
 
-        t = Table(title=f"int8 vs float per layer of '{self.model}' ({self.samples} samples)")
-        for col in ("layer", "op", "SQNR dB", "mean |err| steps", "max |err| steps", "saturated"):
+        t = Table(title=f"int8 vs {self.reference} per layer of '{self.model}' ({self.samples} samples)",
+                  caption="local: the layer's kernel alone on exactly rounded inputs; cumul.: everything before it "
+                  "included; steps: int8 steps the data spans (of 256)")
+        for col in ("layer", "op", "local dB", "cumul. dB", "err steps", "clipped", "steps", "float range",
+                    "int8 range"):
             t.add_column(col, justify="left" if col in ("layer", "op") else "right")
+        blame = self.diagnosis.layer if self.diagnosis else None
         for e in self.layers:
             sat = f"{e.saturated:.2%}"
-            t.add_row(e.layer, e.op, f"{e.sqnr_db:.1f}", f"{e.mean_abs_steps:.2f}", f"{e.max_abs_steps:.1f}",
-                      f"[red]{sat}[/]" if e.saturated > SATURATION_WARN else sat)
+            steps = f"{e.steps_used:.0f}"
+            name = f"[bold red]{e.layer}[/]" if e.layer == blame else e.layer
+            t.add_row(name, e.op, _db(e.local_sqnr_db), _db(e.sqnr_db), f"{e.mean_abs_steps:.2f}",
+                      f"[red]{sat}[/]" if e.saturated > SATURATION_WARN else sat,
+                      f"[red]{steps}[/]" if e.steps_used < CRUSHED_STEPS else steps,
+                      _span(e.float_lo, e.float_hi), _span(e.int8_lo, e.int8_hi))
         yield t
-        for w in self.warnings:
-            yield f"[yellow]warning:[/] {w}"
+        o = self.output
+        if o is not None:
+            line = f"output: SQNR {_db(o.sqnr_db)} dB"
+            if o.argmax_agreement is not None:
+                line += f", top-1 agreement with float {o.argmax_agreement:.1%}"
+            if o.int8_accuracy is not None:
+                line += f", accuracy float {o.float_accuracy:.2%} / int8 {o.int8_accuracy:.2%}"
+            yield line
+            for i, f, q in o.disagreements[:8]:
+                yield f"  sample {i}: float says {f}, int8 says {q}"
+        for k, v in self.extra.items():
+            yield f"{k}: {v}"
+        if self.diagnosis:
+            d = self.diagnosis
+            yield f"[bold]first fault: layer '{d.layer}'[/] ({d.cause}): {d.message}"
+            yield f"  what to try: {d.advice}"
 
     def __str__(self) -> str:
         from tinyaot.report.render import render_text
 
-        return render_text(self)
+        return render_text(self, width=150)
 
 
-def layer_errors(cm, samples, max_samples: int = 200) -> LayerErrorReport:
+def _db(v: float) -> str:
+    return "-" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.1f}")
+
+
+def _span(lo: float, hi: float) -> str:
+    return f"[{lo:.3g}, {hi:.3g}]"
+
+
+def _finite(d: dict) -> dict:
+    """JSON has no inf/nan: write them as null."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
+    noise = float(np.sum((got - ref) ** 2))
+    signal = float(np.sum(ref**2))
+    if noise == 0:
+        return math.inf
+    return 10 * math.log10(max(signal, 1e-30) / noise)
+
+
+def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantReport:
     """`samples`: float inputs in the compiled model's input layout (as for run_float)."""
+    from tinyaot.quantize.float_eval import evaluate
     from tinyaot.ref.interpreter import Interpreter
 
-    x = np.asarray(samples, dtype=np.float64)
-    batch, _ = cm._as_batch(x)
+    batch, _ = cm._as_batch(np.asarray(samples, dtype=np.float64))
     batch = batch[:max_samples]
-    float_values = evaluate(cm.float_graph, batch.reshape((-1,) + cm.input_shape[1:]))
-    interp = Interpreter(cm.graph, cm.plan)
+    g = cm.graph
+    ref_values = evaluate(cm.reference_graph, batch.reshape((-1,) + cm.input_shape[1:]))
+    interp = Interpreter(g, cm.plan)
     traced: dict[str, list[np.ndarray]] = {}
     xq = cm.quantize_input(batch)
     for sample in xq:
         interp.invoke(sample, trace=lambda node, y: traced.setdefault(node.name, []).append(y))
     rows = []
-    for node in cm.graph.nodes:
-        if node.op in ("reshape",) or node.name not in traced:
-            continue
-        out = cm.graph.tensor(node.outputs[0])
-        if out.name not in float_values:
+    for node in g.nodes:
+        out = g.tensor(node.outputs[0])
+        if node.op == "reshape" or node.name not in traced or out.name not in ref_values or out.qparams is None:
             continue
         q = np.stack(traced[node.name]).astype(np.float64)
-        scale, zp = out.qparams.scale[0], out.qparams.zero_point[0]
-        deq = (q - zp) * scale
-        ref = float_values[out.name].reshape(deq.shape)
-        rows.append(_row(node, out.name, scale, zp, deq, ref))
-    return LayerErrorReport(cm.name, len(batch), tuple(rows))
+        deq = (q - out.qparams.zero_point[0]) * out.qparams.scale[0]
+        ref = ref_values[out.name].reshape(deq.shape)
+        local = _local_sqnr(interp, node, g, ref_values)
+        rows.append(_row(node, out, deq, ref, local))
+    output = _output_check(cm, ref_values, traced, labels)
+    rows = tuple(rows)
+    return QuantReport(cm.name, len(batch), _reference_kind(cm), rows, output, diagnose(cm, rows, output))
 
 
-def _row(node, tensor: str, scale: float, zp: int, deq: np.ndarray, ref: np.ndarray) -> LayerError:
-    err = deq - ref
-    noise = float(np.sum(err**2))
-    signal = float(np.sum(ref**2))
-    sqnr = math.inf if noise == 0 else 10 * math.log10(max(signal, 1e-30) / noise)
-    lo, hi = scale * (-128 - zp), scale * (127 - zp)
+def _reference_kind(cm) -> str:
+    return "float" if cm.float_graph is not None else "dequantized float"
+
+
+def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerError:
+    scale, zp = out.qparams.scale[0], out.qparams.zero_point[0]
+    info = np.iinfo(out.dtype)
+    lo, hi = scale * (info.min - zp), scale * (info.max - zp)
     saturated = float(np.mean((ref < lo - scale / 2) | (ref > hi + scale / 2)))
-    steps = np.abs(err) / scale
-    return LayerError(node.name, node.op, tensor, scale, sqnr, float(steps.mean()), float(steps.max()), saturated)
+    steps = np.abs(deq - ref) / scale
+    f_lo, f_hi = float(ref.min()), float(ref.max())
+    used = min(256.0, (max(min(f_hi, hi), 0.0) - min(max(f_lo, lo), 0.0)) / scale + 1)
+    return LayerError(node.name, node.op, out.name, scale, sqnr_db(ref, deq), local, float(steps.mean()),
+                      float(steps.max()), saturated, used, f_lo, f_hi, lo, hi)
+
+
+def _local_sqnr(interp, node, g, ref_values: dict) -> float:
+    """The node's int8 kernel alone: float inputs rounded to their int8 qparams, output against float."""
+    from tinyaot.quantize.scheme import quantize_array
+    from tinyaot.ref.interpreter import KERNELS
+
+    if node.op not in KERNELS or node.name not in interp.params:
+        return math.nan
+    ins = [g.tensor(i) for i in node.inputs if not g.tensor(i).is_const]
+    if any(t.name not in ref_values or t.dtype != "int8" or t.qparams is None for t in ins):
+        return math.nan
+    out = g.tensor(node.outputs[0])
+    kernel, params = KERNELS[node.op][1], interp.params[node.name]
+    n = min(LOCAL_SAMPLES, len(ref_values[ins[0].name]))
+    got, want = [], []
+    for s in range(n):
+        args = [quantize_array(ref_values[t.name][s].reshape(t.shape), t.qparams) for t in ins]
+        y = np.asarray(kernel(*args, params)).astype(np.float64)
+        got.append((y.reshape(-1) - out.qparams.zero_point[0]) * out.qparams.scale[0])
+        want.append(ref_values[out.name][s].reshape(-1))
+    return sqnr_db(np.concatenate(want), np.concatenate(got))
+
+
+def _output_check(cm, ref_values: dict, traced: dict, labels) -> OutputCheck | None:
+    g = cm.graph
+    producer = g.producer(g.outputs[0])
+    if producer is None or producer.name not in traced:
+        return None
+    out = g.tensor(g.outputs[0])
+    q = np.stack(traced[producer.name]).astype(np.float64)
+    deq = ((q - out.qparams.zero_point[0]) * out.qparams.scale[0]).reshape(len(q), -1)
+    ref = ref_values[cm.reference_graph.outputs[0]].reshape(len(q), -1)
+    agreement, disagree, f_acc, q_acc = None, (), None, None
+    if 2 <= ref.shape[1] <= 1000 and len(out.shape) == 2:
+        fc, qc = ref.argmax(1), deq.argmax(1)
+        agreement = float((fc == qc).mean())
+        disagree = tuple((int(i), int(fc[i]), int(qc[i])) for i in np.flatnonzero(fc != qc)[:10])
+        if labels is not None:
+            y = np.asarray(labels).reshape(-1)[: len(q)]
+            f_acc, q_acc = float((fc == y).mean()), float((qc == y).mean())
+    return OutputCheck(sqnr_db(ref, deq), agreement, disagree, f_acc, q_acc)
+
+
+# ---- diagnosis --------------------------------------------------------------------------------------------
+
+
+def diagnose(cm, rows: tuple[LayerError, ...], output: OutputCheck | None) -> Diagnosis | None:
+    """The first layer that clips, is crushed, or where the error jumps; None when nothing stands out."""
+    previous = math.inf
+    for e in rows:
+        jump = previous - e.sqnr_db if math.isfinite(previous) else 0.0
+        if e.saturated > SATURATION_WARN:
+            return _clipping(cm, e)
+        if e.steps_used < CRUSHED_STEPS and e.float_hi - e.float_lo > 0:
+            return _crushed(cm, e)
+        if jump > JUMP_DB and e.sqnr_db < 25 or (not math.isnan(e.local_sqnr_db) and e.local_sqnr_db < LOW_SQNR_DB):
+            return _noisy(cm, e)
+        previous = e.sqnr_db
+    return None
+
+
+def _calibration_hint(cm) -> str:
+    codes = {f.code for f in getattr(cm, "findings", [])}
+    if "noise_like" in codes or "too_few_samples" in codes:
+        return "the calibration samples were noise or too few: calibrate on a few hundred real inputs"
+    if cm.calibration is None:
+        return ("this model's scales come from its own quantizer: recalibrate it on data like this (for PT2E, run "
+                "a few hundred real samples through the prepared model before convert_pt2e)")
+    return "calibrate on data that covers these inputs (these values were beyond every calibration sample)"
+
+
+def _clipping(cm, e: LayerError) -> Diagnosis:
+    return Diagnosis(e.layer, "range too narrow",
+                     f"{e.saturated:.1%} of its values clip: float reaches {_span(e.float_lo, e.float_hi)}, the int8 "
+                     f"range stops at {_span(e.int8_lo, e.int8_hi)}", _calibration_hint(cm))
+
+
+def _crushed(cm, e: LayerError) -> Diagnosis:
+    stats = cm.calibration.stats.get(e.tensor) if cm.calibration is not None else None
+    if stats is not None and stats.outliers and stats.chosen == "minmax":
+        return Diagnosis(e.layer, "outlier set the range",
+                         f"the data spans only {e.steps_used:.0f} of 256 steps: calibration samples "
+                         f"{list(stats.outliers)[:5]} reach {stats.outlier_factor:.1f}x the others and set the range",
+                         "remove those samples, or use observer='auto' (the default), which leaves outliers out")
+    return Diagnosis(e.layer, "range too wide",
+                     f"the data spans only {e.steps_used:.0f} of 256 steps of the int8 range "
+                     f"{_span(e.int8_lo, e.int8_hi)} (float values {_span(e.float_lo, e.float_hi)})",
+                     "calibrate on data like this (the calibration saw far larger values), or try "
+                     "layer_observers={'%s': 'mse'}" % e.layer)
+
+
+def _noisy(cm, e: LayerError) -> Diagnosis:
+    if e.op == "lut" or e.op == "softmax":
+        return Diagnosis(e.layer, "saturating activation",
+                         f"its int8 output is noisy (SQNR {_db(e.sqnr_db)} dB): its input's int8 range is too coarse "
+                         "for the steep part of the function",
+                         "calibrate on representative data; if the layer before it clips or is crushed, fix that first")
+    return Diagnosis(e.layer, "error jump",
+                     f"the error grows here (cumulative SQNR {_db(e.sqnr_db)} dB, this layer alone "
+                     f"{_db(e.local_sqnr_db)} dB) with no clipping: rounding to {e.steps_used:.0f} steps loses too much",
+                     f"try layer_observers={{'{e.layer}': 'minmax'}} or 'mse' for this layer, or keep the layer "
+                     "wider (more channels) so its values spread over more steps")
+
+
+def compare_float_tflite(cm, float_model, x: np.ndarray) -> dict:
+    """Output agreement of an int8 model with the float .tflite it was converted from, on the same inputs."""
+    from tinyaot.frontend.tflite import from_tflite_float
+    from tinyaot.quantize.float_eval import evaluate
+
+    fg = from_tflite_float(float_model)
+    want = evaluate(fg, x.reshape((-1,) + cm.input_shape[1:]))[fg.outputs[0]].reshape(len(x), -1)
+    got = cm.dequantize_output(cm.run(cm.quantize_input(x))).reshape(len(x), -1)
+    out = {"sqnr_db": round(sqnr_db(want, got), 2)}
+    if 2 <= want.shape[1] <= 1000:
+        out["argmax_agreement"] = float((want.argmax(1) == got.argmax(1)).mean())
+    return out

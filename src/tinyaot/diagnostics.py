@@ -1,0 +1,51 @@
+"""Findings: what the compiler noticed about the calibration or the quantized model, and what to do.
+
+A finding is a warning by default (CalibrationWarning, so users can filter it) and an error with strict=True,
+for CI that must not ship a model whose calibration looks wrong.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import asdict, dataclass
+
+from tinyaot.errors import CalibrationError
+
+
+class CalibrationWarning(UserWarning):
+    """The calibration (or the quantized model checked on data) looks wrong; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str  # stable identifier, e.g. "noise_like", "outlier_samples"
+    where: str  # the layer or tensor it is about ("input" for the samples themselves)
+    message: str  # what is wrong
+    advice: str  # what to do
+
+    def __str__(self) -> str:
+        return f"{self.message}. {self.advice[0].upper()}{self.advice[1:]}."
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def raise_or_warn(findings: list[Finding], strict: bool, model: str) -> None:
+    if not findings:
+        return
+    if strict:
+        lines = "\n".join(f"- {f}" for f in findings)
+        raise CalibrationError(f"model '{model}': {len(findings)} calibration problem(s) (strict=True):\n{lines}")
+    level = _caller_level()
+    for f in findings:
+        warnings.warn(f"model '{model}': {f}", CalibrationWarning, stacklevel=level)
+
+
+def _caller_level() -> int:
+    """The stacklevel of the first frame outside tinyaot, so a warning points at the user's compile() call."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -1,0 +1,191 @@
+"""Calibration checks at compile time: samples that cannot be what the model will see, and ranges that went wrong.
+
+Each check returns Findings (tinyaot.diagnostics) that say what is wrong and what to do; the pipeline turns them
+into warnings, or into one CalibrationError with strict=True. The seed's mistake, one `torch.randn` tensor as
+the only calibration sample, trips two of them: too few samples, and samples that look like noise.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tinyaot.diagnostics import Finding
+from tinyaot.ir import Graph
+from tinyaot.quantize.observers import Calibration
+
+MIN_SAMPLES = 32  # fewer and the ranges are a guess
+NOISE_CORRELATION = 0.15  # |lag-1 autocorrelation| below this: neighbouring values are unrelated
+SIGNAL_MIN_FEATURES = 64  # a flat vector this long is treated as a signal (spectrum, waveform, image rows)
+MAX_MAGNITUDE, MIN_MAGNITUDE = 1e4, 1e-4  # beyond these, the samples are probably scaled wrong
+CRUSHED_STEPS = 16  # an outlier-free range using fewer of the 256 steps is crushed
+
+
+# ---- the samples themselves ------------------------------------------------------------------------------
+
+
+def check_samples(samples, g: Graph, what: str = "calibration") -> list[Finding]:
+    """Checks on the raw samples (in the caller's layout): count, noise, constant samples, dtype, scale."""
+    x = samples.batch
+    out = []
+    if len(x) < MIN_SAMPLES:
+        out.append(Finding(
+            "too_few_samples", "input",
+            f"only {len(x)} {what} sample(s): ranges estimated from so few samples are a guess",
+            f"pass a few hundred representative inputs (at least {MIN_SAMPLES}), e.g. a slice of the training set"))
+    noise = noise_like(x, _signal_axes(x.shape[1:], g))
+    if noise:
+        out.append(Finding(
+            "noise_like", "input",
+            f"the {what} samples look like random noise ({noise}), not data: ranges set by noise clip real "
+            "inputs (the seed's 4 for a 7)",
+            "calibrate on real samples of what the model will see, e.g. a few hundred training inputs"))
+    out += _constant_samples(x, what)
+    out += _dtype_and_scale(x, samples.dtype, what)
+    return out
+
+
+def _signal_axes(sample_shape: tuple[int, ...], g: Graph) -> tuple[int, ...]:
+    """Sample axes along which neighbouring values of real data are correlated (image rows/cols, time)."""
+    rank = len(sample_shape)
+    if rank == 0:
+        return ()
+    if g.layout == "NHWC" and g.torch_input_rank == 0 and rank == 3:  # a .tflite image: (H, W, C)
+        axes = (0, 1)
+    elif rank >= 2:
+        axes = (rank - 2, rank - 1)
+    else:
+        axes = (0,) if sample_shape[0] >= SIGNAL_MIN_FEATURES else ()
+    return tuple(a for a in axes if sample_shape[a] >= 4)
+
+
+def noise_like(x: np.ndarray, axes: tuple[int, ...]) -> str:
+    """'' for data; a description when neighbours are uncorrelated and values follow a textbook distribution."""
+    if not axes or x.size < 64:
+        return ""
+    centered = x - x.reshape(len(x), -1).mean(axis=1).reshape((-1,) + (1,) * (x.ndim - 1))
+    energy = float(np.sum(centered**2))
+    if energy == 0:
+        return ""
+    corr = []
+    for a in axes:
+        lead = np.take(centered, range(0, x.shape[a + 1] - 1), axis=a + 1)
+        lag = np.take(centered, range(1, x.shape[a + 1]), axis=a + 1)
+        corr.append(float(np.sum(lead * lag)) / energy)
+    if max(abs(c) for c in corr) >= NOISE_CORRELATION:
+        return ""
+    z = (x - x.mean()) / x.std()
+    skew, kurt = float(np.mean(z**3)), float(np.mean(z**4))
+    if abs(skew) < 0.25 and abs(kurt - 3.0) < 0.5:
+        shape = "Gaussian"
+    elif abs(skew) < 0.25 and abs(kurt - 1.8) < 0.25:
+        shape = "uniform"
+    else:
+        return ""
+    return f"{shape} values with no correlation between neighbours: lag-1 autocorrelation {max(corr, key=abs):+.2f}"
+
+
+def _constant_samples(x: np.ndarray, what: str) -> list[Finding]:
+    flat = x.reshape(len(x), -1)
+    if flat.shape[1] < 2:
+        return []
+    const = np.flatnonzero(flat.max(axis=1) == flat.min(axis=1))
+    if len(const) == 0:
+        return []
+    zeros = int(np.sum(np.abs(flat[const]).max(axis=1) == 0))
+    if len(const) == len(x):
+        kind = "all zeros" if zeros == len(x) else "each one a single repeated value"
+        return [Finding("constant_samples", "input",
+                        f"every {what} sample is constant ({kind}): the ranges of every layer are meaningless",
+                        "calibrate on real inputs; zeros are what torch.zeros gives, not what a sensor sends")]
+    return [Finding("constant_samples", "input",
+                    f"{len(const)} of {len(x)} {what} samples are constant ({zeros} all zeros; first: sample "
+                    f"{int(const[0])}): they teach the ranges nothing",
+                    "drop blank samples, or make sure they are really part of the data")]
+
+
+def _dtype_and_scale(x: np.ndarray, dtype: str, what: str) -> list[Finding]:
+    out = []
+    if dtype in ("int8", "uint8", "int16", "int32", "int64", "uint16", "bool") or "int" in dtype:
+        hint = ("int8 data looks already quantized: pass the float values the model sees "
+                "(real = scale * (q - zero_point))" if dtype == "int8" else
+                "pass the float values the model was trained on (e.g. pixels / 255.0 if it was trained on [0, 1]); "
+                "if it really takes raw integers, pass them as float32 to silence this")
+        out.append(Finding("integer_samples", "input",
+                           f"the {what} samples are {dtype}, not float (values {x.min():.4g} .. {x.max():.4g})", hint))
+    mag = float(np.abs(x).max())
+    if mag > MAX_MAGNITUDE or 0 < mag < MIN_MAGNITUDE:
+        out.append(Finding("suspicious_scale", "input",
+                           f"the {what} samples reach |x| = {mag:.3g}, an unusual scale for a network input",
+                           "check the units and the normalization: pass inputs scaled like the training data"))
+    return out
+
+
+# ---- the ranges calibration chose ---------------------------------------------------------------------------
+
+
+def check_ranges(g: Graph, calib: Calibration, observer: str) -> list[Finding]:
+    return _outliers(g, calib, observer) + _dead(g, calib)
+
+
+def steps_used(lo: float, hi: float, full_lo: float, full_hi: float) -> float:
+    """How many of the 256 int8 steps of [full_lo, full_hi] the span [lo, hi] covers."""
+    span = max(full_hi, 0.0) - min(full_lo, 0.0)
+    return 256.0 * (max(hi, 0.0) - min(lo, 0.0)) / span if span > 0 else 256.0
+
+
+def _outliers(g: Graph, calib: Calibration, observer: str) -> list[Finding]:
+    hit = [s for s in calib.stats.values() if s.outliers]
+    if not hit:
+        return []
+    samples = sorted({i for s in hit for i in s.outliers})
+    first = next((s for s in hit if s.name in g.inputs), hit[0])
+    reach = max(abs(first.lo), abs(first.hi))
+    where = "the input" if first.name in g.inputs else f"tensor '{first.name}'"
+    used = steps_used(first.inlier_lo, first.inlier_hi, first.lo, first.hi)
+    names = ", ".join(f"'{s.name}'" for s in hit[:4]) + (f" and {len(hit) - 4} more" if len(hit) > 4 else "")
+    kept = [s for s in hit if calib.overrides.get(s.name, observer) == "minmax"]
+    idx = ", ".join(map(str, samples[:8])) + (" ..." if len(samples) > 8 else "")
+    head = (f"{len(samples)} of {calib.samples} calibration samples (index {idx}) are outliers: at {where} they "
+            f"reach {reach:.4g}, {first.outlier_factor:.1f}x what every other sample reaches (ranges of {names})")
+    if kept:
+        return [Finding("outlier_range", first.name,
+                        f"{head}; with observer 'minmax' they set the range, and the other samples use only "
+                        f"{used:.0f} of the 256 int8 steps",
+                        "remove or fix those samples, or use observer='auto' (the default), which leaves them out")]
+    return [Finding("outlier_samples", first.name,
+                    f"{head}; they were left out of those ranges, so inputs like them will saturate",
+                    "check those samples (a glitch, a wrong scale?) and remove or fix them; if such inputs are real, "
+                    "calibrate on more of them")]
+
+
+def _dead(g: Graph, calib: Calibration) -> list[Finding]:
+    out = []
+    for node in g.nodes:
+        s = calib.stats.get(node.outputs[0])
+        if s is None or node.op in ("reshape", "transpose") or not (s.lo == 0.0 and s.hi == 0.0):
+            continue
+        why = " (its ReLU never fires)" if node.attrs.get("clamp") and node.attrs["clamp"][0] == 0 else ""
+        out.append(Finding("dead_activation", node.name,
+                           f"layer '{node.name}' outputs 0 for every calibration sample{why}: everything after it "
+                           "sees a constant",
+                           "check that the calibration samples exercise this layer, or that the layer is not dead "
+                           "in the trained model"))
+    return out
+
+
+def check_pt2e_example(example_input, cm) -> list[Finding]:
+    """A PT2E graph's ranges come from whatever it was calibrated on; often that was the example input."""
+    if example_input is None:
+        return []
+    from tinyaot.quantize.calibrate import as_sample_batch
+
+    x = as_sample_batch(example_input, tuple(np.asarray(example_input).shape[1:]), "example input").batch
+    noise = noise_like(x, _signal_axes(x.shape[1:], cm.graph))
+    if not noise:
+        return []
+    return [Finding(
+        "noise_like", "input",
+        f"the example input looks like random noise ({noise}). A PT2E graph keeps the scales of the data it was "
+        "calibrated on (what ran through the prepared model before convert_pt2e): if that was this tensor, its "
+        "ranges come from noise and real inputs will clip",
+        "calibrate the prepared model on a few hundred real samples before convert_pt2e, and check the result "
+        "with tinyaot.compile(..., data=real_samples)")]
