@@ -20,7 +20,7 @@ def _console(stderr: bool = False):
     return Console(stderr=stderr)
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
+def _add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("model", help="an int8 .tflite file, or path/to/file.py:name (an nn.Module or a function "
                    "returning one)")
     p.add_argument("--input-shape", help="model input shape with batch 1, e.g. 1,28,28 "
@@ -28,18 +28,34 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", help=".npy file of representative samples, shaped (N, ...)")
     p.add_argument("--name", default="model", help="C identifier prefixing every generated symbol")
     p.add_argument("--alignment", type=int, default=4, help="arena alignment in bytes (default 4)")
+    p.add_argument("--observer", default="auto", choices=["auto", "minmax", "percentile", "mse"],
+                   help="how activation ranges are estimated from the calibration samples (default auto: an "
+                   "error-minimizing search, outlier samples left out, full range on the outputs)")
+    p.add_argument("--strict", action="store_true", help="calibration warnings are errors (exit code 2), for CI")
+    if data:
+        p.add_argument("--data", help="samples used only to check the int8 model against float, never to "
+                       "calibrate: .npy of inputs, or .npz with inputs 'x' (and labels 'y'); PyTorch or model "
+                       "layout")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
 def _compile_from_args(args):
     from tinyaot import compile as compile_model
 
-    if args.model.lower().endswith(".tflite"):  # already quantized: no calibration, no torch
-        return compile_model(args.model, name=args.name, alignment=args.alignment)
+    from tinyaot.loader import load_array
+
+    options = dict(name=args.name, alignment=args.alignment, observer=args.observer, strict=args.strict)
+    if args.model.lower().endswith(".tflite"):  # no torch
+        cal = load_array(args.calibration, "calibration") if args.calibration else None
+        from tinyaot.frontend.tflite import is_float_tflite
+
+        if cal is not None and not is_float_tflite(args.model):
+            cal = None  # already quantized: nothing to calibrate
+        return _checked(compile_model(args.model, calibration=cal, **options), args)
     import torch
 
     from tinyaot.errors import CalibrationError
-    from tinyaot.loader import load_array, load_model, parse_shape
+    from tinyaot.loader import load_model, parse_shape
 
     model = load_model(args.model)
     if not args.calibration:
@@ -47,7 +63,19 @@ def _compile_from_args(args):
     cal = load_array(args.calibration, "calibration")
     shape = parse_shape(args.input_shape) if args.input_shape else (1,) + tuple(cal.shape[1:])
     example = torch.zeros(shape)
-    return compile_model(model, example, calibration=cal, name=args.name, alignment=args.alignment)
+    return _checked(compile_model(model, example, calibration=cal, **options), args)
+
+
+def _checked(cm, args):
+    """--data: the trust check on samples that never calibrated anything (strict: its findings are errors)."""
+    path = getattr(args, "data", None)
+    if path and getattr(args, "command", "") != "eval":
+        from tinyaot.diagnostics import raise_or_warn
+
+        x, y = _load_eval_data(path)
+        cm.check = cm.layer_errors(_model_input(cm, x.astype(np.float64)), labels=y)
+        raise_or_warn(cm.check.findings, args.strict, cm.name)
+    return cm
 
 
 def _summary(cm) -> dict:
@@ -70,7 +98,7 @@ def cmd_compile(args) -> int:
     cm = _compile_from_args(args)
     out = Path(args.output or f"out/{cm.name}")
     files = cm.export(out)
-    info = _summary(cm) | {"files": [str(f) for f in files]}
+    info = _summary(cm) | {"files": [str(f) for f in files]} | _trust(cm)
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -78,7 +106,27 @@ def cmd_compile(args) -> int:
         c.print(f"compiled [bold]{cm.name}[/]: arena {cm.arena_bytes:,} B (lower bound "
                 f"{cm.lower_bound_bytes:,} B), flash {cm.flash_bytes:,} B")
         c.print(f"wrote {len(files)} files to {out}/")
+        _print_trust(c, cm)
     return 0
+
+
+def _trust(cm) -> dict:
+    """Calibration findings and the --data check, for --json."""
+    out: dict = {"findings": [f.to_dict() for f in cm.findings]}
+    if cm.calibration is not None:
+        out["calibration"] = {"samples": cm.calibration.samples, "observer": cm.calibration.observer}
+    if cm.check is not None:
+        out["check"] = cm.check.to_dict()
+    return out
+
+
+def _print_trust(c, cm) -> None:
+    for f in cm.findings:
+        c.print(f"[yellow]warning:[/] {f}")
+    if cm.check is not None:
+        c.print(cm.check)
+        for f in cm.check.findings:
+            c.print(f"[yellow]warning:[/] {f}")
 
 
 def cmd_run(args) -> int:
@@ -108,10 +156,11 @@ def cmd_report(args) -> int:
     picture = Path(args.picture or f"out/{cm.name}/memory.html")
     files = rep.write_picture(picture, compare_float=args.compare_float)
     if args.json:
-        print(json.dumps(rep.to_dict() | {"picture": [str(f) for f in files]}, indent=2))
+        print(json.dumps(rep.to_dict() | {"picture": [str(f) for f in files]} | _trust(cm), indent=2))
     else:
         c = _console()
         c.print(rep)
+        _print_trust(c, cm)
         if args.compare_float:
             c.print(rep.comparison_table())
             for reason in rep.float_reasons:
@@ -195,33 +244,68 @@ def cmd_profile(args) -> int:
     return 0
 
 
+EVAL_LAYER_SAMPLES = 100  # the per-layer table runs the (slow) reference interpreter on this many samples
+
+
 def cmd_eval(args) -> int:
     x, y = _load_eval_data(args.data)
     cm = _compile_from_args(args)
     x = _model_input(cm, x.astype(np.float32) if x.dtype != np.int8 else x)
+    quantized = x.dtype == np.int8
     result: dict = {"samples": int(len(x)), "engine": args.engine}
-    if x.dtype == np.int8:
-        out = cm.run(x, engine=args.engine)
-    else:
-        out = cm.run_float(x, engine=args.engine)
+    out = cm.run(x, engine=args.engine) if quantized else cm.run_float(x, engine=args.engine)
     pred = np.asarray(out).reshape(len(x), -1).argmax(-1)
-    if cm.float_graph is not None and x.dtype != np.int8:
+    fpred = None
+    if cm.reference_graph is not None and not quantized:
         fpred = np.asarray(cm.float_reference(x)).reshape(len(x), -1).argmax(-1)
         result["float_int8_agreement"] = float((fpred == pred).mean())
         if y is not None:
             result["float_accuracy"] = float((fpred == y.reshape(-1)).mean())
     if y is not None:
-        result["int8_accuracy"] = float((pred == y.reshape(-1)).mean())
-    errors = cm.layer_errors(x) if cm.float_graph is not None and x.dtype != np.int8 else None
+        y = y.reshape(-1)
+        if len(y) != len(x):
+            from tinyaot.errors import ModelError
+
+            raise ModelError(f"{args.data} has {len(x)} inputs but {len(y)} labels; give one label per input")
+        result["int8_accuracy"] = float((pred == y).mean())
+        result["confusion"] = confusion_matrix(y, pred).tolist()  # rows: true class, columns: int8 prediction
+    errors = None
+    if cm.reference_graph is not None and not quantized and not args.no_layers:
+        errors = cm.layer_errors(x[:EVAL_LAYER_SAMPLES], labels=None if y is None else y[:EVAL_LAYER_SAMPLES])
     if args.json:
         print(json.dumps(result | ({"layers": errors.to_dict()} if errors else {}), indent=2))
         return 0
     c = _console()
     for k, v in result.items():
-        c.print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
+        if k != "confusion":
+            c.print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
+    if "confusion" in result:
+        c.print(_confusion_table(np.asarray(result["confusion"])))
     if errors:
         c.print(errors)
     return 0
+
+
+def confusion_matrix(y: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    n = int(max(y.max(initial=0), pred.max(initial=0))) + 1
+    m = np.zeros((n, n), dtype=np.int64)
+    np.add.at(m, (y.astype(np.int64), pred.astype(np.int64)), 1)
+    return m
+
+
+def _confusion_table(m: np.ndarray):
+    from rich.table import Table
+
+    t = Table(title="confusion matrix of the int8 model (rows: true class, columns: predicted)")
+    t.add_column("true", justify="right")
+    for j in range(len(m)):
+        t.add_column(str(j), justify="right")
+    t.add_column("recall", justify="right")
+    for i, row in enumerate(m):
+        cells = [f"[bold]{v}[/]" if i == j else (f"[red]{v}[/]" if v else "·") for j, v in enumerate(row)]
+        recall = f"{row[i] / row.sum():.1%}" if row.sum() else "-"
+        t.add_row(str(i), *cells, recall)
+    return t
 
 
 def cmd_demo(args) -> int:
@@ -298,10 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--input", help=".npy whose first sample is profiled (default: zeros)")
     pr.set_defaults(func=cmd_profile)
 
-    ev = sub.add_parser("eval", help="int8 vs float accuracy on a data set, and the error per layer")
-    _add_model_args(ev)
+    ev = sub.add_parser("eval", help="int8 vs float accuracy on a data set, its confusion matrix, and the error "
+                        "per layer")
+    _add_model_args(ev, data=False)
     ev.add_argument("--data", required=True, help=".npz with inputs 'x' and labels 'y' (or a .npy of inputs)")
     ev.add_argument("--engine", default="host", choices=["reference", "host", "m33"])
+    ev.add_argument("--no-layers", action="store_true", help=f"skip the per-layer table (it runs the reference "
+                    f"interpreter on the first {EVAL_LAYER_SAMPLES} samples)")
     ev.set_defaults(func=cmd_eval)
 
     d = sub.add_parser("demo", help="the Pico 2 MNIST demo done right (no arguments needed)")

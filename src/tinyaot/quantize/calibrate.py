@@ -166,8 +166,7 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
     stats = {k: TensorStats(k, np.concatenate(lo[k]), np.concatenate(hi[k]), channel_hi=chan.get(k))
              for k in names}
     for s in stats.values():
-        if overrides.get(s.name, observer) != "minmax":
-            s.outliers = find_outliers(s.sample_lo, s.sample_hi)
+        s.outliers = find_outliers(s.sample_lo, s.sample_hi)  # minmax keeps them in its range, but they are reported
         s.edges = histogram_edges(s)
         s.hist = np.zeros(BINS, dtype=np.int64)
     for start in _chunks(n, chunk, progress, "calibrating: histograms"):
@@ -191,7 +190,7 @@ def _evaluate_checked(g: Graph, batch: np.ndarray, start: int) -> dict[str, np.n
     for node in g.nodes:
         v = values[node.outputs[0]]
         if not np.isfinite(v).all():
-            bad = int(np.flatnonzero(~np.isfinite(v.reshape(len(v), -1)).any(axis=1))[0]) + start
+            bad = int(np.flatnonzero((~np.isfinite(v.reshape(len(v), -1))).any(axis=1))[0]) + start
             raise CalibrationError(
                 f"calibration sample {bad} drives layer '{node.name}' to Inf/NaN in float: the samples are far "
                 f"out of scale (largest input magnitude {float(np.abs(batch).max()):.3g}). Pass inputs scaled "

@@ -31,7 +31,8 @@ def check_samples(samples, g: Graph, what: str = "calibration") -> list[Finding]
             "too_few_samples", "input",
             f"only {len(x)} {what} sample(s): ranges estimated from so few samples are a guess",
             f"pass a few hundred representative inputs (at least {MIN_SAMPLES}), e.g. a slice of the training set"))
-    noise = noise_like(x, _signal_axes(x.shape[1:], g))
+    with np.errstate(all="ignore"):
+        noise = noise_like(x, _signal_axes(x.shape[1:], g))
     if noise:
         out.append(Finding(
             "noise_like", "input",

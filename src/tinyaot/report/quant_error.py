@@ -157,8 +157,15 @@ def _span(lo: float, hi: float) -> str:
 
 
 def _finite(d: dict) -> dict:
-    """JSON has no inf/nan: write them as null."""
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+    """JSON-ready: no inf/nan (null instead), lists instead of tuples."""
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, (tuple, list)):
+            return [clean(x) for x in v]
+        return v
+
+    return {k: clean(v) for k, v in d.items()}
 
 
 def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
@@ -276,11 +283,13 @@ def diagnose(cm, rows: tuple[LayerError, ...], output: OutputCheck | None) -> Di
 
 def _calibration_hint(cm) -> str:
     codes = {f.code for f in getattr(cm, "findings", [])}
+    if cm.calibration is None:
+        noise = "its example input looked like noise; " if "noise_like" in codes else ""
+        return (f"{noise}this model's scales come from its own quantizer: recalibrate it on data like this (for "
+                "PT2E, run a few hundred real samples through the prepared model before convert_pt2e; for .tflite, "
+                "give the converter a representative dataset)")
     if "noise_like" in codes or "too_few_samples" in codes:
         return "the calibration samples were noise or too few: calibrate on a few hundred real inputs"
-    if cm.calibration is None:
-        return ("this model's scales come from its own quantizer: recalibrate it on data like this (for PT2E, run "
-                "a few hundred real samples through the prepared model before convert_pt2e)")
     return "calibrate on data that covers these inputs (these values were beyond every calibration sample)"
 
 

@@ -1,0 +1,201 @@
+"""Every calibration check: one case that trips it and one that does not, plus strict mode and observer options.
+
+A check that never fires is useless and one that fires on good data trains users to ignore it, so both halves
+are asserted on the same model.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn
+
+import tinyaot
+from tinyaot.demo_model import build_seed_mlp, calibration_digits
+from tinyaot.diagnostics import CalibrationWarning
+from tinyaot.errors import CalibrationError
+
+DIGITS = calibration_digits()  # 256 drawn digits in [0, 1]: representative data for the seed MLP
+
+
+def _codes(model, cal, example=None, **kw) -> tuple[set[str], object]:
+    example = torch.zeros((1,) + tuple(np.asarray(cal).shape[1:])) if example is None else example
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cm = tinyaot.compile(model, example, calibration=cal, name="chk", **kw)
+    said = [w for w in caught if issubclass(w.category, CalibrationWarning)]
+    assert len(said) == len(cm.findings)  # every finding is said once, as a CalibrationWarning
+    return {f.code for f in cm.findings}, cm
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return build_seed_mlp()
+
+
+def test_good_digits_trip_nothing(seed):
+    codes, _ = _codes(seed, DIGITS)
+    assert codes == set()
+
+
+def test_too_few_samples(seed):
+    assert "too_few_samples" in _codes(seed, DIGITS[:10])[0]
+    assert "too_few_samples" not in _codes(seed, DIGITS[:64])[0]
+
+
+@pytest.mark.parametrize("make", [lambda r: r.normal(size=(64, 28, 28)), lambda r: r.uniform(size=(64, 28, 28))],
+                         ids=["gaussian", "uniform"])
+def test_noise_like_samples(seed, make):
+    codes, cm = _codes(seed, make(np.random.default_rng(0)))
+    assert "noise_like" in codes
+    assert "random noise" in next(f.message for f in cm.findings if f.code == "noise_like")
+
+
+def test_noise_check_leaves_real_images_and_tabular_features_alone(seed):
+    assert "noise_like" not in _codes(seed, DIGITS)[0]
+    mlp = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 3)).eval()
+    # 12 independent Gaussian features are a legitimate tabular input, not a signal: no noise warning.
+    assert "noise_like" not in _codes(mlp, np.random.default_rng(1).normal(size=(200, 12)))[0]
+
+
+def test_noise_check_on_a_flat_signal_input():
+    mlp = nn.Sequential(nn.Linear(128, 8), nn.ReLU(), nn.Linear(8, 3)).eval()
+    rng = np.random.default_rng(2)
+    assert "noise_like" in _codes(mlp, rng.normal(size=(100, 128)))[0]
+    t = np.arange(128)
+    smooth = np.sin(t[None] / rng.uniform(3, 9, size=(100, 1)) + rng.uniform(0, 6, size=(100, 1)))
+    assert "noise_like" not in _codes(mlp, smooth)[0]
+
+
+def test_constant_samples(seed):
+    codes, cm = _codes(seed, np.zeros((64, 28, 28)))
+    assert "constant_samples" in codes and "all zeros" in str(cm.findings)
+    some_blank = DIGITS.copy()
+    some_blank[:5] = 0
+    codes, cm = _codes(seed, some_blank)
+    assert "constant_samples" in codes and "5 of 256" in str(cm.findings)
+    assert "constant_samples" not in _codes(seed, DIGITS)[0]
+
+
+def test_integer_samples(seed):
+    codes, cm = _codes(seed, (DIGITS * 127).astype(np.int8))
+    assert "integer_samples" in codes and "already quantized" in str(cm.findings)
+    assert "integer_samples" not in _codes(seed, DIGITS.astype(np.float32))[0]
+
+
+def test_suspicious_scale(seed):
+    assert "suspicious_scale" in _codes(seed, DIGITS * 1e30)[0]
+    assert "suspicious_scale" in _codes(seed, DIGITS * 1e-6)[0]
+    assert "suspicious_scale" not in _codes(seed, DIGITS * 3)[0]
+
+
+def test_outlier_samples_are_left_out_and_named(seed):
+    cal = DIGITS.copy()
+    cal[17] *= 50  # one mis-scaled sample
+    codes, cm = _codes(seed, cal)
+    assert "outlier_samples" in codes
+    f = next(f for f in cm.findings if f.code == "outlier_samples")
+    assert "index 17" in f.message and "50.0x" in f.message
+    assert cm.calibration.stats["input"].outliers == (17,)
+    assert cm.calibration_ranges["input"].hi == pytest.approx(1.0)  # the range ignores the outlier
+    codes, cm = _codes(seed, cal, observer="minmax")  # minmax keeps it, and says what that costs
+    assert "outlier_range" in codes and cm.calibration_ranges["input"].hi == pytest.approx(50.0)
+    assert "outlier_samples" not in _codes(seed, DIGITS)[0]
+
+
+def test_dead_activation():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2)).eval()
+    cal = np.random.default_rng(0).uniform(0, 1, size=(64, 16))
+    assert "dead_activation" not in _codes(model, cal)[0]
+    with torch.no_grad():
+        model[2].bias.fill_(-100.0)  # the second ReLU never fires
+    codes, cm = _codes(model, cal)
+    assert "dead_activation" in codes and "never fires" in str(cm.findings)
+
+
+def _tiny_weights_model(bias: float):
+    model = nn.Sequential(nn.Linear(8, 4)).eval()
+    with torch.no_grad():
+        model[0].weight.fill_(1e-3)
+        model[0].bias.fill_(bias)
+    return model
+
+
+def test_bias_that_overflows_int32_is_reported():
+    cal = np.random.default_rng(0).uniform(0, 1e-3, size=(64, 8))
+    codes, cm = _codes(_tiny_weights_model(1.0), cal)
+    assert "bias_clamped" in codes and "does not fit int32" in str(cm.findings)
+    assert "bias_clamped" not in _codes(_tiny_weights_model(1e-6), cal)[0]
+
+
+def test_multiplier_that_underflows_is_reported():
+    cal = np.random.default_rng(0).uniform(0, 1e-2, size=(64, 8))
+    codes, cm = _codes(_tiny_weights_model(1e6), cal)
+    assert "multiplier_clamped" in codes and "underflows" in str(cm.findings)
+    assert "multiplier_clamped" not in _codes(_tiny_weights_model(1e-3), cal)[0]
+
+
+def test_strict_turns_findings_into_one_error(seed):
+    with pytest.raises(CalibrationError, match=r"2 calibration problem\(s\) \(strict=True\)") as exc:
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=torch.randn(1, 28, 28), strict=True)
+    assert "random noise" in str(exc.value) and "only 1 calibration sample" in str(exc.value)
+    tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS, strict=True)  # good data passes
+
+
+def test_infinite_activations_are_a_clear_error(seed):
+    with pytest.raises(CalibrationError, match="far out of scale"):
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS.astype(np.float64) * 1e306)
+
+
+def test_observer_options(seed):
+    with pytest.raises(CalibrationError, match="choose one of auto, minmax, percentile, mse"):
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS, observer="kl")
+    with pytest.raises(CalibrationError, match="no layer or tensor of this model; layers: reshape, fc1, fc2, fc3"):
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS, layer_observers={"fc9": "minmax"})
+    cm = tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS, observer="mse",
+                         layer_observers={"fc2": "minmax"})
+    stats = cm.calibration.stats
+    assert stats["fc2_out"].chosen == "minmax" and stats["fc1_out"].chosen == "mse"
+    assert cm.calibration_ranges["fc2_out"].hi == pytest.approx(stats["fc2_out"].hi)
+    assert cm.calibration_ranges["fc1_out"].hi <= stats["fc1_out"].hi
+    by_tensor = tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS, layer_observers={"fc2_out": "mse"})
+    assert by_tensor.calibration.overrides == {"fc2_out": "mse"}
+
+
+def test_auto_keeps_the_full_range_of_the_output(seed):
+    cm = tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS)
+    out = cm.graph.outputs[0]
+    assert cm.calibration.stats[out].chosen.startswith("minmax")
+    assert cm.calibration_ranges[out].hi == pytest.approx(cm.calibration.stats[out].hi)
+
+
+def test_percentile_and_mse_clip_a_heavy_tail():
+    from tinyaot.quantize.calibrate import collect_ranges
+    from tinyaot.quantize.float_eval import evaluate  # noqa: F401 -- the graph below runs through it
+
+    model = nn.Sequential(nn.Linear(4, 4)).eval()
+    with torch.no_grad():
+        model[0].weight.copy_(torch.eye(4))
+        model[0].bias.zero_()
+    from tinyaot.pipeline import float_passes, import_float_model
+
+    g = float_passes(import_float_model(model, torch.zeros(1, 4)))
+    rng = np.random.default_rng(0)
+    x = rng.laplace(size=(5000, 4))  # heavy tails, no outlier samples
+    ranges = {obs: collect_ranges(g, x, observer=obs).ranges["input"] for obs in ("minmax", "percentile", "mse")}
+    assert max(ranges["mse"].hi, ranges["percentile"].hi) < 0.95 * ranges["minmax"].hi
+
+
+def test_progress_on_large_sets_does_not_change_the_ranges(seed):
+    from tinyaot.pipeline import float_passes, import_float_model
+    from tinyaot.quantize.calibrate import collect_ranges
+
+    g = float_passes(import_float_model(seed, torch.zeros(1, 28, 28)))
+    x = DIGITS.reshape(len(DIGITS), -1)[:, None].reshape(len(DIGITS), 28, 28)
+    a = collect_ranges(g, x, progress=True, chunk=64).ranges
+    b = collect_ranges(g, x, progress=False).ranges
+    assert a == b
