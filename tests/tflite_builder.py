@@ -1,5 +1,6 @@
-"""Write small .tflite flatbuffers for tests: single-op models to cross-check against TFLite Micro, and
-deliberately broken files. Uses the `tflite` package's generated builder functions, nothing else."""
+"""Write small .tflite flatbuffers for tests: single-op models (int8 or float32) to cross-check against TFLite
+Micro, deliberately broken files, and rewrites of real files (`load` reads a .tflite back into a Model).
+Uses the `tflite` package's generated builder and reader functions, nothing else."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,7 +9,8 @@ import flatbuffers
 import numpy as np
 import tflite
 
-TYPE_CODES = {"float32": 0, "int32": 2, "uint8": 3, "int8": 9, "int16": 7}
+TYPE_CODES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int8": 9, "int16": 7}
+TYPE_NAMES = {v: k for k, v in TYPE_CODES.items()}
 
 
 @dataclass
@@ -157,6 +159,52 @@ def build(m: Model) -> bytes:
     tflite.ModelAddBuffers(b, buffers)
     b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+def load(buf: bytes) -> Model:
+    """Read a single-subgraph .tflite back into a Model (tensors with their data and quantization, operators with
+    their scalar options), so a test can rewrite a real file and build() it again."""
+    fb = tflite.Model.GetRootAsModel(buf, 0)
+    sg = fb.Subgraphs(0)
+    tensors = []
+    for i in range(sg.TensorsLength()):
+        t = sg.Tensors(i)
+        dtype = TYPE_NAMES[t.Type()]
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        buffer = fb.Buffers(t.Buffer())
+        data = None
+        if buffer.DataLength():
+            data = np.frombuffer(buffer.DataAsNumpy().tobytes(), dtype=dtype).reshape(shape)
+        q = t.Quantization()
+        scale, zp, axis = None, 0, 0
+        if q is not None and q.ScaleLength():
+            scale = [float(v) for v in q.ScaleAsNumpy()]
+            zp = [int(v) for v in q.ZeroPointAsNumpy()] if q.ZeroPointLength() else 0
+            scale, zp = (scale[0], zp[0] if isinstance(zp, list) else zp) if len(scale) == 1 else (scale, zp)
+            axis = int(q.QuantizedDimension())
+        tensors.append(T(shape, dtype, data, scale, zp, axis, t.Name().decode()))
+    names = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
+    option_names = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
+    ops = []
+    for j in range(sg.OperatorsLength()):
+        op = sg.Operators(j)
+        code = fb.OperatorCodes(op.OpcodeIndex())
+        options = None
+        if op.BuiltinOptionsType():
+            cls = option_names[op.BuiltinOptionsType()]
+            table = getattr(tflite, cls)()
+            table.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
+            prefix = f"{cls}Add"
+            fields = [k[len(prefix):] for k in dir(tflite) if k.startswith(prefix)]
+            scalars = [f for f in fields if not hasattr(tflite, f"{cls}Start{f}Vector")]
+            options = (cls, {f: getattr(table, f)() for f in scalars})
+        ops.append(Op(names[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())],
+                      _ints(op, "Inputs"), _ints(op, "Outputs"), options, code.Version()))
+    return Model(tensors, ops, _ints(sg, "Inputs"), _ints(sg, "Outputs"), fb.Version())
+
+
+def _ints(table, field: str) -> list[int]:
+    return [int(getattr(table, field)(j)) for j in range(getattr(table, f"{field}Length")())]
 
 
 def run_tflm(model: bytes, inputs: np.ndarray) -> np.ndarray:

@@ -127,9 +127,9 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
             return _compile_float_tflite(model, calibration=calibration, data=data, name=name,
                                          alignment=alignment, input_dtype=input_dtype, observer=observer,
                                          layer_observers=layer_observers, strict=strict)
-        if calibration is not None:
-            warnings.warn("calibration is ignored: a .tflite model is already quantized", stacklevel=3)
         cm = compile_tflite(model, name=name, alignment=alignment)
+        if calibration is not None:
+            warnings.warn("calibration is ignored: this .tflite model is already int8", stacklevel=3)
         return _finish(cm, [], data, strict, float_model=float_model)
     from tinyaot.frontend.pt2e import is_pt2e
 

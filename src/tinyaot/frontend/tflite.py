@@ -241,7 +241,7 @@ class _Importer:
     def __init__(self, info: _ModelInfo, source: str, float_mode: bool = False):
         self.info = info
         self.source = source
-        self.float = float_mode
+        self.float_mode = float_mode
         self.g = Graph(tensors={}, nodes=[], inputs=[], outputs=[], layout="NHWC")
         self.names: dict[int, str] = {}  # tflite tensor index -> IR tensor name
         self.skip: set[int] = set()  # boundary QUANTIZE / DEQUANTIZE operators
@@ -253,7 +253,7 @@ class _Importer:
     def activation(self, index: int, name: str, op: _OpInfo | None) -> str:
         ti = self.t(index)
         where = f"operator {op.index} ({op.name})" if op else "the model input"
-        if self.float:
+        if self.float_mode:
             self._check_float_activation(ti, where, op)
         else:
             self._check_int8_activation(ti, where)
@@ -261,7 +261,7 @@ class _Importer:
             raise ModelError(f"{where}: tensor '{ti.name}' of shape {list(ti.shape)} is larger than "
                              f"{MAX_TENSOR_BYTES // 2**20} MiB; no microcontroller arena holds it")
         self.names[index] = name
-        if self.float:
+        if self.float_mode:
             self.g.add_tensor(Tensor(name, ti.shape, "float32"))
         else:
             self.g.add_tensor(Tensor(name, ti.shape, "int8",
@@ -299,7 +299,7 @@ class _Importer:
 
     def constant(self, index: int, name: str, op: _OpInfo, dtype: str, what: str) -> str:
         data, qp = self._read_constant(index, op, dtype, what)
-        if self.float:
+        if self.float_mode:
             qp = None  # a float graph's constants are plain float32
         self.g.add_tensor(Tensor(name, data.shape, dtype, data=data, qparams=qp))
         return name
@@ -310,7 +310,7 @@ class _Importer:
             raise UnsupportedOpError(f"operator {op.index} ({op.name}): the {what} '{ti.name}' must be a constant "
                                      "stored in the model")
         if ti.dtype != dtype:
-            hint = ("tinyaot imports float models whose constants are float32" if self.float
+            hint = ("tinyaot imports float models whose constants are float32" if self.float_mode
                     else "a float model? convert with full-integer quantization")
             raise UnsupportedOpError(f"operator {op.index} ({op.name}): the {what} is {ti.type_name}, tinyaot "
                                      f"needs {dtype} ({hint})")
@@ -333,7 +333,7 @@ class _Importer:
     def weights(self, index: int, name: str, op: _OpInfo) -> str:
         """int8 weights with their qparams, or (float mode) float32 weights; dynamic-range ("hybrid") int8
         weights in a float model are dequantized to the float32 values they stand for."""
-        if not self.float:
+        if not self.float_mode:
             return self.constant(index, name, op, "int8", "weights")
         ti = self.t(index)
         self._refuse_float16(ti, op, "weights")
@@ -370,13 +370,13 @@ class _Importer:
             raise UnsupportedOpError(f"the model has {len(info.inputs)} inputs and {len(info.outputs)} outputs; "
                                      "tinyaot compiles models with one input and one output")
         x, y = info.inputs[0], info.outputs[0]
-        if not self.float and self.t(x).type_code == 0 and _input_is_quantized(info):
+        if not self.float_mode and self.t(x).type_code == 0 and _input_is_quantized(info):
             reader = next(op for op in info.ops if x in op.inputs)
             self.skip.add(reader.index)
             x = reader.outputs[0]
         self.activation(x, "input", None)
         self.g.inputs = ["input"]
-        if not self.float and self.t(y).type_code == 0:
+        if not self.float_mode and self.t(y).type_code == 0:
             writer = [op for op in info.ops if y in op.outputs]
             if len(writer) == 1 and writer[0].name == "DEQUANTIZE" and self.t(writer[0].inputs[0]).dtype == "int8":
                 self.skip.add(writer[0].index)
@@ -384,18 +384,22 @@ class _Importer:
         self.output_index = y
 
     def supported(self) -> list[str]:
-        return sorted(set(CONVERTERS) - {"QUANTIZE"}) if self.float else sorted(CONVERTERS)
+        return sorted(set(CONVERTERS) - {"QUANTIZE"}) if self.float_mode else sorted(CONVERTERS)
 
     def run(self) -> Graph:
+        if self.float_mode and self.info.inputs and _input_is_quantized(self.info):
+            raise ModelError("the model's float32 input goes straight into a QUANTIZE to int8: this is an int8 model "
+                             "with a float interface, already quantized; compile it with tinyaot.compile(model) "
+                             "(from_tflite imports it as is)")
         self.boundaries()
         for op in self.info.ops:
             if op.index in self.skip:
                 continue
-            if self.float and op.name in ("QUANTIZE", "DEQUANTIZE"):
+            if self.float_mode and op.name in ("QUANTIZE", "DEQUANTIZE"):
                 self._refuse_conversion_op(op)
             convert = CONVERTERS.get(op.name)
             if convert is None:
-                tail = "" if self.float else ", and DEQUANTIZE at the model output"
+                tail = "" if self.float_mode else ", and DEQUANTIZE at the model output"
                 raise UnsupportedOpError(
                     f"operator {op.index} ({op.name}) is not supported; tinyaot imports "
                     f"{', '.join(self.supported())}{tail}"
@@ -455,11 +459,11 @@ class _Importer:
         return op.inputs + [-1] * (n_max - len(op.inputs))
 
     def bias(self, op: _OpInfo, index: int, name: str, channels: int) -> str:
-        dtype = "float32" if self.float else "int32"
+        dtype = "float32" if self.float_mode else "int32"
         if index == -1:
             self.g.add_tensor(Tensor(name, (channels,), dtype, data=np.zeros(channels, dtype)))
             return name
-        if self.float:
+        if self.float_mode:
             self._refuse_float16(self.t(index), op, "bias")
         name = self.constant(index, name, op, dtype, "bias")
         if self.g.tensor(name).shape != (channels,):
@@ -550,7 +554,7 @@ def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
 
 def _check_weights(imp: _Importer, op: _OpInfo, wt: Tensor, axis: int) -> None:
     """int8 weights: symmetric, per tensor or per output channel (float weights have nothing to check)."""
-    if imp.float:
+    if imp.float_mode:
         return
     qp = wt.qparams
     if qp is None:
@@ -608,7 +612,7 @@ def _average_pool_2d(imp: _Importer, op: _OpInfo) -> None:
 
 
 def _same_qparams(imp: _Importer, op: _OpInfo, xi: int) -> None:
-    if imp.float:
+    if imp.float_mode:
         return
     a, b = imp.t(xi), imp.t(op.outputs[0])
     if (a.scale, a.zero_point) != (b.scale, b.zero_point):
@@ -650,7 +654,7 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
     x = imp.ir_input(xi, op)
     imp.check_shape(op, imp.g.tensor(x).shape)
     y = imp.t(op.outputs[0])
-    if not imp.float and (y.scale != (1.0 / 256.0,) or y.zero_point != (-128,)):
+    if not imp.float_mode and (y.scale != (1.0 / 256.0,) or y.zero_point != (-128,)):
         raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): int8 output must have scale 1/256 and zero point "
                                  f"-128 (TFLite's rule), got {y.scale} / {y.zero_point}")
     beta = float(np.float32(o.Beta())) if o is not None else 1.0
@@ -705,11 +709,12 @@ def _pad(imp: _Importer, op: _OpInfo) -> None:
 
 
 def _operand(imp: _Importer, op: _OpInfo, index: int, name: str) -> str:
-    """An activation, or a constant int8 operand (with its qparams) kept in flash."""
+    """An activation, or a constant int8 operand (with its qparams) kept in flash (int8 models only: in a float model
+    only a one-number constant can be an operand, as a table: _scalar_affine)."""
     if index in imp.names:
         return imp.names[index]
     if imp.t(index).data is not None:
-        if imp.float:  # tinyaot's calibration quantizes activations only (quantize/lower.py)
+        if imp.float_mode:  # tinyaot's calibration quantizes activations only (quantize/lower.py)
             raise UnsupportedOpError(
                 f"operator {op.index} ({op.name}): the constant tensor operand '{imp.t(index).name}' of shape "
                 f"{list(imp.t(index).shape)} is not supported in a float model yet (tinyaot quantizes a constant "
@@ -722,7 +727,7 @@ def _operand(imp: _Importer, op: _OpInfo, index: int, name: str) -> str:
 def _scalar_affine(imp: _Importer, op: _OpInfo, ai: int, bi: int, kind: str, clamp) -> bool:
     """Float ADD / MUL of an activation and a one-number constant: one table, x * scale_by + offset (the IR's
     lut 'affine', as the PyTorch front end writes `x * 0.5` or `x + 1`), not a second tensor."""
-    if not imp.float:
+    if not imp.float_mode:
         return False
     for xi, ci in ((ai, bi), (bi, ai)):
         c = imp.t(ci)
@@ -755,7 +760,7 @@ def _lut(function: str, real_function: str):
     In a float model, the real function (tinyaot's PTQ fills its table from it)."""
     def convert(imp: _Importer, op: _OpInfo) -> None:
         (xi,) = imp.args(op, 1, 1)
-        if imp.float:
+        if imp.float_mode:
             imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": real_function})
             return
         node = imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": function})
