@@ -137,3 +137,55 @@ def test_eval_accuracy_agreement_and_layer_errors(model_dir):
     assert d["samples"] == 30 and d["float_int8_agreement"] >= 0.9
     assert 0 <= d["int8_accuracy"] <= 1 and 0 <= d["float_accuracy"] <= 1
     assert [e["op"] for e in d["layers"]["layers"]] == ["fully_connected", "fully_connected"]
+
+
+def test_compile_json_lists_calibration_findings_and_strict_fails(model_dir):
+    # cal.npy is i.i.d. Gaussian, the kind of calibration the seed used: it is reported, and --strict refuses it.
+    info = json.loads(_run(["compile", *MODEL_ARGS, "-o", "gen3", "--json"], model_dir).stdout)
+    assert [f["code"] for f in info["findings"]] == ["noise_like"]
+    assert info["calibration"] == {"samples": 64, "observer": "auto"}
+    proc = _run(["compile", *MODEL_ARGS, "-o", "gen3", "--strict"], model_dir, check=False)
+    assert proc.returncode == 2 and "strict=True" in proc.stderr and "random noise" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_report_with_data_names_the_clipping_layer(model_dir):
+    rng = np.random.default_rng(7)
+    t = np.linspace(0, 3, 12).reshape(1, 3, 4)
+    smooth = np.sin(t * rng.uniform(0.5, 2, size=(200, 1, 1)) + rng.uniform(0, 6, size=(200, 1, 1)))
+    np.save(model_dir / "cal_narrow.npy", (0.1 * smooth).astype(np.float32))
+    np.savez(model_dir / "check.npz", x=smooth.astype(np.float32))
+    args = ["net.py:build", "--calibration", "cal_narrow.npy", "--name", "net", "--data", "check.npz", "--no-m33"]
+    rep = json.loads(_run(["report", *args, "--json"], model_dir).stdout)
+    check = rep["check"]
+    assert check["samples"] == 200 and [e["op"] for e in check["layers"]] == ["fully_connected"] * 2
+    assert check["diagnosis"]["cause"] == "range too narrow" and check["diagnosis"]["layer"] == "1"
+    assert any("saturate" in w for w in check["warnings"])
+    text = _run(["report", *args], model_dir).stdout
+    assert "first fault: layer '1'" in text and "clipped" in text
+    proc = _run(["report", *args, "--strict"], model_dir, check=False)
+    assert proc.returncode == 2 and "saturate" in proc.stderr
+
+
+@needs_host
+def test_eval_confusion_matrix(model_dir):
+    rng = np.random.default_rng(4)
+    np.savez(model_dir / "data2.npz", x=rng.normal(size=(40, 3, 4)).astype(np.float32), y=rng.integers(0, 4, 40))
+    d = json.loads(_run(["eval", *MODEL_ARGS, "--data", "data2.npz", "--json", "--no-layers"], model_dir).stdout)
+    m = np.asarray(d["confusion"])
+    assert m.sum() == 40 and m.shape[0] == m.shape[1] >= 4
+    assert np.trace(m) / 40 == pytest.approx(d["int8_accuracy"])
+    assert "layers" not in d
+    text = _run(["eval", *MODEL_ARGS, "--data", "data2.npz"], model_dir).stdout
+    assert "confusion matrix" in text and "recall" in text
+    np.savez(model_dir / "bad.npz", x=rng.normal(size=(40, 3, 4)).astype(np.float32), y=rng.integers(0, 4, 39))
+    proc = _run(["eval", *MODEL_ARGS, "--data", "bad.npz"], model_dir, check=False)
+    assert proc.returncode == 2 and "40 inputs but 39 labels" in proc.stderr
+
+
+def test_demo_random_calibration_json(tmp_path):
+    d = json.loads(_run(["demo", "--json", "--no-m33", "--random-calibration", "--out", str(tmp_path / "d")],
+                        tmp_path).stdout)
+    assert d["seed_mistake"]["predictions"] == [0, 1, 4, 4] and d["all_correct"] is True
+    assert d["seed_mistake"]["report"]["diagnosis"]["layer"] == "fc1"
+    assert d["check"]["output"]["argmax_agreement"] == 1.0

@@ -33,6 +33,8 @@ def _add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "error-minimizing search, outlier samples left out, full range on the outputs)")
     p.add_argument("--strict", action="store_true", help="calibration warnings are errors (exit code 2), for CI")
     if data:
+        p.add_argument("--float-model", help="with --data and an int8 .tflite: the float .tflite it was converted "
+                       "from, to compare outputs with")
         p.add_argument("--data", help="samples used only to check the int8 model against float, never to "
                        "calibrate: .npy of inputs, or .npz with inputs 'x' (and labels 'y'); PyTorch or model "
                        "layout")
@@ -73,7 +75,12 @@ def _checked(cm, args):
         from tinyaot.diagnostics import raise_or_warn
 
         x, y = _load_eval_data(path)
-        cm.check = cm.layer_errors(_model_input(cm, x.astype(np.float64)), labels=y)
+        x = _model_input(cm, x.astype(np.float64))
+        cm.check = cm.layer_errors(x, labels=y)
+        if getattr(args, "float_model", None):
+            from tinyaot.report.quant_error import compare_float_tflite
+
+            cm.check.extra["float .tflite"] = compare_float_tflite(cm, args.float_model, x)
         raise_or_warn(cm.check.findings, args.strict, cm.name)
     return cm
 
@@ -249,6 +256,10 @@ EVAL_LAYER_SAMPLES = 100  # the per-layer table runs the (slow) reference interp
 
 def cmd_eval(args) -> int:
     x, y = _load_eval_data(args.data)
+    if y is not None and len(y.reshape(-1)) != len(x):
+        from tinyaot.errors import ModelError
+
+        raise ModelError(f"{args.data} has {len(x)} inputs but {len(y.reshape(-1))} labels; give one label per input")
     cm = _compile_from_args(args)
     x = _model_input(cm, x.astype(np.float32) if x.dtype != np.int8 else x)
     quantized = x.dtype == np.int8
@@ -263,10 +274,6 @@ def cmd_eval(args) -> int:
             result["float_accuracy"] = float((fpred == y.reshape(-1)).mean())
     if y is not None:
         y = y.reshape(-1)
-        if len(y) != len(x):
-            from tinyaot.errors import ModelError
-
-            raise ModelError(f"{args.data} has {len(x)} inputs but {len(y)} labels; give one label per input")
         result["int8_accuracy"] = float((pred == y).mean())
         result["confusion"] = confusion_matrix(y, pred).tolist()  # rows: true class, columns: int8 prediction
     errors = None

@@ -185,6 +185,11 @@ def demo_tables(r: DemoResult):
     s_out, zp_out = r.output_qparams
     mem.add_row("input quantization", f"s={s_in:.6g} zp={zp_in}", "real = s * (q - zp)")
     mem.add_row("output quantization", f"s={s_out:.6g} zp={zp_out}", "")
+    out = (r.check or {}).get("output") or {}
+    if out:
+        sqnr = "inf" if out.get("sqnr_db") is None else f"{out['sqnr_db']:.1f} dB"
+        mem.add_row("int8 vs float on the four digits", f"{out['argmax_agreement']:.0%} top-1", f"output SQNR {sqnr}; "
+                    f"{len(r.check.get('warnings', []))} warning(s)")
     items = [pred, mem]
     items += [f"note: {n}" for n in r.notes]
     return Group(*items)
