@@ -91,3 +91,23 @@ def test_int8_tflite_checked_against_the_float_tflite_it_came_from():
     vs_float = cm.check.extra["float .tflite"]
     assert vs_float["argmax_agreement"] == 1.0 and vs_float["sqnr_db"] > 10  # both say "on" on the real input
     assert "float .tflite" in cm.check.to_dict()
+
+
+def test_an_outlier_that_set_the_range_is_named_as_the_cause():
+    import warnings
+
+    from tinyaot.demo_model import build_seed_mlp, calibration_digits
+
+    cal = calibration_digits()
+    cal[17] *= 50  # one mis-scaled sample
+    check = cal[::8]  # representative digits, without the outlier
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bad = tinyaot.compile(build_seed_mlp(), torch.zeros(1, 28, 28), calibration=cal, observer="minmax",
+                              data=check)
+        good = tinyaot.compile(build_seed_mlp(), torch.zeros(1, 28, 28), calibration=cal, data=check)
+    d = bad.check.diagnosis
+    assert d.layer == "fc1" and d.cause == "outlier set the range" and "[17]" in d.message
+    assert bad.check.layers[0].steps_used < 17 and good.check.layers[0].steps_used > 200
+    assert good.check.diagnosis is None and good.check.output.argmax_agreement == 1.0
+    assert good.check.layers[-1].sqnr_db > bad.check.layers[-1].sqnr_db + 15

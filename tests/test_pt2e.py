@@ -3,66 +3,61 @@ integer kernels (int8 I/O, no float in the C), run bit-exactly on every engine, 
 graph's own float-between-q/dq reference up to a measured rounding difference.
 
 Quantizer: torchao's XNNPACKQuantizer test copy (the one the seed's script uses), symmetric int8 weights per
-tensor or per channel, int8 per-tensor activations from a histogram observer.
+tensor or per channel, int8 per-tensor activations from a histogram observer (tests/pt2e_models.py).
+
+What holds, and is asserted here: each tinyaot kernel fed the PT2E graph's own int8 inputs is never more than one
+step from PT2E's output and equals it on >= 98% of values (measured 99.0-100%; int32 bias and TFLM's fixed-point
+rounding vs PT2E's float bias and round half to even). What does not hold in general is whole-model byte
+agreement: a one-step difference in a layer's input moves every output whose window covers it, so differences
+compound with depth. The shallow models here agree on 92-99.7% of output bytes (max 2 steps); the trained DS-CNN
+of benchmarks/pt2e.py on 50-75% (max 4 steps), its MobileNetV1-0.25 on 55-57% (max 14 steps), while argmax
+agreement stays >= 99% and int8 accuracy within 0.25 points of PT2E's. The deep-net tests below therefore bound
+each kernel, argmax agreement and accuracy, not whole-model bytes.
 """
 from __future__ import annotations
 
-import logging
 import re
 import warnings
 from functools import cache, reduce
 
 import numpy as np
 import pytest
-from conftest import have_host_cc, needs_host, needs_m33, random_int8
+from conftest import have_host_cc, needs_host, needs_m33, random_int8, shared_file
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchao", reason="torchao (the PT2E quantization flow) is not installed")
 
+import pt2e_models
 import torch.nn.functional as F
+from pt2e_models import quantize_pt2e, quantizer
 from torch import nn
 
 import tinyaot
 from tinyaot.demo_model import build_seed_mlp, calibration_digits, demo_digits
+from tinyaot.diagnostics import CalibrationWarning
 from tinyaot.errors import ModelError, UnsupportedOpError
-from tinyaot.report.pt2e_agreement import pt2e_agreement, pt2e_reference
+from tinyaot.report.pt2e_agreement import agreement_of, pt2e_agreement, pt2e_layer_agreement, pt2e_reference
 
-# Agreement with the PT2E float reference, measured: MLP 99.6% of output bytes equal (max 2 steps), CNN 94.5%
-# (per-tensor weights) / 96.3% (per-channel), max 1 step; per layer 99.8-99.9% for conv/linear and 100% for add,
-# max pool, concat, mul and LUTs. The residual is rounding: tinyaot adds an int32 bias where PT2E adds the float
-# one, and TFLM's fixed-point requantization rounds a few near-tie values the other way; a step flipped in one
-# layer can move the next layer's output, which is why whole-model agreement is below the per-layer figures.
+# Whole-model agreement with the PT2E float reference on these shallow models (2-3 weighted layers), measured:
+# seed MLP 99.6% of output bytes equal (max 2 steps), SmallCNN 94.5% (per-tensor weights) / 96.3% (per-channel),
+# max 1 step. Deeper models agree on far fewer bytes (see the module docstring): these bounds are for these models.
 MIN_EQUAL = {"mlp": 0.98, "cnn": 0.93}
 MAX_STEPS = 2
 PER = ("per_tensor", "per_channel")
+# Every kernel on PT2E's own inputs: at most one step off, equal on at least this share of its outputs
+# (measured 99.0-100% on every layer of the models here and in benchmarks/pt2e.py).
+ISOLATED_MIN_EQUAL = 0.98
 
 
-def _quiet():
-    warnings.filterwarnings("ignore", category=UserWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    for name in ("torchao", "torch"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def _quantizer(per_channel: bool, config=None):
-    from torchao.testing.pt2e._xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
-
-    _quiet()
-    return XNNPACKQuantizer().set_global(config or get_symmetric_quantization_config(is_per_channel=per_channel))
-
-
-def quantize_pt2e(model, example, calibration, per_channel: bool = True, config=None, fold_quantize: bool = True):
-    """The seed's flow: torch.export, prepare_pt2e, calibrate, convert_pt2e."""
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    _quiet()
-    with torch.no_grad():
-        exported = torch.export.export(model.eval(), (example,), strict=True).module()
-        prepared = prepare_pt2e(exported, _quantizer(per_channel, config))
-        for sample in calibration:
-            prepared(torch.as_tensor(np.asarray(sample, np.float32)[None]))
-        return convert_pt2e(prepared, fold_quantize=fold_quantize)
+def assert_each_kernel_within_one_step(cm, gm, x) -> list:
+    """Per-layer check on PT2E's own int8 inputs; every weighted layer of the compiled graph must be compared."""
+    rows = pt2e_layer_agreement(cm, gm, x)
+    weighted = {n.name for n in cm.graph.nodes if n.op in ("fully_connected", "conv2d", "depthwise_conv2d")}
+    assert weighted <= {r.layer for r in rows}, "a weighted layer was not compared with PT2E"
+    for r in rows:
+        assert r.isolated_max_steps <= 1, r
+        assert r.isolated_equal >= ISOLATED_MIN_EQUAL, r
+    return rows
 
 
 class SmallCNN(nn.Module):
@@ -197,6 +192,21 @@ def test_agrees_with_pt2e_reference(kind, per):
     assert a.argmax_agreement >= 0.9
 
 
+@pytest.mark.parametrize("per", PER)
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_each_kernel_is_within_one_step_of_pt2e(kind, per):
+    """Fed PT2E's own int8 inputs, every kernel rounds to PT2E's value or one step from it; the chained run's last
+    tensor is the compiled model's output, so its agreement is pt2e_agreement's."""
+    gm, cm, x = case(kind, per)
+    rows = assert_each_kernel_within_one_step(cm, gm, x[:40])
+    for r in rows:
+        print(f"{kind} {per} {r.layer:>12} {r.op:>16}: isolated {r.isolated_equal:.2%} (max {r.isolated_max_steps}), "
+              f"chained {r.chained_equal:.2%} (max {r.chained_max_steps})")
+    assert rows[-1].tensor == cm.graph.outputs[0]
+    assert rows[-1].chained_equal == pytest.approx(pt2e_agreement(cm, gm, x[:40]).equal_fraction)
+    assert rows[0].chained_equal == rows[0].isolated_equal  # the first layer sees the same input either way
+
+
 def test_seed_mlp_predicts_its_digits():
     _, cm, _ = case("mlp", "per_channel")
     images, labels = demo_digits()
@@ -215,6 +225,50 @@ def test_global_average_pool_rounds_once():
     a = pt2e_agreement(cm, gm, cm.to_model_layout(x))
     print(f"global pool: {a}")
     assert a.equal_fraction >= 0.97 and a.max_abs_steps <= 1
+    assert_each_kernel_within_one_step(cm, gm, cm.to_model_layout(x[:40]))
+
+
+@pytest.fixture(scope="module")
+def mnist_dscnn():
+    """A DS-CNN (stride-2 conv + 4 depthwise-separable blocks, width 16: 9 convs deep) trained for one epoch on real
+    MNIST digits, PT2E-quantized with per-channel weights; 400 held-out digits."""
+    images, labels = pt2e_models.mnist(shared_file("data/mnist10k.npz"))
+    torch.manual_seed(0)
+    model = pt2e_models.train(pt2e_models.DSCNN(width=16), images[pt2e_models.TRAIN], labels[pt2e_models.TRAIN],
+                              epochs=1, batch=32, lr=1e-2)
+    x_test, y_test = images[pt2e_models.HELD_OUT][:400], labels[pt2e_models.HELD_OUT][:400]
+    example = torch.zeros(1, 1, 28, 28)
+    gm = quantize_pt2e(model, example, images[:128], per_channel=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        cm = tinyaot.compile(gm, example, name="pt2e_dscnn")
+    return gm, cm, cm.to_model_layout(cm.quantize_input(x_test)), y_test, pt2e_models.predict(model, x_test)
+
+
+def test_deep_dscnn_each_kernel_within_one_step(mnist_dscnn):
+    """Nine convs deep, every kernel on PT2E's own inputs is still within one step of PT2E (the differences of the
+    whole-model run come from compounding, not from any one kernel)."""
+    gm, cm, x, _, _ = mnist_dscnn
+    rows = assert_each_kernel_within_one_step(cm, gm, x[:16])
+    assert [r.op for r in rows].count("depthwise_conv2d") == 4 and len(rows) == 11  # 9 convs, the pool, the linear
+    for r in rows:
+        print(f"dscnn {r.layer:>20} {r.op:>16}: isolated {r.isolated_equal:.2%} (max {r.isolated_max_steps}), "
+              f"chained {r.chained_equal:.2%} (max {r.chained_max_steps})")
+
+
+@needs_host
+@pytest.mark.host
+def test_deep_dscnn_keeps_pt2e_predictions_and_accuracy(mnist_dscnn):
+    gm, cm, x, labels, float_pred = mnist_dscnn
+    want = pt2e_reference(cm, gm, x)
+    got = cm.run(x, engine="host")
+    a = agreement_of(got, want)
+    float_acc, pt2e_acc, tinyaot_acc = ((p == labels).mean() for p in (float_pred, want.argmax(1), got.argmax(1)))
+    print(f"dscnn: {a}; accuracy float {float_acc:.2%}, PT2E {pt2e_acc:.2%}, tinyaot {tinyaot_acc:.2%}")
+    assert float_acc >= 0.75  # it learned: agreement between near-tied untrained logits would prove little
+    assert a.argmax_agreement >= 0.98
+    assert abs(tinyaot_acc - pt2e_acc) <= 0.01
+    assert a.mean_abs_steps < 1.0  # most bytes equal or one step off, though not the 92%+ of shallow models
 
 
 class Branchy(nn.Module):
@@ -249,6 +303,8 @@ def test_branches_gates_concat_and_mean():
     a = pt2e_agreement(cm, gm, x)
     print(f"branchy: {a}")
     assert a.equal_fraction >= 0.88 and a.max_abs_steps <= MAX_STEPS and a.argmax_agreement >= 0.97
+    rows = assert_each_kernel_within_one_step(cm, gm, x[:40])
+    assert {"lut", "mul", "concat", "relu"} <= {r.op for r in rows}
     np.testing.assert_array_equal(cm.run(x[:30], engine="host"), cm.run(x[:30]))
 
 
@@ -389,7 +445,7 @@ def test_prepared_but_not_converted_graph():
 
     example = torch.zeros(1, 8)
     exported = torch.export.export(_FloatTail().eval(), (example,)).module()
-    prepared = prepare_pt2e(exported, _quantizer(True))
+    prepared = prepare_pt2e(exported, quantizer(True))
     with pytest.raises(ModelError, match="convert_pt2e"):
         tinyaot.compile(prepared, example, name="bad")
 
