@@ -127,9 +127,14 @@ def _chunks(n: int, chunk: int, progress: bool, what: str):
     if not progress:
         yield from starts
         return
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(transient=True) as bar:
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a log file gets no bar
+        yield from starts
+        return
+    with Progress(console=console, transient=True) as bar:
         task = bar.add_task(what, total=n)
         for start in starts:
             yield start

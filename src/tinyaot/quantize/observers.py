@@ -11,8 +11,12 @@ Observers:
 - "percentile": the 0.01th / 99.99th percentile of the inliers' values.
 - "mse": the clipping range with the least expected squared error over the inliers' histogram: in-range
   values cost step^2 / 12, clipped ones their distance to the bound squared.
-- "auto" (default): "mse" on intermediate tensors; the full inlier range on the model's output and on what
-  feeds a softmax, where clipping the largest value would change the answer (the seed's 4 for a 7).
+- "auto" (default): the inliers' full range, narrowed to the "mse" range only where that at least halves the
+  expected error (a heavy tail); never on the model's output or on what feeds a softmax, where clipping the
+  largest value changes the answer (the seed's 4 for a 7). Why not the MSE optimum everywhere: clipping errors
+  are systematic and compound through the layers after, rounding errors average out. On the test zoo the plain
+  optimum clips 5-15% off well-behaved tensors for a 10-20% lower error per tensor, and costs a DS-CNN 0.9 dB of
+  output SQNR against min/max; with the 2x rule "auto" equals min/max wherever there are no outliers.
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ OUTLIER_FACTOR = 3.0  # a sample is an outlier when its extreme exceeds this man
 OUTLIER_MAX_FRACTION = 0.02  # ... and at most this share of the samples (otherwise that is the distribution)
 MIN_SAMPLES_FOR_OUTLIERS = 20
 PERCENTILE = 99.99
-MSE_SHRINK = np.linspace(0.25, 1.0, 76)  # candidate ranges: the inlier range scaled by these factors
+AUTO_MSE_GAIN = 0.5  # "auto" clips only where the MSE range has at most this share of the full range's error
+MSE_SHRINK = np.geomspace(0.01, 1.0, 121)  # candidate ranges: the inlier range scaled by these factors
 
 
 @dataclass(frozen=True)
@@ -121,8 +126,14 @@ def choose_range(stats: TensorStats, observer: str, decision: bool) -> tuple[Ran
         return full, "minmax"
     if observer == "percentile":
         return _percentile(stats), "percentile"
-    if observer == "mse" or (observer == "auto" and not decision):
+    if observer == "mse":
         return _mse(stats, full), "mse"
+    if observer == "auto" and not decision:
+        centers = (stats.edges[:-1] + stats.edges[1:]) / 2
+        best = _mse(stats, full)
+        if expected_error(centers, stats.hist, best.lo, best.hi) <= AUTO_MSE_GAIN * expected_error(
+                centers, stats.hist, full.lo, full.hi):
+            return best, "mse"
     return full, "minmax" if not stats.outliers else "minmax (inliers)"
 
 
