@@ -138,3 +138,16 @@ def test_seed_pt2e_flow_is_a_lottery_and_every_draw_is_warned_about():
         warned += int(any("looks like random noise" in str(w.message) for w in said))
     assert warned == 20
     assert right == 8  # measured: the 7 survives 8 of 20 draws
+
+
+def test_pt2e_calibrated_on_digits_with_a_digit_example_is_not_flagged():
+    pytest.importorskip("torchao", reason="torchao (the PT2E quantization flow) is not installed")
+    from test_pt2e import quantize_pt2e
+
+    images, labels = demo_digits()
+    example = torch.from_numpy(images[3:4])
+    converted = quantize_pt2e(build_seed_mlp(), example, calibration_digits()[::4], per_channel=True)
+    cm, said = _compile_caught(converted, example, name="seed_q_ok", data=(images, labels))
+    assert said == [] and cm.findings == []
+    assert cm.run(cm.quantize_input(images)).argmax(-1).tolist() == [0, 1, 4, 7]
+    assert cm.check.diagnosis is None
