@@ -111,3 +111,22 @@ def test_an_outlier_that_set_the_range_is_named_as_the_cause():
     assert bad.check.layers[0].steps_used < 17 and good.check.layers[0].steps_used > 200
     assert good.check.diagnosis is None and good.check.output.argmax_agreement == 1.0
     assert good.check.layers[-1].sqnr_db > bad.check.layers[-1].sqnr_db + 15
+
+
+def test_diagnosis_of_an_error_jump_and_of_a_noisy_table_activation():
+    from types import SimpleNamespace
+
+    from tinyaot.report.quant_error import LayerError, diagnose
+
+    def row(layer, op, sqnr, local, steps=200.0):
+        return LayerError(layer, op, layer, 0.1, sqnr, local, 0.3, 1.0, 0.0, steps, -1.0, 1.0, -12.8, 12.7)
+
+    cm = SimpleNamespace(findings=[], calibration=None)
+    fine = (row("a", "conv2d", 40, 40), row("b", "conv2d", 38, 39))
+    assert diagnose(cm, fine, None) is None
+    jump = fine + (row("c", "fully_connected", 20, 21),)
+    d = diagnose(cm, jump, None)
+    assert d.layer == "c" and d.cause == "error jump" and "layer_observers" in d.advice
+    table = fine + (row("t", "lut", 30, 12),)
+    d = diagnose(cm, table, None)
+    assert d.layer == "t" and d.cause == "saturating activation"

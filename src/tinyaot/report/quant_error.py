@@ -340,7 +340,8 @@ def _noisy(cm, e: LayerError) -> Diagnosis:
                          "calibrate on representative data; if the layer before it clips or is crushed, fix that first")
     return Diagnosis(e.layer, "error jump",
                      f"the error grows here (cumulative SQNR {_db(e.sqnr_db)} dB, this layer alone "
-                     f"{_db(e.local_sqnr_db)} dB) with no clipping: rounding to {e.steps_used:.0f} steps loses too much",
+                     f"{_db(e.local_sqnr_db)} dB) with no clipping: rounding to {e.steps_used:.0f} steps loses "
+                     "too much",
                      f"try layer_observers={{'{e.layer}': 'minmax'}} or 'mse' for this layer, or keep the layer "
                      "wider (more channels) so its values spread over more steps")
 
