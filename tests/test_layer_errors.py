@@ -51,7 +51,7 @@ def test_layer_trace_equals_the_planned_run_on_an_in_place_cnn():
     output bytes must still be the reference interpreter's."""
     from zoo import ZOO, synthetic_data, trained
 
-    from tinyaot.ref.interpreter import Interpreter
+    from tinyaot.ref.interpreter import prepare_all
     from tinyaot.report.quant_error import trace_int8
 
     entry = next(e for e in ZOO if e.name == "dscnn")
@@ -59,7 +59,7 @@ def test_layer_trace_equals_the_planned_run_on_an_in_place_cnn():
     cm = tinyaot.compile(trained(entry), torch.from_numpy(x[:1]), calibration=x[:32], name="dscnn_trace")
     assert cm.plan.variants  # some node runs through a ring kernel: the trace does not
     xq = cm.quantize_input(cm.to_model_layout(x[32:]))
-    traced = trace_int8(cm.graph, Interpreter(cm.graph, cm.plan).params, xq)
+    traced = trace_int8(cm.graph, prepare_all(cm.graph), xq)
     last = cm.graph.nodes[-1].name
     np.testing.assert_array_equal(np.stack(traced[last]).reshape(len(xq), -1),
                                   cm.run(xq, engine="reference").reshape(len(xq), -1))

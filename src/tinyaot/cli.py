@@ -75,12 +75,8 @@ def _checked(cm, args):
         from tinyaot.diagnostics import raise_or_warn
 
         x, y = _load_eval_data(path)
-        x = _model_input(cm, x.astype(np.float64))
-        cm.check = cm.layer_errors(x, labels=y)
-        if getattr(args, "float_model", None):
-            from tinyaot.report.quant_error import compare_float_tflite
-
-            cm.check.extra["float .tflite"] = compare_float_tflite(cm, args.float_model, x)
+        cm.check = cm.check_data(_model_input(cm, x.astype(np.float64)), labels=y,
+                                 float_model=getattr(args, "float_model", None), model_layout=True)
         raise_or_warn(cm.check.findings, args.strict, cm.name)
     return cm
 

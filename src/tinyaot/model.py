@@ -19,8 +19,7 @@ ENGINES = ("reference", "host", "m33")
 
 class CompiledModel:
     def __init__(self, name: str, float_graph: Graph | None, graph: Graph, plan: MemoryPlan,
-                 float_plan: MemoryPlan, calibration_size: int = 0, calibration_ranges=None, calibration=None,
-                 reference_graph: Graph | None = None):
+                 float_plan: MemoryPlan, calibration=None, reference_graph: Graph | None = None):
         self.name = name
         self.float_graph = float_graph
         # What int8 is checked against: the float model, or for an imported int8 model the float model its
@@ -32,12 +31,19 @@ class CompiledModel:
         self.graph = graph
         self.plan = plan
         self.float_plan = float_plan
-        self.calibration_size = calibration_size
-        self.calibration_ranges = calibration_ranges or {}
         self._host = None
         self.last_m33 = None  # M33Result of the latest m33 run
 
     # ---- numbers -------------------------------------------------------------------------
+    @property
+    def calibration_size(self) -> int:
+        return self.calibration.samples if self.calibration is not None else 0
+
+    @property
+    def calibration_ranges(self) -> dict:
+        """Tensor -> the real range its int8 covers, as calibration chose it (PTQ only)."""
+        return self.calibration.ranges if self.calibration is not None else {}
+
     @property
     def arena_bytes(self) -> int:
         return self.plan.arena_bytes
@@ -259,29 +265,26 @@ class CompiledModel:
 
         return layer_errors(self, samples, labels=labels)
 
-    def check_data(self, data, labels=None, float_model=None):
-        """The trust check of compile(data=): `data` in PyTorch's layout like the calibration samples (or
-        (inputs, labels)); a float .tflite `float_model` adds the output agreement with it."""
+    def check_data(self, data, labels=None, float_model=None, model_layout: bool = False):
+        """The trust check of compile(data=): `data` in PyTorch's layout like the calibration samples (or in the
+        model's with model_layout=True; or (inputs, labels)); a float .tflite `float_model` adds the output
+        agreement with it."""
+        from tinyaot.ir.layout import torch_sample_shape
         from tinyaot.quantize.calibrate import as_sample_batch
         from tinyaot.report.quant_error import compare_float_tflite
 
         if isinstance(data, tuple) and len(data) == 2 and labels is None:
             data, labels = data
-        torch_shape = self._torch_sample_shape()
-        x = self.to_model_layout(as_sample_batch(data, torch_shape, "data").batch)
+        g = self.graph
+        if model_layout:
+            x = as_sample_batch(data, tuple(self.input_shape[1:]), "data").batch
+        else:
+            shape = torch_sample_shape(tuple(self.input_shape[1:]), g.layout, g.torch_input_rank)
+            x = self.to_model_layout(as_sample_batch(data, shape, "data").batch)
         report = self.layer_errors(x, labels=labels)
         if float_model is not None:
             report.extra["float .tflite"] = compare_float_tflite(self, float_model, x)
         return report
-
-    def _torch_sample_shape(self) -> tuple[int, ...]:
-        """One input sample as the caller gives it: channels first for a PyTorch feature map."""
-        shape = tuple(self.input_shape[1:])
-        rank = self.graph.torch_input_rank
-        if self.graph.layout != "NHWC" or rank == 0:
-            return shape
-        h, w, c = shape
-        return (c, w) if rank == 3 else (c, h, w)
 
 
 def _pair(qp: QParams) -> tuple[float, int]:

@@ -182,8 +182,7 @@ def _quantize_and_plan(name, float_graph, samples, batch, *, data, alignment, in
         raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
     memory = plan(int8_graph, alignment)
     float_memory = plan(float_graph, alignment)
-    cm = CompiledModel(name, float_graph, int8_graph, memory, float_memory, calibration_size=len(batch),
-                       calibration_ranges=calib.ranges, calibration=calib)
+    cm = CompiledModel(name, float_graph, int8_graph, memory, float_memory, calibration=calib)
     return _finish(cm, findings, data, strict)
 
 

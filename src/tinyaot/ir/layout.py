@@ -23,3 +23,11 @@ def model_to_torch_layout(y: np.ndarray, layout: str, torch_rank: int) -> np.nda
         return y
     y = np.asarray(y).transpose(0, 3, 1, 2)
     return y[:, :, 0, :] if torch_rank == 3 else y
+
+
+def torch_sample_shape(model_shape: tuple[int, ...], layout: str, torch_rank: int) -> tuple[int, ...]:
+    """One sample as PyTorch holds it, given the model's sample shape: (H, W, C) -> (C, H, W); (1, L, C) -> (C, L)."""
+    if layout != "NHWC" or torch_rank == 0:
+        return model_shape
+    h, w, c = model_shape
+    return (c, w) if torch_rank == 3 else (c, h, w)

@@ -16,7 +16,6 @@ MIN_SAMPLES = 32  # fewer and the ranges are a guess
 NOISE_CORRELATION = 0.15  # |lag-1 autocorrelation| below this: neighbouring values are unrelated
 SIGNAL_MIN_FEATURES = 64  # a flat vector this long is treated as a signal (spectrum, waveform, image rows)
 MAX_MAGNITUDE, MIN_MAGNITUDE = 1e4, 1e-4  # beyond these, the samples are probably scaled wrong
-CRUSHED_STEPS = 16  # an outlier-free range using fewer of the 256 steps is crushed
 
 
 # ---- the samples themselves ------------------------------------------------------------------------------

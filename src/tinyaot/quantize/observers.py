@@ -126,13 +126,9 @@ def choose_range(stats: TensorStats, observer: str, decision: bool) -> tuple[Ran
         return full, "minmax"
     if observer == "percentile":
         return _percentile(stats), "percentile"
-    if observer == "mse":
-        return _mse(stats, full), "mse"
-    if observer == "auto" and not decision:
-        centers = (stats.edges[:-1] + stats.edges[1:]) / 2
-        best = _mse(stats, full)
-        if expected_error(centers, stats.hist, best.lo, best.hi) <= AUTO_MSE_GAIN * expected_error(
-                centers, stats.hist, full.lo, full.hi):
+    if observer == "mse" or (observer == "auto" and not decision):
+        best, err, full_err = _mse(stats, full)
+        if observer == "mse" or err <= AUTO_MSE_GAIN * full_err:
             return best, "mse"
     return full, "minmax" if not stats.outliers else "minmax (inliers)"
 
@@ -155,12 +151,14 @@ def expected_error(centers: np.ndarray, counts: np.ndarray, lo: float, hi: float
     return float((counts[inside].sum() * step * step / 12.0 + np.sum(counts * clip * clip)) / total)
 
 
-def _mse(stats: TensorStats, full: Range) -> Range:
+def _mse(stats: TensorStats, full: Range) -> tuple[Range, float, float]:
+    """The least-error candidate range, its expected error, and the full range's."""
     centers = (stats.edges[:-1] + stats.edges[1:]) / 2
-    best, best_err = full, expected_error(centers, stats.hist, full.lo, full.hi)
+    full_err = expected_error(centers, stats.hist, full.lo, full.hi)
+    best, best_err = full, full_err
     for f in MSE_SHRINK:
         cand = Range(full.lo * f, full.hi * f)
         err = expected_error(centers, stats.hist, cand.lo, cand.hi)
         if err < best_err * (1 - 1e-9):
             best, best_err = cand, err
-    return best
+    return best, best_err, full_err

@@ -135,11 +135,11 @@ def pt2e_layer_agreement(cm, graph_module, x_int8: np.ndarray) -> list[LayerAgre
     kernel PT2E's int8 input(s), so it shows that kernel's own rounding alone. Views are skipped (they move
     bytes); tensors the PT2E graph never quantizes (a requantize's input, say) are not compared.
     """
-    from tinyaot.ref.interpreter import KERNELS, VIEW_OPS
+    from tinyaot.ref.interpreter import prepare_all, run_unplanned
 
     g = cm.graph
     where = _quantized_tensors(g, graph_module)
-    params = {n.name: KERNELS[n.op][0](n, g) for n in g.nodes if n.op in KERNELS}
+    params = prepare_all(g)
     si, zi = cm.input_qparams
     batch = np.asarray(x_int8).reshape((-1,) + cm.input_shape[1:])
     x_torch = model_to_torch_layout(batch, g.layout, g.torch_input_rank)
@@ -149,20 +149,9 @@ def pt2e_layer_agreement(cm, graph_module, x_int8: np.ndarray) -> list[LayerAgre
     for sample_q, sample_real in zip(batch, real):
         seen = pt2e_intermediates(graph_module, sample_real[None])
         want = {ir: _to_ir(seen[fx], shape, cf, g.tensor(ir).shape) for ir, (fx, shape, cf) in where.items()}
-        x0 = np.asarray(sample_q, np.int8).reshape(g.tensor(g.inputs[0]).shape)
-        chained: dict[str, np.ndarray] = {g.inputs[0]: x0}
-        isolated: dict[str, np.ndarray] = {g.inputs[0]: x0}
-        for node in g.nodes:
-            out, shape = node.outputs[0], g.tensor(node.outputs[0]).shape
-            acts = [i for i in node.inputs if not g.tensor(i).is_const]
-            for values, args in ((chained, [chained[i] for i in acts]),
-                                 (isolated, [want[i] if i in want else isolated[i] for i in acts])):
-                if node.op in VIEW_OPS:
-                    values[out] = args[0].reshape(shape)
-                else:
-                    values[out] = np.asarray(KERNELS[node.op][1](*args, params[node.name])).reshape(shape)
-            if out not in want:
-                continue
+        chained = run_unplanned(g, params, sample_q)
+        isolated = run_unplanned(g, params, sample_q, replace=want)
+        for out in (n.outputs[0] for n in g.nodes if n.outputs[0] in want):
             ref = want[out].astype(np.int64)
             d_chain = np.abs(chained[out].astype(np.int64) - ref)
             d_iso = np.abs(isolated[out].astype(np.int64) - ref)

@@ -180,14 +180,14 @@ def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
 def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantReport:
     """`samples`: float inputs in the compiled model's input layout (as for run_float)."""
     from tinyaot.quantize.float_eval import evaluate
-    from tinyaot.ref.interpreter import Interpreter
+    from tinyaot.ref.interpreter import prepare_all
 
     batch, _ = cm._as_batch(np.asarray(samples, dtype=np.float64))
     batch = batch[:max_samples]
     g = cm.graph
     ref_values = evaluate(cm.reference_graph, batch.reshape((-1,) + cm.input_shape[1:]))
-    interp = Interpreter(g, cm.plan)
-    traced = trace_int8(g, interp.params, cm.quantize_input(batch))
+    params = prepare_all(g)
+    traced = trace_int8(g, params, cm.quantize_input(batch))
     rows = []
     for node in g.nodes:
         out = g.tensor(node.outputs[0])
@@ -196,7 +196,7 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
         q = np.stack(traced[node.name]).astype(np.float64)
         deq = (q - out.qparams.zero_point[0]) * out.qparams.scale[0]
         ref = ref_values[out.name].reshape(deq.shape)
-        local = _local_sqnr(interp, node, g, ref_values)
+        local = _local_sqnr(params, node, g, ref_values)
         rows.append(_row(node, out, deq, ref, local))
     output = _output_check(cm, ref_values, traced, labels)
     rows = tuple(rows)
@@ -204,23 +204,14 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
 
 
 def trace_int8(g, params: dict, xq: np.ndarray) -> dict[str, list[np.ndarray]]:
-    """Every node's int8 output per sample, kernel by kernel outside the arena: the same bits as the planned
-    run (the interpreter tests prove it), without the in-place ring kernels' per-pixel cost."""
-    from tinyaot.ref.interpreter import KERNELS
+    """Every node's int8 output per sample (ref.interpreter.run_unplanned: the planned run's bits, faster)."""
+    from tinyaot.ref.interpreter import run_unplanned
 
     traced: dict[str, list[np.ndarray]] = {n.name: [] for n in g.nodes}
-    t_in = g.tensor(g.inputs[0])
     for sample in xq:
-        values = {t_in.name: np.asarray(sample).astype(t_in.dtype).reshape(t_in.shape)}
+        values = run_unplanned(g, params, sample)
         for node in g.nodes:
-            out = g.tensor(node.outputs[0])
-            if node.op not in KERNELS:  # a view
-                y = values[node.inputs[0]].reshape(out.shape)
-            else:
-                args = [values[i] for i in node.inputs if not g.tensor(i).is_const]
-                y = np.asarray(KERNELS[node.op][1](*args, params[node.name])).astype(out.dtype).reshape(out.shape)
-            values[out.name] = y
-            traced[node.name].append(y)
+            traced[node.name].append(values[node.outputs[0]])
     return traced
 
 
@@ -240,23 +231,23 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
                       float(steps.max()), saturated, used, f_lo, f_hi, lo, hi)
 
 
-def _local_sqnr(interp, node, g, ref_values: dict) -> float:
+def _local_sqnr(params: dict, node, g, ref_values: dict) -> float:
     """The node's int8 kernel alone: float inputs rounded to their int8 qparams, output against float."""
     from tinyaot.quantize.scheme import quantize_array
     from tinyaot.ref.interpreter import KERNELS
 
-    if node.op not in KERNELS or node.name not in interp.params:
+    if node.op not in KERNELS or node.name not in params:
         return math.nan
     ins = [g.tensor(i) for i in node.inputs if not g.tensor(i).is_const]
     if any(t.name not in ref_values or t.dtype != "int8" or t.qparams is None for t in ins):
         return math.nan
     out = g.tensor(node.outputs[0])
-    kernel, params = KERNELS[node.op][1], interp.params[node.name]
+    kernel, p = KERNELS[node.op][1], params[node.name]
     n = min(LOCAL_SAMPLES, len(ref_values[ins[0].name]))
     got, want = [], []
     for s in range(n):
         args = [quantize_array(ref_values[t.name][s].reshape(t.shape), t.qparams) for t in ins]
-        y = np.asarray(kernel(*args, params)).astype(np.float64)
+        y = np.asarray(kernel(*args, p)).astype(np.float64)
         got.append((y.reshape(-1) - out.qparams.zero_point[0]) * out.qparams.scale[0])
         want.append(ref_values[out.name][s].reshape(-1))
     return sqnr_db(np.concatenate(want), np.concatenate(got))
@@ -351,11 +342,11 @@ def compare_float_tflite(cm, float_model, x: np.ndarray) -> dict:
     from tinyaot.frontend.tflite import from_tflite_float
     from tinyaot.quantize.float_eval import evaluate
 
-    from tinyaot.ref.interpreter import Interpreter
+    from tinyaot.ref.interpreter import prepare_all
 
     fg = from_tflite_float(float_model)
     want = evaluate(fg, x.reshape((-1,) + cm.input_shape[1:]))[fg.outputs[0]].reshape(len(x), -1)
-    traced = trace_int8(cm.graph, Interpreter(cm.graph, cm.plan).params, cm.quantize_input(x))
+    traced = trace_int8(cm.graph, prepare_all(cm.graph), cm.quantize_input(x))
     got = cm.dequantize_output(np.stack(traced[cm.graph.producer(cm.graph.outputs[0]).name])).reshape(len(x), -1)
     out = {"sqnr_db": round(sqnr_db(want, got), 2)}
     if 2 <= want.shape[1] <= MAX_CLASSES:
