@@ -150,3 +150,39 @@ def test_unsupported_pattern_in_a_supported_op_names_the_layer():
     with pytest.raises(UnsupportedOpError) as exc:
         tinyaot.compile(ConstantAdd(), torch.zeros(1, 4), calibration=torch.randn(4, 4))
     assert "constant tensor operand" in str(exc.value) and "test_errors.py:" in str(exc.value)
+
+
+def _mlp_cal():
+    return make_mlp([8, 16, 4], relu=True, seed=0), np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(4, 8), (2, 8), (8,)])
+def test_example_input_with_a_batch_other_than_one_is_refused(shape):
+    """A batch-4 example used to build a fixed batch-4 model with 4x the arena, silently."""
+    model, cal = _mlp_cal()
+    with pytest.raises(ModelError, match="batch size 1") as exc:
+        tinyaot.compile(model, torch.zeros(shape), calibration=cal)
+    if len(shape) > 1:
+        assert "example_input[:1]" in str(exc.value)
+
+
+def test_compile_leaves_the_module_in_the_mode_it_was_given():
+    model, cal = _mlp_cal()
+    model.train()
+    model[1].eval()  # a mixed state must come back exactly
+    modes = [m.training for m in model.modules()]
+    tinyaot.compile(model, torch.zeros(1, 8), calibration=cal)
+    assert [m.training for m in model.modules()] == modes
+
+
+@pytest.mark.parametrize("alignment", [3, 0, -4, 8192, 2.0, True])
+def test_bad_alignment_is_refused_before_compiling(alignment):
+    model, cal = _mlp_cal()
+    with pytest.raises(ModelError, match="power of two"):
+        tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, alignment=alignment)
+
+
+def test_a_long_name_is_refused_with_the_limit():
+    model, cal = _mlp_cal()
+    with pytest.raises(ModelError, match="32 or fewer"):
+        tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, name="m" * 300)

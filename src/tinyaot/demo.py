@@ -29,7 +29,7 @@ class DemoResult:
     float_arena_bytes: int
     constant_bytes: int
     code_bytes: int | None
-    flash_bytes: int
+    flash_bytes: int | None
     float_weight_bytes: int
     instructions: int | None
     stack_bytes: int | None

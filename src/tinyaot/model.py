@@ -19,7 +19,8 @@ ENGINES = ("reference", "host", "m33")
 
 class CompiledModel:
     def __init__(self, name: str, float_graph: Graph | None, graph: Graph, plan: MemoryPlan,
-                 float_plan: MemoryPlan, calibration=None, reference_graph: Graph | None = None):
+                 float_plan: MemoryPlan, calibration=None, reference_graph: Graph | None = None,
+                 unconstrained_arena_bytes: int | None = None):
         self.name = name
         self.float_graph = float_graph
         # What int8 is checked against: the float model, or for an imported int8 model the float model its
@@ -31,6 +32,7 @@ class CompiledModel:
         self.graph = graph
         self.plan = plan
         self.float_plan = float_plan
+        self.unconstrained_arena_bytes = unconstrained_arena_bytes  # the arena without preserve/separate
         self._host = None
         self.last_m33 = None  # M33Result of the latest m33 run
 
@@ -47,6 +49,14 @@ class CompiledModel:
     @property
     def arena_bytes(self) -> int:
         return self.plan.arena_bytes
+
+    @property
+    def contract(self):
+        """plan.contract.ContractReport: whether invoke keeps the input, whether the output sits over it, and
+        the arena bytes preserve_input / separate_output cost."""
+        from tinyaot.plan.contract import contract_report
+
+        return contract_report(self.plan, self.graph, self.unconstrained_arena_bytes)
 
     @property
     def lower_bound_bytes(self) -> int:
@@ -80,8 +90,11 @@ class CompiledModel:
         return m33_code_bytes(self.c_sources)
 
     @property
-    def flash_bytes(self) -> int:
-        return self.constant_bytes + (self.code_bytes or 0)
+    def flash_bytes(self) -> int | None:
+        """Constants + Cortex-M33 code; None when the code cannot be measured (no arm-none-eabi-gcc), rather
+        than a figure that silently leaves the code out (constant_bytes is always known)."""
+        code = self.code_bytes
+        return None if code is None else self.constant_bytes + code
 
     @property
     def input_qparams(self) -> tuple[float, int]:
@@ -114,16 +127,18 @@ class CompiledModel:
 
         return generate_c(self.graph, self.plan, self.name)
 
-    def export(self, directory, target: str = "c", inputs=None, labels=None) -> list[Path]:
+    def export(self, directory, target: str = "c", inputs=None, labels=None, **pico2_options) -> list[Path]:
         """Write the generated C (target "c") or a Pico SDK project (target "pico2") into `directory`.
 
-        `inputs`/`labels` are the pico2 project's embedded test vectors and expected classes.
-        Returns the files written.
+        `inputs`/`labels` are the pico2 project's embedded test vectors and expected classes; other keyword
+        arguments are options of targets.pico2.export_pico2. Returns the files written.
         """
         if target == "pico2":
             from tinyaot.targets.pico2 import export_pico2
 
-            return export_pico2(self, directory, inputs=inputs, labels=labels)
+            return export_pico2(self, directory, inputs=inputs, labels=labels, **pico2_options)
+        if pico2_options:
+            raise ModelError(f"{', '.join(sorted(pico2_options))}: options of target 'pico2' only")
         if target != "c":
             raise ModelError(f"unknown export target {target!r}; available: 'c', 'pico2'")
         if inputs is not None or labels is not None:

@@ -18,6 +18,7 @@ from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.passes.input_layout import accept_nchw_input
 from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
+from tinyaot.plan.contract import Contract
 from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
 from tinyaot.diagnostics import raise_or_warn
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
@@ -25,28 +26,62 @@ from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
 
 
-def _check_name(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
+# C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
+# ("_instance_invoke", "_ERROR_ARENA_MISALIGNED" is a macro), so names stay short enough for any linker.
+MAX_NAME_LENGTH = 32
+MAX_ALIGNMENT = 4096
+
+
+def check_name(name) -> str:
+    """The model name prefixes every generated C symbol and file: a short C identifier."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ModelError(f"model name {name!r} must be a C identifier (letters, digits, '_'), e.g. 'mnist'")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ModelError(f"model name {name[:40]!r}... is {len(name)} characters; it prefixes every generated C "
+                         f"symbol, so keep it to {MAX_NAME_LENGTH} or fewer, e.g. {name[:12]!r}")
     return name.lower()
+
+
+def check_alignment(alignment) -> int:
+    """Arena alignment: a power of two bytes (the kernels need at least 4 for word access on the M33)."""
+    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1 \
+            or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
+        raise ModelError(f"alignment must be a power of two from 1 to {MAX_ALIGNMENT} bytes (e.g. 4, 8, 16), "
+                         f"got {alignment!r}")
+    return alignment
+
+
+
+def check_batch_one(example_input, what: str = "example_input") -> None:
+    """tinyaot compiles batch-1 models (run() loops over a batch); a batch-N example would build a fixed
+    batch-N model with N times the arena."""
+    shape = tuple(getattr(example_input, "shape", ()))
+    if not shape or shape[0] != 1:
+        raise ModelError(
+            f"{what} has shape {shape}: tinyaot compiles a model for one input at a time (batch size 1), and "
+            f"run() takes a batch and loops over it. Pass one input with a leading batch dimension of 1"
+            + (f", e.g. example_input[:1] (shape {(1,) + shape[1:]})" if len(shape) > 1 else "")
+        )
 
 
 def import_float_model(model, example_input) -> Graph:
     """Front end: PyTorch nn.Module -> float Graph."""
     if example_input is None:
         raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1)")
+    check_batch_one(example_input)
     from tinyaot.frontend.pytorch import from_torch
 
     return from_torch(model, example_input)
 
 
-def plan(g: Graph, alignment: int = 4):
+def plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
-    (reorders g.nodes), overlaps, placement; every plan verified."""
+    (reorders g.nodes), overlaps, placement; every plan verified. contract: keep the input / output apart."""
     fused = fuse_residual_adds(g)
     if fused is None:
-        return plan_graph(g, alignment=alignment)
-    fused_plan, plain_plan = plan_graph(fused, alignment=alignment), plan_graph(g, alignment=alignment)
+        return plan_graph(g, alignment=alignment, contract=contract)
+    fused_plan = plan_graph(fused, alignment=alignment, contract=contract)
+    plain_plan = plan_graph(g, alignment=alignment, contract=contract)
     if fused_plan.arena_bytes >= plain_plan.arena_bytes:
         return plain_plan
     g.nodes[:], g.tensors = fused.nodes, fused.tensors
@@ -60,34 +95,56 @@ def is_tflite(model) -> bool:
     return isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".tflite")
 
 
-def float_plan(g: Graph, alignment: int = 4):
+def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
     """The plan the same graph needs with fp32 activations: for models that arrive already quantized."""
     tensors = {k: t if t.is_const else dataclasses.replace(t, dtype="float32")
                for k, t in g.tensors.items()}
-    return plan(Graph(tensors, list(g.nodes), list(g.inputs), list(g.outputs), g.layout), alignment)
+    return plan(Graph(tensors, list(g.nodes), list(g.inputs), list(g.outputs), g.layout), alignment, contract)
 
 
-def compile_tflite(model, *, name: str = "model", alignment: int = 4) -> CompiledModel:
+def plan_with_contract(g: Graph, alignment: int, contract: Contract, progress=None):
+    """The plan under the caller's buffer contract, and the arena the same graph needs without it (the
+    report says what the contract costs). The contract plan comes last: planning reorders g."""
+    _say(progress, "planning memory")
+    if not contract.any:
+        return plan(g, alignment), None
+    free = plan(g, alignment).arena_bytes
+    return plan(g, alignment, contract), free
+
+
+def _say(progress, message: str) -> None:
+    if progress is not None:
+        progress(message)
+
+
+def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: Contract | None = None,
+                   progress=None) -> CompiledModel:
     """An int8 .tflite model is already quantized: import it and go straight to planning."""
     from tinyaot.frontend.tflite import from_tflite
 
+    contract = contract or Contract()
+    _say(progress, "importing the .tflite model")
     int8_graph = from_tflite(model)
     reference = dequantized_graph(int8_graph)
-    memory = plan(int8_graph, alignment)
-    return CompiledModel(_check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment),
-                         reference_graph=reference)
+    memory, free = plan_with_contract(int8_graph, check_alignment(alignment), contract, progress)
+    return CompiledModel(check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment, contract),
+                         reference_graph=reference, unconstrained_arena_bytes=free)
 
 
 def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: int = 4,
-                 input_layout: str = "NHWC") -> CompiledModel:
+                 input_layout: str = "NHWC", contract: Contract | None = None, progress=None) -> CompiledModel:
     """A PT2E-converted GraphModule is already quantized: lower its q/dq patterns to int8 and go to planning."""
     from tinyaot.frontend.pt2e import from_pt2e
 
+    contract = contract or Contract()
+    if example_input is not None:
+        check_batch_one(example_input)
+    _say(progress, "lowering the PT2E graph")
     int8_graph = from_pt2e(model, example_input, input_layout=input_layout)
     reference = dequantized_graph(int8_graph)
-    memory = plan(int8_graph, alignment)
-    return CompiledModel(_check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment),
-                         reference_graph=reference)
+    memory, free = plan_with_contract(int8_graph, check_alignment(alignment), contract, progress)
+    return CompiledModel(check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment, contract),
+                         reference_graph=reference, unconstrained_arena_bytes=free)
 
 
 def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
@@ -106,7 +163,8 @@ def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
 def compile_model(model, example_input=None, *, calibration=None, data=None, name: str = "model",
                   alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
                   observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
-                  float_model=None) -> CompiledModel:
+                  float_model=None, preserve_input: bool = False, separate_output: bool = False,
+                  progress=None) -> CompiledModel:
     """Compile a model to int8 C.
 
     example_input and calibration are in PyTorch's layout (e.g. NCHW); for a float .tflite, in its own (NHWC).
@@ -118,26 +176,33 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     "percentile", "mse"); layer_observers overrides it per layer or tensor name. data= are samples used only to
     check the compiled model (never to calibrate): the check report is cm.check. strict=True turns calibration
     warnings into a CalibrationError (for CI). float_model= is the float .tflite an int8 .tflite came from.
+
+    The smallest arena lets invoke overwrite the input and put the output over it. preserve_input=True keeps the
+    input's bytes intact across invoke; separate_output=True keeps the output apart from the input (double
+    buffering); cm.contract says what holds and what it cost. progress is called with each stage's name.
     """
-    name = _check_name(name)
+    opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
+                    Contract(bool(preserve_input), bool(separate_output)), progress)
+    if input_dtype not in ("int8", "uint8"):
+        raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
     if is_tflite(model):
         from tinyaot.frontend.tflite import is_float_tflite
 
         if is_float_tflite(model):
-            return _compile_float_tflite(model, calibration=calibration, data=data, name=name,
-                                         alignment=alignment, input_dtype=input_dtype, observer=observer,
-                                         layer_observers=layer_observers, strict=strict)
-        cm = compile_tflite(model, name=name, alignment=alignment)
+            return _compile_float_tflite(model, calibration, data, opts)
+        cm = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract, progress=progress)
         if calibration is not None:
             warnings.warn("calibration is ignored: this .tflite model is already int8", stacklevel=3)
-        return _finish(cm, [], data, strict, float_model=float_model)
+        return _finish(cm, [], data, opts, float_model=float_model)
     from tinyaot.frontend.pt2e import is_pt2e
 
     if is_pt2e(model):
         if calibration is not None:
             warnings.warn("calibration is ignored: a PT2E-converted graph is already quantized", stacklevel=3)
-        cm = compile_pt2e(model, example_input, name=name, alignment=alignment, input_layout=input_layout)
-        return _finish(cm, check_pt2e_example(example_input, cm), data, strict)
+        cm = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
+                          contract=opts.contract, progress=progress)
+        return _finish(cm, check_pt2e_example(example_input, cm), data, opts)
+    _say(progress, "importing the PyTorch model (torch.export)")
     float_graph = float_passes(import_float_model(model, example_input), input_layout)
     if calibration is None:
         raise CalibrationError(
@@ -146,16 +211,28 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
         )
     samples = as_sample_batch(calibration, tuple(example_input.shape[1:]))
     batch = torch_to_model_layout(samples.batch, float_graph.layout, float_graph.torch_input_rank)
-    return _quantize_and_plan(name, float_graph, samples, batch, data=data, alignment=alignment,
-                              input_dtype=input_dtype, observer=observer, layer_observers=layer_observers,
-                              strict=strict)
+    return _quantize_and_plan(float_graph, samples, batch, data, opts)
 
 
-def _compile_float_tflite(model, *, calibration, data, name, alignment, input_dtype, observer, layer_observers,
-                          strict) -> CompiledModel:
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """compile()'s options, validated, as the later stages read them."""
+
+    name: str
+    alignment: int
+    input_dtype: str
+    observer: str
+    layer_observers: dict | None
+    strict: bool
+    contract: Contract
+    progress: object  # callable(str) or None
+
+
+def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
     """A float .tflite: import it as a float graph and quantize it with tinyaot's own calibration."""
     from tinyaot.frontend.tflite import from_tflite_float
 
+    _say(opts.progress, "importing the float .tflite model")
     float_graph = float_passes(from_tflite_float(model))
     if calibration is None:
         raise CalibrationError(
@@ -164,33 +241,32 @@ def _compile_float_tflite(model, *, calibration, data, name, alignment, input_dt
         )
     shape = tuple(float_graph.tensor(float_graph.inputs[0]).shape[1:])
     samples = as_sample_batch(calibration, shape)
-    return _quantize_and_plan(name, float_graph, samples, samples.batch, data=data, alignment=alignment,
-                              input_dtype=input_dtype, observer=observer, layer_observers=layer_observers,
-                              strict=strict)
+    return _quantize_and_plan(float_graph, samples, samples.batch, data, opts)
 
 
-def _quantize_and_plan(name, float_graph, samples, batch, *, data, alignment, input_dtype, observer,
-                       layer_observers, strict) -> CompiledModel:
+def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> CompiledModel:
     findings = check_samples(samples, float_graph)
-    calib = collect_ranges(float_graph, batch, observer=observer, layer_observers=layer_observers)
-    findings += check_ranges(float_graph, calib, observer)
+    _say(opts.progress, f"calibrating on {len(batch)} samples")
+    calib = collect_ranges(float_graph, batch, observer=opts.observer, layer_observers=opts.layer_observers)
+    findings += check_ranges(float_graph, calib, opts.observer)
+    _say(opts.progress, "quantizing to int8")
     int8_graph, lowering_findings = lower_to_int8(float_graph, calib.ranges)
     findings += lowering_findings
-    if input_dtype == "uint8":
+    if opts.input_dtype == "uint8":
         int8_graph = accept_uint8_input(int8_graph)
-    elif input_dtype != "int8":
-        raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
-    memory = plan(int8_graph, alignment)
-    float_memory = plan(float_graph, alignment)
-    cm = CompiledModel(name, float_graph, int8_graph, memory, float_memory, calibration=calib)
-    return _finish(cm, findings, data, strict)
+    memory, free = plan_with_contract(int8_graph, opts.alignment, opts.contract, opts.progress)
+    float_memory = plan(float_graph, opts.alignment, opts.contract)
+    cm = CompiledModel(opts.name, float_graph, int8_graph, memory, float_memory, calibration=calib,
+                       unconstrained_arena_bytes=free)
+    return _finish(cm, findings, data, opts)
 
 
-def _finish(cm: CompiledModel, findings: list, data, strict: bool, float_model=None) -> CompiledModel:
+def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model=None) -> CompiledModel:
     """Calibration findings become warnings (errors when strict); data= runs the trust check."""
     cm.findings = list(findings)
     if data is not None:
+        _say(opts.progress, "checking the int8 model on the data= samples")
         cm.check = cm.check_data(data, float_model=float_model)
         cm.findings += cm.check.findings
-    raise_or_warn(cm.findings, strict, cm.name)
+    raise_or_warn(cm.findings, opts.strict, cm.name)
     return cm

@@ -24,14 +24,10 @@ class CSources:
     const_bytes: int = 0
 
     def write(self, directory: Path) -> list[Path]:
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for fname, text in sorted(self.files.items()):
-            path = directory / fname
-            path.write_text(text)
-            paths.append(path)
-        return paths
+        """Write into `directory`, beside other models exported there (they share the kernel files)."""
+        from tinyaot.codegen.folder import write_model_files
+
+        return write_model_files(Path(directory), self.name, self.files)
 
     @property
     def c_files(self) -> list[str]:
@@ -118,11 +114,14 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
         "",
         *_io_macros(g, g.outputs[0], macro, "OUTPUT"),
         "",
+        *_contract_comment(g, plan, macro, prefix),
+        "",
         "/* Status codes. */",
         f"#define {macro}_OK 0",
         f"#define {macro}_ERROR_ARENA_TOO_SMALL (-1)",
         f"#define {macro}_ERROR_ARENA_MISALIGNED (-2)",
         f"#define {macro}_ERROR_NOT_INITIALIZED (-3)",
+        f"#define {macro}_ERROR_NULL_ARGUMENT (-4)",
         "",
         "/*",
         f" * Bind the arena. Pass NULL to use the built-in static arena (unless {macro}_NO_STATIC_ARENA",
@@ -131,14 +130,28 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
         " */",
         f"int {prefix}_init(uint8_t *arena, size_t arena_size);",
         "",
-        f"/* Where to write the {in_dtype} input ({macro}_INPUT_SIZE bytes), inside the arena. */",
+        f"/* Where to write the {in_dtype} input ({macro}_INPUT_SIZE bytes), inside the arena; NULL before init. */",
         f"{in_ctype} *{prefix}_input(void);",
         "",
         f"/* Run one inference. Returns {macro}_OK, or {macro}_ERROR_NOT_INITIALIZED. */",
         f"int {prefix}_invoke(void);",
         "",
-        f"/* The int8 output ({macro}_OUTPUT_SIZE bytes), valid until the next invoke. */",
+        f"/* The int8 output ({macro}_OUTPUT_SIZE bytes), inside the arena; NULL before init. */",
         f"const int8_t *{prefix}_output(void);",
+        "",
+        "/*",
+        " * Several instances of this model (two sensors, one per core): each has its own arena and runs",
+        " * independently of the others, since the kernels keep no state outside the arena. The functions",
+        " * above drive one built-in instance; these take the instance. instance_init needs an arena (no NULL).",
+        " */",
+        "typedef struct {",
+        "    uint8_t *arena;",
+        f"}} {prefix}_instance_t;",
+        "",
+        f"int {prefix}_instance_init({prefix}_instance_t *instance, uint8_t *arena, size_t arena_size);",
+        f"{in_ctype} *{prefix}_instance_input(const {prefix}_instance_t *instance);",
+        f"int {prefix}_instance_invoke(const {prefix}_instance_t *instance);",
+        f"const int8_t *{prefix}_instance_output(const {prefix}_instance_t *instance);",
         "",
         "#ifdef __cplusplus",
         "}",
@@ -194,7 +207,22 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"}} {prefix}_static_arena {macro}_ARENA_ALIGNED;",
         "#endif",
         "",
-        f"static uint8_t *{prefix}_arena = NULL;",
+        f"static {prefix}_instance_t {prefix}_default_instance;",
+        "",
+        f"int {prefix}_instance_init({prefix}_instance_t *instance, uint8_t *arena, size_t arena_size)",
+        "{",
+        "    if (instance == NULL || arena == NULL) {",
+        f"        return {macro}_ERROR_NULL_ARGUMENT;",
+        "    }",
+        f"    if (arena_size < {macro}_ARENA_SIZE) {{",
+        f"        return {macro}_ERROR_ARENA_TOO_SMALL;",
+        "    }",
+        f"    if (((uintptr_t)arena & ({macro}_ARENA_ALIGNMENT - 1u)) != 0u) {{",
+        f"        return {macro}_ERROR_ARENA_MISALIGNED;",
+        "    }",
+        "    instance->arena = arena;",
+        f"    return {macro}_OK;",
+        "}",
         "",
         f"int {prefix}_init(uint8_t *arena, size_t arena_size)",
         "{",
@@ -206,29 +234,43 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"        return {macro}_ERROR_ARENA_TOO_SMALL;",
         "#endif",
         "    }",
-        f"    if (arena_size < {macro}_ARENA_SIZE) {{",
-        f"        return {macro}_ERROR_ARENA_TOO_SMALL;",
+        f"    return {prefix}_instance_init(&{prefix}_default_instance, arena, arena_size);",
+        "}",
+        "",
+        f"{in_ctype} *{prefix}_instance_input(const {prefix}_instance_t *instance)",
+        "{",
+        "    if (instance == NULL || instance->arena == NULL) {",
+        "        return NULL;",
         "    }",
-        f"    if (((uintptr_t)arena & ({macro}_ARENA_ALIGNMENT - 1u)) != 0u) {{",
-        f"        return {macro}_ERROR_ARENA_MISALIGNED;",
+        f"    return ({in_ctype} *)(instance->arena + {_offset(plan, g.inputs[0], macro)});",
+        "}",
+        "",
+        f"const int8_t *{prefix}_instance_output(const {prefix}_instance_t *instance)",
+        "{",
+        "    if (instance == NULL || instance->arena == NULL) {",
+        "        return NULL;",
         "    }",
-        f"    {prefix}_arena = arena;",
-        f"    return {macro}_OK;",
+        f"    return (const int8_t *)(instance->arena + {_offset(plan, g.outputs[0], macro)});",
         "}",
         "",
         f"{in_ctype} *{prefix}_input(void)",
         "{",
-        f"    return ({in_ctype} *)({prefix}_arena + {_offset(plan, g.inputs[0], macro)});",
+        f"    return {prefix}_instance_input(&{prefix}_default_instance);",
         "}",
         "",
         f"const int8_t *{prefix}_output(void)",
         "{",
-        f"    return (const int8_t *)({prefix}_arena + {_offset(plan, g.outputs[0], macro)});",
+        f"    return {prefix}_instance_output(&{prefix}_default_instance);",
         "}",
         "",
         f"int {prefix}_invoke(void)",
         "{",
-        f"    uint8_t *const arena = {prefix}_arena;",
+        f"    return {prefix}_instance_invoke(&{prefix}_default_instance);",
+        "}",
+        "",
+        f"int {prefix}_instance_invoke(const {prefix}_instance_t *instance)",
+        "{",
+        "    uint8_t *const arena = (instance != NULL) ? instance->arena : NULL;",
         "    if (arena == NULL) {",
         f"        return {macro}_ERROR_NOT_INITIALIZED;",
         "    }",
@@ -241,6 +283,38 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         out.append(f"    {macro}_PROFILE_STEP({step});")
     out += [f"    return {macro}_OK;", "}", ""]
     return "\n".join(out)
+
+
+def _contract_comment(g: Graph, plan: MemoryPlan, macro: str, prefix: str) -> list[str]:
+    """The buffer contract, read from the plan: what invoke does to the input, and where the output sits."""
+    from tinyaot.plan.contract import io_facts
+
+    facts = io_facts(plan, g.inputs[0], g.outputs[0])
+    if facts.input_overwritten:
+        inp = [f" * - invoke() overwrites the input: after {prefix}_invoke() the input bytes hold intermediate",
+               " *   values, so write a whole new input before every invoke (compile with preserve_input to",
+               f" *   keep it, at the arena cost the report shows)."]
+    else:
+        how = "compiled with preserve_input" if plan.keep_input else "no other buffer uses its bytes"
+        inp = [f" * - invoke() leaves the input as it was ({how}): a sliding window kept in the input",
+               " *   buffer survives, only the new part needs writing."]
+    if facts.output_overlaps_input:
+        out = [" * - The output shares bytes with the input: writing the next input destroys the last output,",
+               " *   so copy the output first (or compile with separate_output)."]
+    else:
+        out = [" * - The output does not share bytes with the input: the next input may be written while the",
+               " *   last output is still read (double buffering)."]
+    until = ", or until the next input is written" if facts.output_overlaps_input else ""
+    return [
+        "/*",
+        " * Buffer contract. Input and output live inside the arena, at fixed offsets.",
+        *inp,
+        *out,
+        f" * - The output is valid until the next invoke(){until}.",
+        " */",
+        f"#define {macro}_INVOKE_PRESERVES_INPUT {0 if facts.input_overwritten else 1}",
+        f"#define {macro}_OUTPUT_OVERLAPS_INPUT {1 if facts.output_overlaps_input else 0}",
+    ]
 
 
 def _offset(plan: MemoryPlan, tensor: str, macro: str) -> str:

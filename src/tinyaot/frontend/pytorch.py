@@ -51,7 +51,17 @@ def _export(model, example_input):
             f"example_input must be a torch.Tensor or numpy array, got {type(example_input).__name__}"
         )
     example_input = example_input.detach().to(torch.float32)
-    model = model.eval()
+    modes = {m: m.training for m in model.modules()}  # the user's module is given back in the mode it came in
+    try:
+        return _export_eval(model.eval(), example_input), example_input
+    finally:
+        for m, training in modes.items():
+            m.training = training
+
+
+def _export_eval(model, example_input):
+    import torch
+
     try:
         with torch.no_grad():
             model(example_input)
@@ -63,7 +73,7 @@ def _export(model, example_input):
         ) from None
     try:
         with torch.no_grad():
-            return torch.export.export(model, (example_input,)), example_input
+            return torch.export.export(model, (example_input,))
     except Exception as exc:  # torch.export's own errors are long; keep the first lines
         first = "\n".join(str(exc).splitlines()[:6])
         raise ModelError(f"torch.export could not trace the model: {first}") from exc

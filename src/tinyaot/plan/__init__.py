@@ -19,18 +19,39 @@ __all__ = [
 ]
 
 
-def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True) -> MemoryPlan:
-    """Schedule (reorders g.nodes when that lowers the peak), find the allowed overlaps, place, verify."""
+def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None) -> MemoryPlan:
+    """Schedule (reorders g.nodes when that lowers the peak), find the allowed overlaps, place, verify.
+
+    contract (plan.contract.Contract) keeps the input intact across invoke and/or the output apart from it."""
     from dataclasses import replace
 
-    from tinyaot.plan.inplace import plan_with_rings
+    from tinyaot.plan.contract import Contract
     from tinyaot.plan.schedule import schedule
 
+    contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     buffers = buffers_of(g)
-    plan = plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=buffer_overlaps(g, buffers),
+    owner = {t: b.name for b in buffers for t in b.tensors}
+    input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
+    hows = ("output-early", "input-late") if contract.separate_output and not contract.keep_input else ("",)
+    plans = [_place(g, buffers, contract, how, input_buf, output_buf, alignment, exact) for how in hows]
+    plan = min(plans, key=lambda p: p.arena_bytes)
+    if chosen is not None:
+        plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
+    return plan
+
+
+def _place(g, buffers, contract, how, input_buf, output_buf, alignment, exact) -> MemoryPlan:
+    from dataclasses import replace
+
+    from tinyaot.plan.contract import with_contract
+    from tinyaot.plan.inplace import plan_with_rings
+
+    buffers, pinned = with_contract(buffers, len(g.nodes), input_buf, output_buf, contract, how or "output-early")
+    plan = plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=buffer_overlaps(g, buffers, pinned),
                        exact=exact)
     plan = plan_with_rings(g, buffers, plan, exact=exact)  # in-place conv kernels where they shrink the arena
-    if chosen is None:
-        return plan
-    return replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
+    plan = replace(plan, input_buffer=input_buf, output_buffer=output_buf, keep_input=contract.keep_input,
+                   separate_output=contract.separate_output)
+    verify_plan(plan)
+    return plan

@@ -173,11 +173,12 @@ class Overlap:
     units: int
 
 
-def buffer_overlaps(g: Graph, buffers) -> tuple[Overlap, ...]:
+def buffer_overlaps(g: Graph, buffers, pinned=frozenset()) -> tuple[Overlap, ...]:
     """Every rule of every node whose preconditions hold in this schedule: the input's bytes die at the node
-    (no later reader, not a graph output) and the output's bytes are born there (not a view of older bytes)."""
+    (no later reader, not a graph output, not `pinned` by the caller's contract) and the output's bytes are
+    born there (not a view of older bytes)."""
     by_tensor = {t: b for b in buffers for t in b.tensors}
-    out_bufs = {by_tensor[n].name for n in g.outputs if n in by_tensor}
+    out_bufs = {by_tensor[n].name for n in g.outputs if n in by_tensor} | set(pinned)
     found: dict[tuple[str, str], Overlap] = {}
     for step, node in enumerate(g.nodes):
         for rule in overlap_rules(node, g):

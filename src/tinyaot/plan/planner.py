@@ -29,6 +29,10 @@ class MemoryPlan:
     schedule: str = "source"  # how the op order was chosen: "source" | "exact" | "beam"
     source_lower_bound: int | None = None  # the bound of the order the graph came in, when reordered
     variants: tuple = ()  # RingVariant per node whose kernel writes through a scratch ring (plan/inplace.py)
+    input_buffer: str = ""  # the buffers holding the graph's input and output (plan/contract.py)
+    output_buffer: str = ""
+    keep_input: bool = False  # asked: no other buffer may share a byte with the input
+    separate_output: bool = False  # asked: the output may not share a byte with the input
 
     def buffer_of(self, tensor: str) -> Buffer:
         for b in self.buffers:

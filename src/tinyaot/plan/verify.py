@@ -47,8 +47,31 @@ def verify_plan(plan) -> None:
             )
     for v in getattr(plan, "variants", ()):
         problems += _ring_broken(plan, v, rules)
+    problems += _contract_broken(plan)
     if problems:
         raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
+
+
+def _contract_broken(plan) -> list[str]:
+    """keep_input: no other buffer touches the input's bytes; separate_output: input and output are apart."""
+    if not (getattr(plan, "keep_input", False) or getattr(plan, "separate_output", False)):
+        return []
+    by_name = {b.name: b for b in plan.buffers}
+    inp, out = by_name.get(plan.input_buffer), by_name.get(plan.output_buffer)
+    if inp is None or out is None:
+        return [f"the plan names input {plan.input_buffer!r} and output {plan.output_buffer!r}, not its buffers"]
+
+    def share(a, b) -> bool:
+        oa, ob = plan.offsets[a.name], plan.offsets[b.name]
+        return a.nbytes > 0 and b.nbytes > 0 and oa < ob + b.nbytes and ob < oa + a.nbytes
+
+    problems = []
+    if plan.keep_input:
+        problems += [f"{b.name} shares bytes with the input {inp.name}, which must survive invoke"
+                     for b in plan.buffers if b.name != inp.name and share(inp, b)]
+    if plan.separate_output and inp.name != out.name and share(inp, out):
+        problems.append(f"the output {out.name} shares bytes with the input {inp.name}, which was asked apart")
+    return problems
 
 
 def _ring_broken(plan, v, rules) -> list[str]:

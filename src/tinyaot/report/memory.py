@@ -36,7 +36,7 @@ class MemoryReport:
     float_weight_bytes: int
     constant_bytes: int
     code_bytes: int | None
-    flash_bytes: int
+    flash_bytes: int | None
     input: dict
     output: dict
     tensors: tuple[TensorRow, ...]
@@ -52,6 +52,7 @@ class MemoryReport:
     float_tensors: tuple[TensorRow, ...] = ()
     float_reasons: tuple[str, ...] = ()
     overlap_note: str = ""  # why the arena is below the layer-by-layer bound, if it is
+    contract: dict | None = None  # plan.contract.ContractReport.to_dict(): input kept? output apart? cost
 
     @property
     def ram_bytes(self) -> int | None:
@@ -84,6 +85,7 @@ class MemoryReport:
             float_lower_bound_bytes=cm.float_plan.lower_bound, float_n_steps=cm.float_plan.n_steps,
             float_tensors=tensor_rows(cm.float_plan, float_graph),
             float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
+            contract=cm.contract.to_dict(),
         )
 
     def to_dict(self) -> dict:
@@ -106,6 +108,8 @@ class MemoryReport:
         yield "lower bound = " + self.busiest_step
         if self.overlap_note:
             yield self.overlap_note
+        if self.contract is not None:
+            yield _contract_text(self.contract)
         if self.source_lower_bound is not None and self.source_lower_bound != self.lower_bound_bytes:
             yield (f"op order chosen by {self.schedule} search: lower bound {self.lower_bound_bytes:,} B "
                    f"(the source order needs {self.source_lower_bound:,} B)")
@@ -306,3 +310,14 @@ def _io(shape, qparams, layout) -> dict:
     if layout:
         d["layout"] = layout
     return d
+
+
+def _contract_text(c: dict) -> str:
+    """The buffer contract in one line, and what preserve_input / separate_output cost."""
+    inp = "survives invoke" if c["input_preserved"] else "is overwritten by invoke (preserve_input keeps it)"
+    out = ("shares bytes with the input: copy it before writing the next input (separate_output keeps them "
+           "apart)" if c["output_overlaps_input"] else "does not share bytes with the input")
+    asked = [k for k in ("preserve_input", "separate_output") if c[k]]
+    cost = (f"; {' + '.join(asked)} costs {c['cost_bytes']:,} B (arena {c['unconstrained_arena_bytes']:,} B "
+            "without it)") if asked else ""
+    return f"buffer contract: the input {inp}; the output {out}{cost}"
