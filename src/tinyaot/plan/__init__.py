@@ -2,7 +2,7 @@
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
 from tinyaot.plan.overlap import Overlap, OverlapRule, buffer_overlaps, overlap_rules
 from tinyaot.plan.planner import MemoryPlan, plan_memory
-from tinyaot.plan.verify import verify_plan
+from tinyaot.plan.verify import contract_problems, verify_plan
 
 __all__ = [
     "Buffer",
@@ -35,7 +35,12 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
     hows = ("output-early", "input-late") if contract.separate_output and not contract.keep_input else ("",)
     plans = [_place(g, buffers, contract, how, input_buf, output_buf, alignment, exact) for how in hows]
-    plan = min(plans, key=lambda p: p.arena_bytes)
+    if contract.any:  # the plain plan may meet the contract by itself, and then costs nothing
+        plain = _place(g, buffers, Contract(), "", input_buf, output_buf, alignment, exact)
+        plain = replace(plain, keep_input=contract.keep_input, separate_output=contract.separate_output)
+        if not contract_problems(plain):
+            plans.insert(0, plain)
+    plan = min(plans, key=lambda p: p.arena_bytes)  # the first wins ties
     if chosen is not None:
         plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
     return plan

@@ -47,12 +47,12 @@ def verify_plan(plan) -> None:
             )
     for v in getattr(plan, "variants", ()):
         problems += _ring_broken(plan, v, rules)
-    problems += _contract_broken(plan)
+    problems += contract_problems(plan)
     if problems:
         raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
 
 
-def _contract_broken(plan) -> list[str]:
+def contract_problems(plan) -> list[str]:
     """keep_input: no other buffer touches the input's bytes; separate_output: input and output are apart."""
     if not (getattr(plan, "keep_input", False) or getattr(plan, "separate_output", False)):
         return []

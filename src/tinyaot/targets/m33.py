@@ -20,6 +20,7 @@ import numpy as np
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from tinyaot.errors import TinyAOTError
 from tinyaot.targets.toolchain import M33Toolchain, find_m33_toolchain
 
 SUPPORT_DIR = Path(__file__).with_name("m33")
@@ -55,7 +56,7 @@ LINK_FLAGS = ("-nostartfiles", "--specs=nosys.specs", "-Wl,--gc-sections")
 _NAME_RE = re.compile(r"[a-z_][a-z0-9_]*\Z")
 
 
-class M33Error(RuntimeError):
+class M33Error(TinyAOTError, RuntimeError):
     """The model could not be built or run on the Cortex-M33 target."""
 
 

@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from tinyaot.errors import TinyAOTError
+
 GCC_ENV = "TINYAOT_ARM_GCC"
 QEMU_ENV = "TINYAOT_QEMU"
 
@@ -29,7 +31,7 @@ INSTALL_HINT = (
 _MULTILIB_FLAGS = ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16")
 
 
-class ToolchainMissing(Exception):
+class ToolchainMissing(TinyAOTError):
     """A tool the Cortex-M33 target needs is not installed or not found."""
 
 
