@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(gcc make cmake python3-venv gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium)
+APT_PACKAGES=(gcc g++ make cmake python3 python3-venv gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm chromium)
 
 install_system_packages() {
     local sudo=""

@@ -17,10 +17,13 @@ from conftest import have_m33, needs_host, needs_m33
 import tinyaot
 from tinyaot.demo_model import build_seed_mlp, calibration_digits, demo_digits
 from tinyaot.errors import ModelError, TinyAOTError
+from tinyaot.targets import pico2
 from tinyaot.targets.pico2 import (
     RP2350_C_FLAGS,
     RP2350_CPU_FLAGS,
     RP2350_DEFINES,
+    CallGraph,
+    CallGraphError,
     Pico2ExportError,
     app_checksum,
     export_pico2,
@@ -105,18 +108,155 @@ def test_readme_tells_a_new_user_everything(project, seed):
     readme = (out / "README.md").read_text()
     for needle in ("PICO_SDK_PATH", "cmake -B build", "make -C build", "BOOTSEL", "build/mnist_pico2.uf2",
                    "115200", "/dev/ttyACM0", "UART0", f"| RAM: model arena | {cm.arena_bytes:,} |",
-                   f"| flash: model constants | {cm.constant_bytes:,} |"):
+                   f"| flash: model constants | {cm.constant_bytes:,} |",
+                   # what to install, and why the less obvious packages
+                   "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib", "python3",
+                   "pico_cxx_options/new_delete.cpp", "CMake 3.15 or newer", "3.17",
+                   # picotool: cloned at configure time unless one is installed, and how to point at one
+                   "clones picotool's source", "PICOTOOL_FETCH_FROM_GIT_PATH=<dir>", "-Dpicotool_DIR=",
+                   "-DPICOTOOL_NO_LIBUSB=1", "picotool info -a build/mnist_pico2.uf2",
+                   # honest sizes
+                   "`build/mnist_pico2.bin` is the image written to flash", "`arm-none-eabi-size -A`",
+                   "copy_to_ram=True", "pico_set_binary_type(mnist_pico2 copy_to_ram)"):
         assert needle in readme, needle
     assert not re.search(r"@[A-Z_]+@", readme)  # every placeholder filled
+    reserved = _stack_size(out)
+    assert f"| RAM: stack reserved, `PICO_STACK_SIZE` | {reserved:,} (0x{reserved:x}) |" in readme
     if have_m33():
-        assert re.search(r"\| RAM: stack of one inference \| at most \d+ \| .*-fstack-usage", readme)
-        assert re.search(r"\| flash: model code \| [\d,]+ \| model \+ kernels, measured", readme)
+        assert re.search(r"\| RAM: stack of one inference \| [\d,]+ \| the worst call path of `mnist_invoke\(\)`: "
+                         r"`mnist_invoke` -> .*-fcallgraph-info", readme)
+        assert re.search(r"\| flash: model code \| [\d,]+ \| model \+ kernels: the functions `app_run\(\)` reaches",
+                         readme)
+        assert re.search(r"\| flash: whole firmware \| about [\d,]+ \|", readme)
     ref = cm.run(x_q)
     for k, y in enumerate(ref):
         assert f"#{k} predicted {int(np.argmax(y))} expected {[0, 1, 4, 7][k]} ok, <time> us, " \
                f"output {y.tobytes().hex()}" in readme
     assert "4/4 predictions match the labels" in readme
     assert f"checksum {app_checksum(ref):08x}, next run in 5000 ms" in readme
+
+
+def _stack_size(project_dir: Path) -> int:
+    m = re.search(r"^  PICO_STACK_SIZE=(0x[0-9a-f]+)$", (project_dir / "CMakeLists.txt").read_text(), re.MULTILINE)
+    assert m, "CMakeLists.txt sets no PICO_STACK_SIZE"
+    return int(m.group(1), 16)
+
+
+def _readme_figure(project_dir: Path, row: str) -> int | None:
+    m = re.search(rf"^\| {re.escape(row)} \| (?:about )?([\d,]+|n/a)", (project_dir / "README.md").read_text(),
+                  re.MULTILINE)
+    assert m, f"no row '{row}' in README.md"
+    return None if m.group(1) == "n/a" else int(m.group(1).replace(",", ""))
+
+
+def test_cmake_asks_for_the_cmake_the_sdk_needs(project):
+    out, _ = project
+    cmake = (out / "CMakeLists.txt").read_text()
+    assert re.search(r"^cmake_minimum_required\(VERSION 3\.15\)$", cmake, re.MULTILINE)
+    assert "3.17 (tools/Findpicotool.cmake)" in cmake
+    # Offered, not used: the program runs from flash unless exported with copy_to_ram=True.
+    assert re.search(r"^#   pico_set_binary_type\(mnist_pico2 copy_to_ram\)$", cmake, re.MULTILINE)
+    assert not re.search(r"^pico_set_binary_type", cmake, re.MULTILINE)
+
+
+@needs_m33
+@pytest.mark.m33
+def test_the_stack_is_sized_from_the_measured_call_graph(project, seed):
+    cm, _, _ = seed
+    out, _ = project
+    inference = _readme_figure(out, "RAM: stack of one inference")
+    app = int(re.search(r"at most ([\d,]+) B for app\.c with one inference", (out / "README.md").read_text()
+                        ).group(1).replace(",", ""))
+    assert 0 < inference < app
+    expected = max(pico2.SDK_DEFAULT_STACK_BYTES, -(-(app + pico2.SDK_STACK_BYTES) // 256) * 256)
+    assert _stack_size(out) == expected <= pico2.CORE0_STACK_LIMIT_BYTES
+    assert pico2.SDK_STACK_MEASURED_BYTES <= pico2.SDK_STACK_BYTES
+
+
+def test_without_the_cross_compiler_the_stack_is_the_documented_default(seed, tmp_path, monkeypatch):
+    from tinyaot.targets.toolchain import GCC_ENV
+
+    cm, x_q, labels = seed
+    monkeypatch.setenv(GCC_ENV, str(tmp_path / "no-such-arm-none-eabi-gcc"))
+    export_pico2(cm, tmp_path / "p", inputs=x_q, labels=labels)
+    assert _stack_size(tmp_path / "p") == pico2.UNMEASURED_STACK_BYTES == pico2.CORE0_STACK_LIMIT_BYTES
+    readme = (tmp_path / "p" / "README.md").read_text()
+    assert "not measured: arm-none-eabi-gcc was missing when this project was written" in readme
+    assert _readme_figure(tmp_path / "p", "RAM: stack of one inference") is None
+    assert _readme_figure(tmp_path / "p", "flash: model code") is None
+    assert not re.search(r"@[A-Z_]+@", readme)
+
+
+@needs_m33
+@pytest.mark.m33
+def test_a_stack_beyond_the_scratch_bank_is_refused(seed, tmp_path, monkeypatch):
+    cm, x_q, _ = seed
+    monkeypatch.setattr(pico2, "SDK_STACK_BYTES", pico2.CORE0_STACK_LIMIT_BYTES)
+    with pytest.raises(Pico2ExportError, match=r"more than the 4,096 B the Pico SDK's default memory map gives "
+                                               r"core 0 \(the SCRATCH_Y bank\)") as info:
+        export_pico2(cm, tmp_path / "p", inputs=x_q)
+    assert "mnist_invoke -> " in str(info.value)
+    assert not (tmp_path / "p").exists()  # nothing half-written
+
+
+def test_copy_to_ram_runs_the_program_from_sram(seed, tmp_path):
+    cm, x_q, labels = seed
+    export_pico2(cm, tmp_path / "p", inputs=x_q, labels=labels, copy_to_ram=True)
+    cmake = (tmp_path / "p" / "CMakeLists.txt").read_text()
+    order = [cmake.index(s) for s in ("add_executable(mnist_pico2", "pico_set_binary_type(mnist_pico2 copy_to_ram)",
+                                      "pico_add_extra_outputs(mnist_pico2)")]
+    assert order == sorted(order) and re.search(r"^pico_set_binary_type", cmake, re.MULTILINE)
+    readme = (tmp_path / "p" / "README.md").read_text()
+    assert "exported with `copy_to_ram=True`" in readme and "copied to SRAM at boot by copy_to_ram" in readme
+    if have_m33():
+        cost = int(re.search(r"This\s+costs\s+about\s+([\d,]+)\s+B", readme).group(1).replace(",", ""))
+        assert cost > cm.constant_bytes + x_q.nbytes  # the constants, the inputs and code
+        ram = _readme_figure(tmp_path / "p", "RAM: whole firmware")
+        assert ram >= cost + cm.arena_bytes + _stack_size(tmp_path / "p")
+
+
+def test_call_graph_bounds(tmp_path):
+    """The call-graph reader on gcc's .ci format: worst path, library leaves, function pointers, --wrap,
+    error paths left out, and recursion, which has no bound."""
+    (tmp_path / "a.ci").write_text(textwrap.dedent("""\
+        graph: { title: "a.c"
+        node: { title: "main" label: "main\\na.c:1:5\\n16 bytes (static)" }
+        node: { title: "a.c:helper" label: "helper\\na.c:2:13\\n40 bytes (static)" }
+        node: { title: "printf" label: "printf\\nstdio.h:3:5" shape : ellipse }
+        node: { title: "memcpy" label: "__builtin_memcpy\\n<built-in>" shape : ellipse }
+        node: { title: "__indirect_call" label: "Indirect Call Placeholder" shape : ellipse }
+        edge: { sourcename: "main" targetname: "a.c:helper" label: "a.c:9:5" }
+        edge: { sourcename: "main" targetname: "printf" label: "a.c:10:5" }
+        edge: { sourcename: "main" targetname: "panic" label: "a.c:11:5" }
+        edge: { sourcename: "a.c:helper" targetname: "memcpy" }
+        edge: { sourcename: "a.c:helper" targetname: "__indirect_call" label: "a.c:4:5" }
+        node: { title: "a.c:callback" label: "callback\\na.c:5:13\\n8 bytes (static)" }
+        }
+        """))
+    (tmp_path / "b.ci").write_text(textwrap.dedent("""\
+        graph: { title: "b.c"
+        node: { title: "__wrap_printf" label: "__wrap_printf\\nb.c:1:5\\n100 bytes (static)" }
+        node: { title: "panic" label: "panic\\nb.c:2:5\\n500 bytes (static)" }
+        node: { title: "loop" label: "loop\\nb.c:3:5\\n8 bytes (static)" }
+        node: { title: "alloca_user" label: "alloca_user\\nb.c:4:5\\n24 bytes (dynamic)" }
+        edge: { sourcename: "loop" targetname: "loop" label: "b.c:3:20" }
+        }
+        """))
+    graph = CallGraph.read([tmp_path / "a.ci", tmp_path / "b.ci"])
+    assert graph.worst_path("main").bytes == 16 + 500  # panic is the deepest
+    assert graph.worst_path("main", stop=("panic",)).bytes == 16 + 100  # printf is linked as __wrap_printf
+    both = graph.worst_path("main", stop=("panic",), leaf_bytes=32, indirect=("callback",))
+    assert both.bytes == 16 + max(100, 40 + 32) and both.path == ("main", "__wrap_printf")
+    deep = graph.worst_path("helper", indirect=("callback",), leaf_bytes=4)
+    assert deep.bytes == 40 + 8 and deep.path == ("a.c:helper", "a.c:callback")
+    assert graph.reachable(["main"]) == {"main", "a.c:helper", "__wrap_printf", "panic"}
+    with pytest.raises(CallGraphError, match="loop is recursive"):
+        graph.worst_path("loop")
+    assert graph.worst_path("loop", cut_cycles=True).bytes == 8
+    with pytest.raises(CallGraphError, match="alloca_user has a dynamic stack frame"):
+        graph.worst_path("alloca_user")
+    with pytest.raises(CallGraphError, match="no function 'nothing'"):
+        graph.worst_path("nothing")
 
 
 def test_float_inputs_are_quantized_and_default_is_one_zero_input(seed, tmp_path):
@@ -203,6 +343,12 @@ def test_app_on_qemu_m33_equals_the_reference(project, seed, tmp_path):
     assert all(macs // 2 < n < 20 * macs for n in run.instructions), run.instructions
     assert run.bss_bytes >= cm.arena_bytes
     assert run.text_bytes > cm.constant_bytes + x_q.nbytes
+    # The static bound the project's stack is sized from holds on the same code, and is tight: the painted stack
+    # below app_run() on QEMU never goes deeper than app_run()'s worst call path in the image's call graph.
+    assert 0 < run.stack_bytes <= run.stack_bound <= run.stack_bytes + 64, (run.stack_bytes, run.stack_bound)
+    readme = (out / "README.md").read_text()
+    app = int(re.search(r"at most ([\d,]+) B for app\.c with one inference", readme).group(1).replace(",", ""))
+    assert app <= run.stack_bound  # the export's figure leaves out only the board's print callback
 
 
 @needs_host
@@ -281,6 +427,9 @@ endfunction()
 function(pico_add_extra_outputs target)
   file(APPEND ${CMAKE_BINARY_DIR}/calls.txt "extra ${target}\\n")
 endfunction()
+function(pico_set_binary_type target type)
+  file(APPEND ${CMAKE_BINARY_DIR}/calls.txt "binary_type ${target} ${type}\\n")
+endfunction()
 """
 
 CROSS_TOOLCHAIN = """\
@@ -345,8 +494,19 @@ def test_cmake_configures_and_builds_against_a_stand_in_sdk(project, tmp_path):
     assert (build / "mnist_pico2").is_file() or (build / "mnist_pico2.elf").is_file()
     app_cmd = next(line for line in proc.stdout.splitlines() if line.rstrip().endswith("/app.c"))
     for flag in (*RP2350_CPU_FLAGS, "-O3", "-DNDEBUG", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
-                 "-DPICO_STDIO_USB_CONNECT_WAIT_TIMEOUT_MS=3000"):
+                 "-DPICO_STDIO_USB_CONNECT_WAIT_TIMEOUT_MS=3000", f"-DPICO_STACK_SIZE=0x{_stack_size(out):x}"):
         assert flag in app_cmd.split(), flag
+
+
+@needs_cmake
+def test_cmake_with_copy_to_ram_configures_against_a_stand_in_sdk(seed, tmp_path):
+    cm, x_q, labels = seed
+    export_pico2(cm, tmp_path / "p", inputs=x_q, labels=labels, copy_to_ram=True)
+    build = tmp_path / "build"
+    proc = _cmake(["-S", str(tmp_path / "p"), "-B", str(build), f"-DPICO_SDK_PATH={_stand_in_sdk(tmp_path)}"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (build / "calls.txt").read_text().splitlines() == [
+        "init", "binary_type mnist_pico2 copy_to_ram", "usb mnist_pico2 1", "uart mnist_pico2 1", "extra mnist_pico2"]
 
 
 @needs_cmake
@@ -398,7 +558,8 @@ def test_cli_export_pico2(tmp_path):
     assert inputs.shape == (3, 12) and labels == [0, 3, 2]
     assert "net_pico2" in (tmp_path / "q" / "CMakeLists.txt").read_text()
     assert main(["export", *model, "-o", str(tmp_path / "c")]) == 0
-    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == sorted(
+    # (plus the folder's tinyaot_manifest.json, which other tests cover, where this tinyaot writes one)
+    assert sorted(p.name for p in (tmp_path / "c").iterdir() if p.name != "tinyaot_manifest.json") == sorted(
         ["net.c", "net.h", "fully_connected_s8.c", "tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h"])
     assert main(["export", *model, "--input", str(tmp_path / "x.npy"), "-o", str(tmp_path / "d")]) == 2
     assert main(["export", *model, "--target", "pico2", "--labels", str(tmp_path / "y.npy"),
@@ -407,7 +568,7 @@ def test_cli_export_pico2(tmp_path):
 
 @needs_host
 @pytest.mark.host
-def test_demo_writes_the_pico2_project(tmp_path):
+def test_demo_writes_the_pico2_project(project, tmp_path):
     from tinyaot.demo import run_demo
 
     result = run_demo(tmp_path / "demo", use_m33=False)
@@ -415,3 +576,8 @@ def test_demo_writes_the_pico2_project(tmp_path):
     inputs, labels = _vectors(tmp_path / "demo" / "pico2")
     assert labels == [0, 1, 4, 7] and inputs.shape == (4, 784)
     assert "4/4 predictions match the labels" in (tmp_path / "demo" / "pico2" / "README.md").read_text()
+    # It is the project the other tests (and tests/test_pico_sdk.py) build: the same files, byte for byte.
+    out, files = project
+    for f in files:
+        rel = f.relative_to(out)
+        assert (tmp_path / "demo" / "pico2" / rel).read_bytes() == f.read_bytes(), rel

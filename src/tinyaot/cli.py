@@ -231,7 +231,8 @@ def _validate_export_options(args) -> None:
         raise ModelError("--input and --labels set the test vectors of --target pico2; "
                          "--target c writes only the model")
     if args.copy_to_ram:
-        raise ModelError("--copy-to-ram is an option of --target pico2 (it copies the weights to SRAM at boot); "
+        raise ModelError("--copy-to-ram is an option of --target pico2 (it copies all code and constants to "
+                         "SRAM at boot); "
                          "add --target pico2 or drop it")
 
 
@@ -750,8 +751,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--input", help="pico2: .npy of test inputs to embed (int8 as is, float is quantized; "
                    f"default: the first {EXPORT_DEFAULT_INPUTS} calibration samples)")
     e.add_argument("--labels", help="pico2: .npy of the expected class of each test input")
-    e.add_argument("--copy-to-ram", action="store_true", help="pico2: copy the weights from flash to SRAM at "
-                   "boot (faster inference, SRAM for the constants)")
+    e.add_argument("--copy-to-ram", action="store_true", help="pico2: copy all code and constants from flash to "
+                   "SRAM at boot (pico_set_binary_type copy_to_ram: no XIP cache misses; the project README gives the "
+                   "SRAM it costs)")
     e.set_defaults(func=cmd_export)
 
     pr = sub.add_parser("profile", help="exact Cortex-M33 instructions per op for one inference (QEMU)",

@@ -5,11 +5,22 @@ README.md and the model's C under model/) builds with the Raspberry Pi Pico SDK 
 Cortex-M33 core.  main.c is a thin board layer (stdio, microsecond timer) around app.c, which holds all
 the logic; `run_app_m33` links the very same app.c and model sources, compiled with the RP2350 flags,
 with a QEMU board layer (semihosting, instruction-count timer), so the tests exercise what the board runs.
+
+Sizes and the stack are measured when the project is written, with arm-none-eabi-gcc alone (no SDK, no
+QEMU): the model and app.c are compiled with the project's flags and `-fcallgraph-info=su`, which gives
+every function's stack frame and callees.  The model's code is what is reachable from its entry points
+(what the linker keeps with --gc-sections), its stack the worst call path of one inference.  The SDK's
+share (runtime size, printf and interrupt stack) are figures measured with Pico SDK 2.2.0; the tests
+check them against real SDK builds.
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -21,7 +32,7 @@ from tinyaot.errors import TinyAOTError
 
 TEMPLATE_PACKAGE = ("targets", "pico2_templates")
 MODEL_DIR = "model"
-PROJECT_TEMPLATES = ("CMakeLists.txt", "pico_sdk_import.cmake", "main.c", "app.c", "app.h", "README.md")
+SOURCE_TEMPLATES = ("pico_sdk_import.cmake", "main.c", "app.c", "app.h")
 APP_SOURCES = ("app.c", "test_vectors.c")
 
 # What Pico SDK 2.2.0 compiles with for PICO_BOARD=pico2 (Release), and the defines every file sees.
@@ -30,12 +41,42 @@ RP2350_C_FLAGS = ("-O3", "-DNDEBUG", "-ffunction-sections", "-fdata-sections", "
 RP2350_DEFINES = ("-DPICO_RP2350=1", "-DPICO_ON_DEVICE=1", '-DPICO_BOARD="pico2"')
 
 RP2350_SRAM_BYTES = 520 * 1024
+RP2350_MAIN_SRAM_BYTES = 512 * 1024  # SRAM0-7; the two 4 KB SCRATCH banks hold the stacks
 PICO2_FLASH_BYTES = 4 * 1024 * 1024
 # Test vectors stay well inside the flash, next to the SDK runtime and the model.
 MAX_VECTOR_BYTES = 1024 * 1024
 NO_LABEL = -1
 REPEAT_MS = 5000  # main.c reruns the test this often, so a terminal opened late still sees it
 
+# --- the stack (core 0, main stack; interrupts run on it too) ---
+SDK_DEFAULT_STACK_BYTES = 0x800  # PICO_STACK_SIZE when a project does not set it
+# The SDK's default memory map puts core 0's stack in the 4 KB SCRATCH_Y bank; a larger PICO_STACK_SIZE
+# does not link ("region `SCRATCH_Y' overflowed").
+CORE0_STACK_LIMIT_BYTES = 0x1000
+STACK_ROUND_BYTES = 256
+# On top of app.c + the model: main()'s frame, printf through the SDK's USB and UART stdio drivers, and
+# interrupts, which run on the same stack: the USB stdio worker at the lowest priority, preempted by one
+# default-priority handler (USB, timer) entered through the SDK's shared-handler trampoline, each with an
+# exception frame holding FP state (26 words + alignment).  Worst call paths in Pico SDK 2.2.0's call graph
+# (gcc -fcallgraph-info, pico2 Release; function-pointer calls may go to any stdio driver, USB class driver
+# or timer callback; panic paths left out): main 24 + printf 980 + worker 364 + handler 372 + trampoline 8
+# + 2 x 108 = 1,964 B.  tests/test_pico_sdk.py re-measures it on real builds.
+SDK_STACK_MEASURED_BYTES = 24 + 980 + 364 + 372 + 8 + 2 * 108
+SDK_STACK_BYTES = 2048
+LIBRARY_CALL_BYTES = 32  # newlib's memcpy takes no stack on the M33, memset 16 B: allowed per library call
+# Without arm-none-eabi-gcc nothing is measured: reserve all that the default memory map gives core 0.
+UNMEASURED_STACK_BYTES = CORE0_STACK_LIMIT_BYTES
+
+# --- the SDK runtime's size, measured with Pico SDK 2.2.0 (pico2, Release, USB + UART stdio) ---
+SDK_MEASURED = "Pico SDK 2.2.0"
+# Flash of the .bin besides the model's code and constants, app.c and the test vectors (boot block, crt0,
+# runtime init, clocks, the USB device stack, stdio, printf, main.c).
+SDK_FLASH_BYTES = 30_904
+# SRAM the runtime takes in the default (flash) build: vector table 272 + .data 4,316 (time-critical
+# code and initialised variables) + .bss 3,140 (USB and stdio buffers) + the .heap reservation 2,048.
+SDK_RAM_BYTES = 272 + 4_316 + 3_140 + 2_048
+# What copy_to_ram moves into SRAM on top of that, besides the model, app.c and the test vectors.
+SDK_COPY_TO_RAM_BYTES = 25_902
 
 class Pico2ExportError(TinyAOTError):
     """The Pico 2 project cannot be written as asked (inputs, labels or sizes do not fit)."""
@@ -54,17 +95,62 @@ class AppRun:
     data_bytes: int
     bss_bytes: int  # the model's arena included
     elf_path: Path
+    stack_bytes: int | None = None  # high-water mark of app_run() on QEMU (the stack painted before it)
+    stack_bound: int | None = None  # worst call path of app_run() in the same image (gcc -fcallgraph-info)
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    """How much stack the project reserves (PICO_STACK_SIZE) and why."""
+
+    reserved_bytes: int  # PICO_STACK_SIZE
+    inference_bytes: int | None  # worst call path of <name>_invoke()
+    app_bytes: int | None  # worst call path of app_run(), the inference included; callbacks into main.c excluded
+    inference_path: tuple[str, ...] = ()
+    note: str = ""  # why nothing was measured, when so
+
+
+@dataclass(frozen=True)
+class Pico2Sizes:
+    """What the project takes, as far as it is known when the project is written."""
+
+    code_bytes: int | None  # the model code app_run() reaches (what the link keeps)
+    app_flash_bytes: int | None  # app.c's code and strings
+    vector_bytes: int  # test_vectors.c
+    stack: StackPlan
+    copy_to_ram: bool
+
+    def flash_estimate(self, constant_bytes: int) -> int | None:
+        if self.code_bytes is None or self.app_flash_bytes is None:
+            return None
+        return self.code_bytes + constant_bytes + self.vector_bytes + self.app_flash_bytes + SDK_FLASH_BYTES
+
+    def copy_to_ram_bytes(self, constant_bytes: int) -> int | None:
+        """SRAM that copy_to_ram adds: the program's code and constants."""
+        if self.code_bytes is None or self.app_flash_bytes is None:
+            return None
+        return self.code_bytes + constant_bytes + self.vector_bytes + self.app_flash_bytes + SDK_COPY_TO_RAM_BYTES
+
+    def ram_estimate(self, arena_bytes: int, constant_bytes: int) -> int | None:
+        ram = arena_bytes + self.stack.reserved_bytes + SDK_RAM_BYTES
+        if not self.copy_to_ram:
+            return ram
+        copied = self.copy_to_ram_bytes(constant_bytes)
+        return None if copied is None else ram + copied
 
 
 # --- export ---------------------------------------------------------------------------------------
 
 
-def export_pico2(cm, out_dir, inputs=None, labels=None) -> list[Path]:
+def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = False) -> list[Path]:
     """Write a Pico SDK project for `cm` into `out_dir`; returns the files written.
 
     `inputs` are the embedded test vectors: int8 (used as is) or float (quantized with the model's input
     parameters), one input or a batch along dim 0.  Default: one input of zeros (the input zero point).
-    `labels` gives the expected class of each input (optional).
+    `labels` gives the expected class of each input (optional).  `copy_to_ram=True` builds the firmware
+    with `pico_set_binary_type(... copy_to_ram)`: the boot code copies all code and constants from flash
+    into SRAM, so inference never waits on the RP2350's 16 KB XIP flash cache (the README gives the SRAM
+    this costs).
     """
     out = Path(out_dir)
     x_q = _test_inputs(cm, inputs)
@@ -75,8 +161,6 @@ def export_pico2(cm, out_dir, inputs=None, labels=None) -> list[Path]:
     expected = cm.run(x_q.reshape((len(x_q),) + tuple(cm.input_shape[1:])), engine="reference")
     expected = np.asarray(expected, dtype=np.int8).reshape(len(x_q), -1)
 
-    out.mkdir(parents=True, exist_ok=True)
-    model_files = cm.c_sources.write(out / MODEL_DIR)
     model_c = [f"{MODEL_DIR}/{f}" for f in cm.c_sources.c_files]
     fields = {
         "@VERSION@": __version__,
@@ -87,28 +171,45 @@ def export_pico2(cm, out_dir, inputs=None, labels=None) -> list[Path]:
         "@REPEAT_MS@": str(REPEAT_MS),
         "@SOURCES@": "\n".join(f"  {s}" for s in ("main.c", *APP_SOURCES, *model_c)),
     }
-    sizes = _model_sizes(out / MODEL_DIR, cm.c_sources.c_files)
-    readme_fields = fields | {
-        "@N_INPUTS@": f"{len(x_q)} embedded test input" + ("s" if len(x_q) > 1 else ""),
-        "@ARENA@": f"{cm.arena_bytes:,}",
-        "@LOWER_BOUND@": f"{cm.lower_bound_bytes:,} B",
-        "@STACK@": "n/a" if sizes.stack_bytes is None else f"at most {sizes.stack_bytes:,}",
-        "@CONST@": f"{cm.constant_bytes:,}",
-        "@CODE@": "n/a" if sizes.code_bytes is None else f"{sizes.code_bytes:,}",
-        "@CODE_HOW@": sizes.how if sizes.code_bytes is None else f"measured: {sizes.how}",
-        "@STACK_HOW@": _stack_how(sizes),
-        "@VECTORS@": f"{x_q.nbytes + 4 * len(x_q):,}",
-        "@MODEL_FILES@": "\n".join(f"| `{MODEL_DIR}/{f}` | {_describe_model_file(f, name)} |"
-                                   for f in sorted(cm.c_sources.files)),
-        "@EXPECTED@": _expected_text(cm, expected, label_list),
-    }
-    written = []
-    for fname in PROJECT_TEMPLATES:
-        text = _fill(_template(fname), readme_fields if fname == "README.md" else fields)
-        written.append(_write(out / fname, text))
-    written.append(_write(out / "test_vectors.h", _vectors_h(name, len(x_q))))
-    written.append(_write(out / "test_vectors.c", _vectors_c(name, x_q, label_list)))
+    texts = {f: _fill(_template(f), fields) for f in SOURCE_TEMPLATES}
+    texts["test_vectors.h"] = _vectors_h(name, len(x_q))
+    texts["test_vectors.c"] = _vectors_c(name, x_q, label_list)
+    # Measured on a staged copy, so a project that does not fit leaves nothing half-written behind.
+    with tempfile.TemporaryDirectory(prefix="tinyaot-pico2-stage-") as stage:
+        cm.c_sources.write(Path(stage) / MODEL_DIR)
+        for fname, text in texts.items():
+            _write(Path(stage) / fname, text)
+        sizes = measure_project(stage, name, cm.c_sources.c_files, vector_bytes=x_q.nbytes + 4 * len(x_q),
+                                copy_to_ram=copy_to_ram)
+    _check_memory(cm, sizes)
+    texts["CMakeLists.txt"] = _fill(_template("CMakeLists.txt"), fields | {
+        "@STACK_SIZE@": f"0x{sizes.stack.reserved_bytes:x}",
+        "@BINARY_TYPE@": _binary_type_cmake(cm, sizes, target),
+    })
+    texts["README.md"] = _fill(_template("README.md"), fields | _readme_fields(cm, sizes, x_q, expected, label_list))
+
+    out.mkdir(parents=True, exist_ok=True)
+    model_files = cm.c_sources.write(out / MODEL_DIR)
+    written = [_write(out / fname, text) for fname, text in texts.items()]
     return sorted(written + model_files)
+
+
+def _binary_type_cmake(cm, sizes: Pico2Sizes, target: str) -> str:
+    cost = sizes.copy_to_ram_bytes(cm.constant_bytes)
+    about = "" if cost is None else f" (about {_kb(cost)} more SRAM than from flash)"
+    if sizes.copy_to_ram:
+        return (f"# The boot code copies all code and constants from flash into SRAM{about}\n"
+                "# and the program runs from there, clear of the RP2350's 16 KB XIP flash cache (exported with\n"
+                "# copy_to_ram=True; see README.md).\n"
+                f"pico_set_binary_type({target} copy_to_ram)")
+    more = "" if cost is None else f", about {_kb(cost)} more SRAM"
+    return ("# The program runs from flash through the RP2350's 16 KB XIP cache (the SDK's default). To run it\n"
+            f"# from SRAM instead{more} (see README.md), re-export with copy_to_ram=True or add:\n"
+            f"#   pico_set_binary_type({target} copy_to_ram)")
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.1f} KB"
 
 
 def _test_inputs(cm, inputs) -> np.ndarray:
@@ -276,47 +377,320 @@ def app_checksum(outputs: np.ndarray) -> int:
     return c
 
 
-@dataclass(frozen=True)
-class _ModelSizes:
-    code_bytes: int | None  # .text of the model's objects
-    stack_bytes: int | None  # sum of the model's stack frames: a bound for its own code (no recursion)
-    how: str
+def _check_memory(cm, sizes: Pico2Sizes) -> None:
+    need = sizes.stack.app_bytes
+    if need is not None and sizes.stack.reserved_bytes > CORE0_STACK_LIMIT_BYTES:
+        raise Pico2ExportError(
+            f"model '{cm.name}' needs {sizes.stack.reserved_bytes:,} B of stack (one inference "
+            f"{sizes.stack.inference_bytes:,} B: {' -> '.join(sizes.stack.inference_path)}; app.c {need:,} B in "
+            f"all, plus {SDK_STACK_BYTES:,} B for the SDK's printf and interrupts), more than the "
+            f"{CORE0_STACK_LIMIT_BYTES:,} B the Pico SDK's default memory map gives core 0 (the SCRATCH_Y bank); "
+            "call the model from your own firmware with a larger stack (a custom linker script)"
+        )
+    ram = sizes.ram_estimate(cm.arena_bytes, cm.constant_bytes)
+    if sizes.copy_to_ram and ram is not None and ram - sizes.stack.reserved_bytes > RP2350_MAIN_SRAM_BYTES:
+        raise Pico2ExportError(
+            f"with copy_to_ram the firmware would need about {ram:,} B of SRAM (its code and constants "
+            f"{sizes.copy_to_ram_bytes(cm.constant_bytes):,} B, the arena {cm.arena_bytes:,} B, the SDK's "
+            f"{SDK_RAM_BYTES:,} B), more than the RP2350's {RP2350_MAIN_SRAM_BYTES // 1024} KB of main SRAM; "
+            "export with copy_to_ram=False (constants stay in flash)"
+        )
 
 
-def _stack_how(sizes: _ModelSizes) -> str:
-    if sizes.code_bytes is None:
-        return sizes.how
-    if sizes.stack_bytes is None:
-        return "not bounded: a model function has a dynamic stack frame (gcc -fstack-usage)"
-    return f"the model's stack frames added up (no recursion): gcc -fstack-usage, {sizes.how}"
+def _readme_fields(cm, sizes: Pico2Sizes, x_q: np.ndarray, expected: np.ndarray, labels: list[int]) -> dict:
+    stack = sizes.stack
+    flash = sizes.flash_estimate(cm.constant_bytes)
+    ram = sizes.ram_estimate(cm.arena_bytes, cm.constant_bytes)
+    copied = sizes.copy_to_ram_bytes(cm.constant_bytes)
+    measured = sizes.code_bytes is not None
+    return {
+        "@N_INPUTS@": f"{len(x_q)} embedded test input" + ("s" if len(x_q) > 1 else ""),
+        "@ARENA@": f"{cm.arena_bytes:,}",
+        "@LOWER_BOUND@": f"{cm.lower_bound_bytes:,} B",
+        "@STACK@": "n/a" if stack.inference_bytes is None else f"{stack.inference_bytes:,}",
+        "@STACK_HOW@": _inference_stack_how(cm.name, stack),
+        "@STACK_SIZE@": f"{stack.reserved_bytes:,}",
+        "@STACK_SIZE_HEX@": f"0x{stack.reserved_bytes:x}",
+        "@STACK_SIZE_HOW@": _stack_size_how(stack),
+        "@RAM@": "n/a" if ram is None else f"about {ram:,}",
+        "@RAM_HOW@": _ram_how(cm, sizes, copied),
+        "@CONST@": f"{cm.constant_bytes:,}",
+        "@CONST_WHERE@": "copied to SRAM at boot by copy_to_ram" if sizes.copy_to_ram else "read from flash",
+        "@CODE@": "n/a" if not measured else f"{sizes.code_bytes:,}",
+        "@CODE_HOW@": ("model + kernels: the functions `app_run()` reaches (what the linker keeps), compiled "
+                       "with this project's flags" if measured else stack.note),
+        "@VECTORS@": f"{sizes.vector_bytes:,}",
+        "@FLASH@": "n/a" if flash is None else f"about {flash:,}",
+        "@FLASH_HOW@": ("the rows above + app.c's code and strings "
+                        f"({sizes.app_flash_bytes:,} B) + the SDK runtime with USB and UART stdio "
+                        f"({SDK_FLASH_BYTES:,} B with {SDK_MEASURED}); your build's `.bin` is the exact figure"
+                        if flash is not None else stack.note),
+        "@RUN_FROM@": textwrap.fill(_run_from_text(f"{cm.name}_pico2", sizes, copied), width=114,
+                                    break_long_words=False, break_on_hyphens=False),
+        "@MODEL_FILES@": "\n".join(f"| `{MODEL_DIR}/{f}` | {_describe_model_file(f, cm.name)} |"
+                                   for f in sorted(cm.c_sources.files)),
+        "@EXPECTED@": _expected_text(cm, expected, labels),
+    }
 
 
-def _model_sizes(model_dir: Path, c_files: list[str]) -> _ModelSizes:
-    """Code and stack of the model built with the RP2350 flags; None without arm-none-eabi-gcc."""
-    from tinyaot.targets.m33 import M33BuildError, _compile
-    from tinyaot.targets.sizes import section_bytes
-    from tinyaot.targets.toolchain import ToolchainMissing, find_m33_toolchain
+def _inference_stack_how(name: str, stack: StackPlan) -> str:
+    if stack.inference_bytes is None:
+        return stack.note
+    path = " -> ".join(f"`{f}`" for f in stack.inference_path)
+    return (f"the worst call path of `{name}_invoke()`: {path} (gcc -fcallgraph-info with this project's "
+            f"flags; {LIBRARY_CALL_BYTES} B allowed for each library call such as memcpy)")
 
-    try:
-        tc = find_m33_toolchain()
-    except ToolchainMissing:
-        return _ModelSizes(None, None, "not measured: arm-none-eabi-gcc was missing when this project was written")
+
+def _stack_size_how(stack: StackPlan) -> str:
+    where = f"the {CORE0_STACK_LIMIT_BYTES:,} B SCRATCH_Y bank, where the SDK's memory map puts core 0's stack"
+    if stack.app_bytes is None:
+        return f"{stack.note}; so all of {where}"
+    return (f"set in `CMakeLists.txt`: at most {stack.app_bytes:,} B for app.c with one inference (worst call path "
+            f"of `app_run()`) + {SDK_STACK_BYTES:,} B for main(), the SDK's printf and the interrupt handlers that "
+            f"share this stack (at most {SDK_STACK_MEASURED_BYTES:,} B along the worst paths of {SDK_MEASURED}'s "
+            f"call graph), rounded up to {STACK_ROUND_BYTES} B; at least the SDK's default "
+            f"{SDK_DEFAULT_STACK_BYTES:,} B, at most {where}")
+
+
+def _ram_how(cm, sizes: Pico2Sizes, copied: int | None) -> str:
+    base = (f"arena + stack + the SDK runtime's {SDK_RAM_BYTES:,} B ({SDK_MEASURED}: vector table, `.data`, "
+            "`.bss` with the USB and stdio buffers, a 2 KB `.heap` that nothing here uses)")
+    if not sizes.copy_to_ram:
+        return base + "; of the RP2350's 520 KB"
+    if copied is None:
+        return base + " + the program's code and constants (copy_to_ram; not measured)"
+    return base + f" + {copied:,} B of code and constants copied from flash (copy_to_ram); of the RP2350's 520 KB"
+
+
+def _run_from_text(target: str, sizes: Pico2Sizes, copied: int | None) -> str:
+    cost = "" if copied is None else (
+        f" about {copied:,} B ({_kb(copied)}) of SRAM: the model's code and constants, app.c, the test inputs "
+        f"and {SDK_COPY_TO_RAM_BYTES:,} B of the SDK runtime's code and read-only data (measured with "
+        f"{SDK_MEASURED}; the sections of your build's `.elf` give the exact figure)")
+    if sizes.copy_to_ram:
+        return ("This project was exported with `copy_to_ram=True`: `pico_set_binary_type(... copy_to_ram)` in "
+                "`CMakeLists.txt` makes the boot code copy all code and constants from flash into SRAM, and the "
+                "program runs from there, never waiting on the RP2350's 16 KB XIP flash cache. This costs"
+                f"{cost or ' SRAM for all code and constants'}. The `.uf2` is flashed as usual.")
+    return ("The program runs from flash, which the RP2350 reads through a 16 KB XIP cache: weights larger than "
+            "that are streamed from the flash chip on every inference, and the first run after reset also "
+            "waits for the code. To run everything from SRAM, export with `copy_to_ram=True` "
+            f"(`tinyaot export ... --copy-to-ram`), or add `pico_set_binary_type({target} copy_to_ram)` to "
+            "`CMakeLists.txt`; the boot code then copies all code and constants into SRAM, which costs"
+            f"{cost or ' SRAM for all code and constants'}.")
+
+
+def measure_project(project_dir, name: str, c_files, vector_bytes: int, copy_to_ram: bool = False) -> Pico2Sizes:
+    """Compile a written project's model and app.c with the RP2350 flags and measure code and stack.
+
+    Needs only arm-none-eabi-gcc (10 or newer, for -fcallgraph-info); without it the sizes are None and
+    the stack reservation is the conservative UNMEASURED_STACK_BYTES.
+    """
+    project = Path(project_dir).resolve()
+    gcc = _arm_gcc()
+    if gcc is None:
+        return _unmeasured("not measured: arm-none-eabi-gcc was missing when this project was written",
+                           vector_bytes, copy_to_ram)
     with tempfile.TemporaryDirectory(prefix="tinyaot-pico2-") as tmp:
-        flags = [*RP2350_CPU_FLAGS, *RP2350_C_FLAGS, *RP2350_DEFINES, "-fstack-usage", f"-I{model_dir.resolve()}"]
+        tmp = Path(tmp)
+        flags = [*RP2350_CPU_FLAGS, *RP2350_C_FLAGS, *RP2350_DEFINES, "-fcallgraph-info=su",
+                 f"-I{project}", f"-I{project / MODEL_DIR}"]
         try:
-            objs = _compile(tc, [(model_dir / f).resolve() for f in c_files], Path(tmp), flags)
-        except M33BuildError:
-            return _ModelSizes(None, None, "not measured: the Cortex-M33 compile failed (see `tinyaot report`)")
-        code = sum(section_bytes(o, ".text") for o in objs)
-        stack = 0
-        for su in Path(tmp).glob("*.su"):
-            for line in su.read_text().splitlines():
-                _, frame, kind = line.rsplit("\t", 2)
+            model_objs = _cc(gcc, [project / MODEL_DIR / f for f in c_files], tmp / "model", flags)
+            app_objs = _cc(gcc, [project / "app.c"], tmp / "app", flags)
+        except Pico2ExportError as exc:
+            return _unmeasured(f"not measured: {exc}", vector_bytes, copy_to_ram)
+        graph = CallGraph.read([o.with_suffix(".ci") for o in (*model_objs, *app_objs)])
+        # What the firmware links (--gc-sections): the functions app_run() reaches, model and app.c apart.
+        linked = graph.reachable(["app_run"])
+        code = graph.code_bytes(f for f in linked if graph.source[f].parent == tmp / "model")
+        app_flash = graph.code_bytes(f for f in linked if graph.source[f].parent == tmp / "app") + _section_bytes(
+            app_objs[0], (".rodata",))
+        try:
+            inference = graph.worst_path(f"{name}_invoke", leaf_bytes=LIBRARY_CALL_BYTES)
+            # app_run's calls through the print and clock callbacks go to main.c: in SDK_STACK_BYTES.
+            app = graph.worst_path("app_run", leaf_bytes=LIBRARY_CALL_BYTES)
+        except CallGraphError as exc:
+            return Pico2Sizes(code, app_flash, vector_bytes, StackPlan(
+                UNMEASURED_STACK_BYTES, None, None, note=f"not bounded: {exc}"), copy_to_ram)
+    reserved = _round_up(max(app.bytes + SDK_STACK_BYTES, SDK_DEFAULT_STACK_BYTES), STACK_ROUND_BYTES)
+    stack = StackPlan(reserved, inference.bytes, app.bytes, tuple(f.rsplit(":", 1)[-1] for f in inference.path))
+    return Pico2Sizes(code, app_flash, vector_bytes, stack, copy_to_ram)
+
+
+def _unmeasured(why: str, vector_bytes: int, copy_to_ram: bool) -> Pico2Sizes:
+    note = why.replace("|", "\\|")  # it goes into the README's table
+    return Pico2Sizes(None, None, vector_bytes, StackPlan(UNMEASURED_STACK_BYTES, None, None, note=note),
+                      copy_to_ram)
+
+
+def _round_up(n: int, step: int) -> int:
+    return -(-n // step) * step
+
+
+def _arm_gcc() -> Path | None:
+    """arm-none-eabi-gcc (or what TINYAOT_ARM_GCC names); QEMU is not needed to measure."""
+    from tinyaot.targets.toolchain import ARM_GCC, GCC_ENV
+
+    found = shutil.which(os.environ.get(GCC_ENV) or ARM_GCC)
+    return None if found is None else Path(found)
+
+
+def _cc(gcc: Path, sources: list[Path], out_dir: Path, flags: list[str]) -> list[Path]:
+    """Compile `sources` in `out_dir` (objects and .ci call graphs land there); returns the objects."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [str(gcc), *flags, "-c", *map(str, sources)]
+    proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        if "callgraph-info" in proc.stderr:
+            raise Pico2ExportError(f"{gcc.name} does not support -fcallgraph-info (GCC 10 or newer does)")
+        errors = [line for line in proc.stderr.splitlines() if "error:" in line] or proc.stderr.splitlines()[:1]
+        first = re.sub(r"^\S*/", "", errors[0]) if errors else f"exit {proc.returncode}"  # one line, no temp path
+        raise Pico2ExportError(f"{gcc.name} could not compile {', '.join(s.name for s in sources)} ({first})")
+    return [out_dir / (s.stem + ".o") for s in sources]
+
+
+def _section_bytes(obj: Path, prefixes: tuple[str, ...]) -> int:
+    from elftools.elf.elffile import ELFFile
+
+    with open(obj, "rb") as f:
+        return sum(s.data_size for s in ELFFile(f).iter_sections()
+                   if s.name in prefixes or s.name.startswith(tuple(p + "." for p in prefixes)))
+
+
+# --- call graphs (gcc -fcallgraph-info=su) ---------------------------------------------------------
+
+
+class CallGraphError(TinyAOTError):
+    """A call graph has no static stack bound (recursion, a dynamic frame) or lacks a function."""
+
+
+@dataclass(frozen=True)
+class StackPath:
+    bytes: int
+    path: tuple[str, ...]  # function ids, the root first
+
+
+INDIRECT_CALL = "__indirect_call"  # gcc's node for every call through a function pointer
+_CI_NODE = re.compile(r'^node: \{ title: "([^"]+)" label: "([^"]*)"')
+_CI_EDGE = re.compile(r'^edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"')
+_CI_FRAME = re.compile(r"(\d+) bytes \(([a-z,]+)\)")
+
+
+class CallGraph:
+    """Functions, their stack frames and their calls, from the .ci files gcc writes with -fcallgraph-info=su.
+
+    A function is named as gcc titles it: its name if global, `source:name` if static (clones keep gcc's
+    suffix, e.g. `name.isra.0`).  A call is resolved to the SDK's `--wrap` replacement `__wrap_<name>` when
+    one is in the graph (printf -> __wrap_printf), as the SDK's link does.
+    """
+
+    def __init__(self) -> None:
+        self.frames: dict[str, tuple[int, str]] = {}  # function -> (bytes, "static" | "dynamic" | ...)
+        self.calls: dict[str, set[str]] = {}
+        self.source: dict[str, Path] = {}  # function -> the .ci file that defines it
+
+    @classmethod
+    def read(cls, ci_files) -> CallGraph:
+        graph = cls()
+        for ci in ci_files:
+            ci = Path(ci)
+            for line in ci.read_text(errors="replace").splitlines():
+                m = _CI_NODE.match(line)
+                if m:
+                    frame = _CI_FRAME.search(m.group(2))
+                    if frame:
+                        graph.frames[m.group(1)] = (int(frame.group(1)), frame.group(2))
+                        graph.source[m.group(1)] = ci
+                    continue
+                m = _CI_EDGE.match(line)
+                if m:
+                    graph.calls.setdefault(m.group(1), set()).add(m.group(2))
+        return graph
+
+    def find(self, name: str) -> list[str]:
+        """Every function called `name` (a global one, or static ones in any file)."""
+        return [f for f in self.frames if f == name or f.endswith(":" + name)]
+
+    def resolve(self, callee: str) -> str:
+        wrapped = "__wrap_" + callee
+        return wrapped if wrapped in self.frames else callee
+
+    def defined_in(self, ci: Path) -> list[str]:
+        return [f for f, src in self.source.items() if src == Path(ci)]
+
+    def reachable(self, roots) -> set[str]:
+        seen, todo = set(), list(roots)
+        while todo:
+            f = todo.pop()
+            if f in seen or f not in self.frames:
+                continue
+            seen.add(f)
+            todo.extend(self.resolve(c) for c in self.calls.get(f, ()))
+        return seen
+
+    def code_bytes(self, functions) -> int:
+        """Bytes of .text of `functions` (compiled with -ffunction-sections: one section each)."""
+        from elftools.elf.elffile import ELFFile
+
+        by_object: dict[Path, set[str]] = {}
+        for f in functions:
+            by_object.setdefault(self.source[f].with_suffix(".o"), set()).add(".text." + f.rsplit(":", 1)[-1])
+        total = 0
+        for obj, sections in by_object.items():
+            with open(obj, "rb") as fh:
+                total += sum(s.data_size for s in ELFFile(fh).iter_sections() if s.name in sections)
+        return total
+
+    def worst_path(self, root: str, *, indirect=(), leaf_bytes: int = 0, stop=(), cut_cycles: bool = False
+                   ) -> StackPath:
+        """The call path from `root` with the most stack.
+
+        A call through a function pointer may go to any function named in `indirect` (none: it costs
+        nothing); a call to a function the graph does not define (a library routine) costs `leaf_bytes`;
+        calls to functions named in `stop` (error paths that never return) are not followed.  Recursion has
+        no static bound and raises CallGraphError, unless `cut_cycles` (for graphs whose cycles exist only
+        through over-approximated function-pointer calls).
+        """
+        roots = [root] if root in self.frames else self.find(root)
+        if not roots:
+            raise CallGraphError(f"no function {root!r} in the call graph")
+        targets = [f for name in indirect for f in (self.find(name) or [name])]
+        memo: dict[str, tuple[int, tuple[str, ...]]] = {}
+        on_path: set[str] = set()
+
+        def visit(f: str) -> tuple[int, tuple[str, ...]]:
+            if f in memo:
+                return memo[f]
+            if f in on_path:
+                if cut_cycles:
+                    return 0, ()
+                raise CallGraphError(f"{f.rsplit(':', 1)[-1]} is recursive: its stack has no static bound")
+            if f == INDIRECT_CALL:
+                own, callees = 0, targets
+            elif f not in self.frames:
+                own, callees = leaf_bytes, []
+            else:
+                own, kind = self.frames[f]
                 if kind != "static":
-                    stack = None
-                if stack is not None:
-                    stack += int(frame)
-    return _ModelSizes(code, stack, "arm-none-eabi-gcc with this project's Release flags")
+                    raise CallGraphError(f"{f.rsplit(':', 1)[-1]} has a {kind} stack frame (e.g. alloca or a VLA)")
+                callees = [self.resolve(c) for c in sorted(self.calls.get(f, ()))]
+            if f != INDIRECT_CALL:
+                on_path.add(f)
+            best: tuple[int, tuple[str, ...]] = (0, ())
+            for c in callees:
+                if c.rsplit(":", 1)[-1] in stop:
+                    continue
+                sub = visit(c)
+                if sub[0] > best[0]:
+                    best = sub
+            on_path.discard(f)
+            memo[f] = (own + best[0], ((f,) if f != INDIRECT_CALL else ()) + best[1])
+            return memo[f]
+
+        results = [visit(r) for r in roots]
+        worst = max(results, key=lambda r: r[0])
+        return StackPath(worst[0], worst[1])
 
 
 # --- the app on QEMU --------------------------------------------------------------------------------
@@ -324,7 +698,10 @@ def _model_sizes(model_dir: Path, c_files: list[str]) -> _ModelSizes:
 
 def run_app_m33(project_dir, build_dir=None, timeout: float = 120.0) -> AppRun:
     """Build a written project's app.c + test vectors + model with the RP2350 flags and a QEMU board
-    layer, run it on the emulated Cortex-M33 and parse what app.c printed."""
+    layer, run it on the emulated Cortex-M33 and parse what app.c printed.
+
+    The board layer paints the stack before app_run() and reports its high-water mark; the image's own
+    call graph (-fcallgraph-info) gives app_run()'s static bound in `AppRun.stack_bound`."""
     from tinyaot.targets.m33 import ICOUNT_SHIFT, build_and_run_m33, elf_sizes
 
     project = Path(project_dir).resolve()
@@ -336,11 +713,13 @@ def run_app_m33(project_dir, build_dir=None, timeout: float = 120.0) -> AppRun:
     board = build / "board_qemu.c"
     board.write_text(_fill(_template("board_qemu.c"), {"@ICOUNT_SHIFT@": str(ICOUNT_SHIFT)}))
     sources = [board, *(project / s for s in APP_SOURCES), *sorted(model.glob("*.c"))]
-    flags = (*RP2350_C_FLAGS, *RP2350_DEFINES, "-Wall", "-Wextra", "-Werror")
+    flags = (*RP2350_C_FLAGS, *RP2350_DEFINES, "-Wall", "-Wextra", "-Werror", "-fcallgraph-info=su")
     stdout, elf = build_and_run_m33(sources, build, include_dirs=(project, model), cpu_flags=RP2350_CPU_FLAGS,
                                     c_flags=flags, elf_name="app", timeout=timeout)
     text, data, bss = elf_sizes(elf)
-    return _parse_app(stdout, elf, text, data, bss)
+    graph = CallGraph.read(sorted(build.glob("obj/**/*.ci")))
+    bound = graph.worst_path("app_run", indirect=("qemu_print", "qemu_instructions"), leaf_bytes=LIBRARY_CALL_BYTES)
+    return _parse_app(stdout, elf, text, data, bss, bound.bytes)
 
 
 _LINE_RE = re.compile(
@@ -348,7 +727,8 @@ _LINE_RE = re.compile(
 )
 
 
-def _parse_app(stdout: str, elf: Path, text: int, data: int, bss: int) -> AppRun:
+def _parse_app(stdout: str, elf: Path, text: int, data: int, bss: int, stack_bound: int | None = None
+               ) -> AppRun:
     rows: dict[int, tuple[int, int | None, int, bytes]] = {}
     for line in stdout.splitlines():
         m = _LINE_RE.match(line.strip())
@@ -359,6 +739,7 @@ def _parse_app(stdout: str, elf: Path, text: int, data: int, bss: int) -> AppRun
         raise Pico2ExportError(f"app.c printed an incomplete report on QEMU:\n{stdout}")
     ordered = [rows[k] for k in range(len(rows))]
     m = re.search(r"^checksum ([0-9a-f]{8})$", stdout, re.MULTILINE)
+    stack = re.search(r"^stack (\d+)$", stdout, re.MULTILINE)
     return AppRun(
         checksum=None if m is None else int(m.group(1), 16),
         outputs=np.stack([np.frombuffer(r[3], dtype=np.int8) for r in ordered]),
@@ -369,4 +750,6 @@ def _parse_app(stdout: str, elf: Path, text: int, data: int, bss: int) -> AppRun
         data_bytes=data,
         bss_bytes=bss,
         elf_path=elf,
+        stack_bytes=None if stack is None else int(stack.group(1)),
+        stack_bound=stack_bound,
     )

@@ -2,7 +2,9 @@
  * app.c (tests only; not part of the exported project).  Text goes out over
  * semihosting; the clock is IoTKit TIMER0, which under `-icount` advances a
  * fixed number of ticks per executed instruction, so app.c's "time" is an
- * exact instruction count.  app_run()'s status becomes QEMU's exit status. */
+ * exact instruction count.  The stack is painted before app_run() and its
+ * high-water mark printed after it ("stack <bytes>").  app_run()'s status
+ * becomes QEMU's exit status. */
 #include <stdint.h>
 
 #include "app.h"
@@ -28,9 +30,13 @@ static uint64_t qemu_instructions(void)
 int main(void)
 {
     bench_timer_start();
+    bench_stack_paint();
     int rc = app_run(qemu_print, qemu_instructions, "instructions");
+    uint32_t stack = bench_stack_used();
     console_puts("checksum ");
     console_put_hex32(app_checksum);
+    console_puts("\nstack ");
+    console_put_u32(stack);
     console_putc('\n');
     console_flush();
     return rc == 0 ? 0 : 1;
