@@ -199,3 +199,89 @@ def test_progress_on_large_sets_does_not_change_the_ranges(seed):
     a = collect_ranges(g, x, progress=True, chunk=64).ranges
     b = collect_ranges(g, x, progress=False).ranges
     assert a == b
+
+
+# ---- bad sample arrays: a CalibrationError that says what to pass, never an exception from deep inside --------
+
+_RNG = np.random.default_rng(3)
+BAD_SAMPLES = {
+    "no samples": (np.zeros((0, 28, 28)), r"calibration samples are empty \(shape \(0, 28, 28\)\).*N >= 1"),
+    "only empty batches": ([np.zeros((0, 28, 28)), torch.zeros(0, 28, 28)], "samples are empty"),
+    "no batches": ([], r"samples are empty \(no batches\)"),
+    "0-size samples": (np.zeros((64, 0)), r"batch 0 has shape \(64, 0\).*samples of shape \(28, 28\)"),
+    "text": (np.full((64, 28, 28), "0.5"), r"holds text \(dtype <U3\), not real numbers.*np.asarray"),
+    "complex": (DIGITS + 1j, r"holds complex numbers \(dtype complex64\)"),
+    "complex tensor": (torch.zeros(64, 28, 28, dtype=torch.complex64), "complex numbers"),
+    "object": (DIGITS.astype(object), r"holds Python objects \(dtype object\)"),
+    "dates": (np.zeros((64, 28, 28), "datetime64[s]"), "holds dates"),
+    "wrong rank": (DIGITS.reshape(256, 784), r"batch 0 has shape \(256, 784\)"),
+    "0-d array": (np.array(0.5), r"batch 0 has shape \(\)"),
+    "a string": ("digits.npy", "got str"),
+    "a dict": ({"x": DIGITS}, "got dict"),
+    "ragged list": ([[[0.5] * 28] * 27 + [[0.5] * 27]], "cannot become one array"),  # one row is short
+    "NaN": (np.where(_RNG.uniform(size=DIGITS.shape) < 0.01, np.nan, DIGITS), "NaN/Inf value"),
+    "Inf": (np.where(DIGITS > 0.99, np.inf, DIGITS), "NaN/Inf value"),
+    "beyond float32": (DIGITS.astype(np.float64) * 1e300, r"beyond the float32 range.*far out of scale"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_SAMPLES))
+def test_bad_samples_are_a_calibration_error_that_says_what_to_do(case):
+    from tinyaot.quantize.calibrate import as_sample_batch
+
+    samples, match = BAD_SAMPLES[case]
+    with pytest.raises(CalibrationError, match=match) as err:
+        as_sample_batch(samples, (28, 28))
+    assert err.traceback[-1].path.name == "calibrate.py"  # refused at the edge
+
+
+def test_bad_samples_through_compile_and_check_data(seed):
+    """The same errors end to end: compile(calibration=), compile(data=), CompiledModel.check_data."""
+    with pytest.raises(CalibrationError, match="calibration samples are empty"):
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=np.zeros((0, 28, 28)))
+    with pytest.raises(CalibrationError, match="complex numbers"):
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS + 0.5j)
+    with pytest.raises(CalibrationError, match="the data samples are empty"):
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS, data=np.zeros((0, 28, 28)))
+    cm = tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS)
+    with pytest.raises(CalibrationError, match="data batch 0 holds text"):
+        cm.check_data(np.full((8, 28, 28), "x"))
+
+
+def test_good_samples_in_every_accepted_form_calibrate_alike(seed):
+    """An empty batch among others adds nothing; bfloat16 tensors (no NumPy twin) and bool samples are numbers."""
+    from tinyaot.quantize.calibrate import as_sample_batch
+
+    base = as_sample_batch(DIGITS, (28, 28))
+    batches = as_sample_batch([DIGITS[:100], np.zeros((0, 28, 28)), torch.from_numpy(DIGITS[100:])], (28, 28))
+    np.testing.assert_array_equal(batches.batch, base.batch)
+    bf16 = as_sample_batch(torch.from_numpy(DIGITS).to(torch.bfloat16), (28, 28))
+    assert bf16.batch.shape == (256, 28, 28) and np.abs(bf16.batch - base.batch).max() < 0.01
+    assert as_sample_batch(DIGITS > 0.5, (28, 28)).batch.max() == 1.0
+
+
+def test_collect_ranges_refuses_what_as_sample_batch_refuses(seed):
+    from tinyaot.pipeline import float_passes, import_float_model
+    from tinyaot.quantize.calibrate import collect_ranges
+
+    g = float_passes(import_float_model(seed, torch.zeros(1, 28, 28)))
+    with pytest.raises(CalibrationError, match="samples are empty"):
+        collect_ranges(g, np.zeros((0, 28, 28)))  # was: ValueError from np.concatenate
+    with pytest.raises(CalibrationError, match=r"shape \(4, 784\)"):
+        collect_ranges(g, np.zeros((4, 784)))
+    assert collect_ranges(g, DIGITS[:40].astype(np.float32)).samples == 40  # float32 is converted, not refused
+
+
+def test_as_real_array_takes_numbers_only_and_names_the_error_class():
+    """The helper model.py can use for run_float / quantize_input (tinyaot.quantize.calibrate.as_real_array)."""
+    from tinyaot.errors import ModelError
+    from tinyaot.quantize.calibrate import as_real_array
+
+    np.testing.assert_array_equal(as_real_array([[1, 2], [3, 4]]), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert as_real_array(np.ones(3, bool)).dtype == np.float64
+    for bad, kind in ((np.array(["1.5"]), "text"), (np.ones(2, complex), "complex"), ("x.npy", "text"),
+                      (np.array([None]), "Python objects")):
+        with pytest.raises(ModelError, match=f"input holds {kind}"):
+            as_real_array(bad, "input", ModelError)
+    with pytest.raises(CalibrationError, match="cannot become one array"):
+        as_real_array([[1, 2], [3]])

@@ -80,8 +80,9 @@ class PicoSDK:
 
 
 def _cache_root() -> Path:
-    base = os.environ.get("TINYAOT_CACHE_DIR")
-    return (Path(base) if base else Path.home() / ".cache" / "tinyaot") / f"pico-sdk-{SDK_VERSION}"
+    from tinyaot.targets.host import cache_root
+
+    return cache_root() / f"pico-sdk-{SDK_VERSION}"
 
 
 def _check_tools() -> None:

@@ -408,3 +408,124 @@ def test_lut_activations_equal_tflm(code, function, out_qp):
     pytest.importorskip("tflite_micro")
     want = run_tflm(model, x).astype(np.int64)
     np.testing.assert_array_equal(cm.run(x).astype(np.int64), want.reshape(2, 1, 4, 4, 8))
+
+
+# ---- quantization parameters checked at the edge (TFLite's rules) ---------------------------------------------
+
+
+def _with(tensor: int, **changes) -> Model:
+    m = _fc_model()
+    for k, v in changes.items():
+        setattr(m.tensors[tensor], k, v)
+    return m
+
+
+def _fc_scales(x: float, w: float, y: float) -> Model:
+    """The FC model with other scales and a consistent bias scale (x * w)."""
+    m = _fc_model()
+    m.tensors[0].scale, m.tensors[1].scale, m.tensors[2].scale, m.tensors[3].scale = x, w, x * w, y
+    return m
+
+
+BAD_QPARAMS = {
+    # Each was imported before, and the reference and the host C computed garbage (or gcc failed) on it.
+    "input zero point 300": (_with(0, zero_point=300), r"tensor 0 \('t0', int8\) has zero point 300.*\[-128, 127\]"),
+    "output zero point -200": (_with(3, zero_point=-200), r"tensor 3 \('t3', int8\) has zero point -200"),
+    "output zero point 2^40": (_with(3, zero_point=2**40), r"zero point 1099511627776.*\[-128, 127\]"),
+    "input scale 1e-38": (_with(0, scale=1e-38), r"tensor 0 \('t0', int8\) has scale 1e-38, outside"),
+    "output scale 1e30": (_with(3, scale=1e30), r"tensor 3 \('t3', int8\) has scale 1e\+30, outside"),
+    "weight scale 1e30": (_with(1, scale=1e30), r"tensor 1 \('t1', int8\) has scale 1e\+30"),
+    "bias zero point 5": (_with(2, zero_point=5), r"tensor 2 \('t2', int32\) has zero point 5; an int32 bias is "
+                                                  "symmetric"),
+    "bias scale 500x off": (_with(2, scale=0.5), r"the bias 't2' has scale 0.5, but input_scale \* weight_scale "
+                                                 r"is 0.001 \('t0' 0.1 \* 't1' 0.01\)"),
+    "multiplier 1e10": (_fc_scales(1.0, 1.0, 1e-10), r"multiplier .* = 1e\+10 is 2\^30 or more.*shift 34 > 30"),
+    "multiplier 1e-16": (_fc_scales(1e-6, 1e-6, 1e4), r"is at most 1e-16, below 2\^-32.*flushes it to zero"),
+    "batch size 2": (_with(0, shape=(2, 8)), r"model input 't0' has shape \[2, 8\] \(batch size 2\).*batch size 1"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_QPARAMS))
+def test_bad_quantization_parameters_are_refused_at_import(case):
+    """The error names the tensor or operator, says what is wrong and what to do, and comes from the importer,
+    before the reference interpreter or gcc ever see the numbers."""
+    model, match = BAD_QPARAMS[case]
+    with pytest.raises(ModelError, match=match) as err:
+        from_tflite(build(model))
+    assert "re-convert" in str(err.value).lower()
+    assert err.traceback[-1].path.name == "tflite.py"  # raised in the front end, not deep inside
+
+
+def test_a_uint8_zero_point_is_checked_against_uint8s_range():
+    """TFLite allows uint8 at the boundaries: its zero point lies in [0, 255] (tinyaot then refuses the dtype)."""
+    m = _fc_model()
+    m.tensors[0] = T((1, 8), "uint8", scale=0.1, zero_point=300)
+    with pytest.raises(ModelError, match=r"\('t0', uint8\) has zero point 300.*\[0, 255\]"):
+        from_tflite(build(m))
+    m.tensors[0] = T((1, 8), "uint8", scale=0.1, zero_point=255)
+    with pytest.raises(UnsupportedOpError, match="uint8 tensor"):  # a valid zero point: the dtype is what's refused
+        from_tflite(build(m))
+
+
+def _conv_model(n_scales: int = 4, bias_scales=None, out_scale: float = 0.05) -> Model:
+    rng = np.random.default_rng(5)
+    ws = list(rng.uniform(0.005, 0.02, n_scales))
+    bs = [0.03 * s for s in ws] if bias_scales is None else bias_scales
+    tensors = [T((1, 5, 5, 3), scale=0.03, zero_point=-4),
+               T((4, 3, 3, 3), data=rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), scale=ws, axis=0),
+               T((4,), "int32", data=rng.integers(-100, 100, 4).astype(np.int32), scale=bs, axis=0),
+               T((1, 3, 3, 4), scale=out_scale, zero_point=2)]
+    conv = {"Padding": 1, "StrideW": 1, "StrideH": 1, "DilationWFactor": 1, "DilationHFactor": 1}
+    return Model(tensors, [Op("CONV_2D", [0, 1, 2], [3], ("Conv2DOptions", conv), 3)], [0], [3])
+
+
+def test_per_channel_scales_are_checked_channel_by_channel():
+    g = from_tflite(build(_conv_model()))  # consistent: imports
+    assert len(g.tensor(g.nodes[0].inputs[1]).qparams.scale) == 4
+    with pytest.raises(ModelError, match=r"3 per-channel scales along dimension 0.*\[4, 3, 3, 3\]"):
+        from_tflite(build(_conv_model(n_scales=3)))
+    good = [0.03 * s for s in _conv_model().tensors[1].scale]
+    with pytest.raises(ModelError, match=r"bias 't2' has scale .* \(output channel 2\), but input_scale"):
+        from_tflite(build(_conv_model(bias_scales=good[:2] + [good[2] * 1.5] + good[3:])))
+    # One channel whose multiplier flushes is exact (its accumulator is below half a step); all of them is not.
+    with pytest.raises(ModelError, match="every output channel's multiplier .* flushes it to zero"):
+        from_tflite(build(_conv_model(out_scale=1e9)))
+
+
+def test_add_and_quantize_multipliers_follow_tflms_rules():
+    add = [T((1, 8), scale=0.5), T((1, 8), scale=1e-7)]
+    with pytest.raises(ModelError, match=r"ADD\): the output multiplier .* must be below 1"):
+        from_tflite(build(Model(add, [Op("ADD", [0, 0], [1], ("AddOptions", {}))], [0], [1])))
+    # x (1e-4) + x^4 (1e-16): every MUL multiplier is 1, but the ADD's second input is 1e-12 of the first.
+    add = [T((1, 8), scale=1e-4), T((1, 8), scale=1e-8), T((1, 8), scale=1e-16), T((1, 8), scale=1e-4)]
+    ops = [Op("MUL", [0, 0], [1], ("MulOptions", {})), Op("MUL", [1, 1], [2], ("MulOptions", {})),
+           Op("ADD", [0, 2], [3], ("AddOptions", {}))]
+    with pytest.raises(ModelError, match=r"operator 2 \(ADD\): the second input multiplier .* below 2\^-32.*ignored"):
+        from_tflite(build(Model(add, ops, [0], [3])))
+    requant = [T((1, 8), scale=1e3), T((1, 8), scale=1e-7)]
+    with pytest.raises(ModelError, match=r"QUANTIZE\): the requantization multiplier .* 2\^30 or more"):
+        from_tflite(build(Model(requant, [Op("QUANTIZE", [0], [1])], [0], [1])))
+
+
+def test_mlperf_models_are_within_every_bound():
+    """The bounds leave real models alone (by a wide margin): every MLPerf Tiny model imports, batch 1."""
+    for key in MODELS:
+        g = from_tflite(shared_file(MODELS[key]))
+        assert g.tensor(g.inputs[0]).shape[0] == 1
+        scales = [s for t in g.tensors.values() if t.qparams is not None for s in t.qparams.scale]
+        assert 1e-9 < min(scales) and max(scales) < 10
+
+
+def test_what_the_fuzzer_found_is_a_model_error():
+    """tests/test_fuzz.py found these two crashing deep inside: a NaN or negative SOFTMAX beta (ValueError in
+    quantize_multiplier) and SAME padding of a hugely dilated kernel (a 672 GiB padded array in the reference)."""
+    tensors = [T((1, 10), scale=0.1), T((1, 10), scale=1 / 256, zero_point=-128)]
+    for beta in (float("nan"), -1.0, 0.0):
+        model = build(Model(tensors, [Op("SOFTMAX", [0], [1], ("SoftmaxOptions", {"Beta": beta}), 2)], [0], [1]))
+        with pytest.raises(ModelError, match=r"SOFTMAX\) has beta .*positive, finite beta"):
+            from_tflite(model)
+    m = _conv_model()
+    m.ops[0].options[1].update(Padding=0, DilationHFactor=2**31 - 1)
+    m.tensors[3].shape = (1, 5, 5, 4)  # SAME keeps the output size whatever the dilation
+    with pytest.raises(ModelError, match=r"CONV_2D\): a 3x3 kernel .* dilation \(2147483647, 1\) pads"):
+        from_tflite(build(m))

@@ -149,6 +149,9 @@ class CompiledModel:
     def _as_batch(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
         x = np.asarray(x)
         shape, sample = self.input_shape, self.input_shape[1:]
+        if x.size == 0:
+            raise ModelError(f"the input of shape {x.shape} is empty; model '{self.name}' takes {shape} (or a batch "
+                             f"shaped (N, {', '.join(map(str, sample))}) with N >= 1)")
         if x.shape == shape:
             return x.reshape((1,) + shape), "one"
         if x.shape == sample:
@@ -230,7 +233,9 @@ class CompiledModel:
 
     def quantize_input(self, x) -> np.ndarray:
         """Host-side helper: float input -> int8 with the published scale and zero point."""
-        x = np.asarray(x, dtype=np.float64)
+        x = _real(x)
+        if x.size == 0:
+            raise ModelError(f"the input of shape {x.shape} is empty; pass at least one input")
         if not np.isfinite(x).all():
             raise ModelError("input holds NaN/Inf values; int8 cannot represent them")
         scale, zp = self.input_qparams
@@ -257,7 +262,7 @@ class CompiledModel:
         """The float model (after BN folding/fusion) evaluated in NumPy; for an imported int8 model, the float
         model its integers stand for (quantize/dequantize.py)."""
         self._need_float_graph("float_reference()")
-        batch, form = self._as_batch(np.asarray(x, dtype=np.float64))
+        batch, form = self._as_batch(_real(x))
         g = self.reference_graph
         y = evaluate(g, batch.reshape((-1,) + self.input_shape[1:]))
         return self._shape_like(y[g.outputs[0]], form)
@@ -300,6 +305,13 @@ class CompiledModel:
         if float_model is not None:
             report.extra["float .tflite"] = compare_float_tflite(self, float_model, x)
         return report
+
+
+def _real(x) -> np.ndarray:
+    """Float64 from real numbers only (text, complex, object arrays are a ModelError, not a NumPy crash)."""
+    from tinyaot.quantize.calibrate import as_real_array
+
+    return as_real_array(x, "input", ModelError)
 
 
 def _pair(qp: QParams) -> tuple[float, int]:

@@ -30,6 +30,26 @@ SCHEMA_VERSION = 3
 FILE_IDENTIFIER = b"TFL3"
 MAX_TENSOR_BYTES = 64 * 2**20  # an activation beyond this is a corrupt shape, not a microcontroller model
 
+# Bounds on an imported scale. TFLite itself asks only for scale > 0; these refuse what no trained model holds
+# (the MLPerf Tiny int8 models' scales lie in 1.4e-5..1) and what breaks the integer arithmetic downstream:
+# - MIN_SCALE: TFLite's FULLY_CONNECTED multiplies input and weight scales in float32 and that product is the bias
+#   scale, which must stay a normal float32 (> 1.2e-38); fused-activation bounds are float32 quotients (6 / scale).
+# - MAX_SCALE: an int8 tensor then spans at most 2.6e12, so the dequantized reference model (products of two such
+#   values summed over a million terms) stays finite in float32.
+# int32 biases carry the product of an input and a weight scale, so their bounds are the squares.
+MIN_SCALE, MAX_SCALE = 1e-18, 1e10
+# TFLite's QuantizeMultiplier stores a requantization multiplier M as Q31 * 2^shift with shift in [-31, 30]:
+# M >= 2^30 does not fit (the single-rounding build saturates it, the double-rounding one shifts an int32 left
+# by more than 30 bits), and M < 2^-32 is flushed to zero (the output is its zero point whatever the input).
+MAX_SHIFT, MIN_SHIFT = 30, -31
+# The int32 bias is read at input_scale * weight_scale whatever scale the file gives it (TFLite Micro does the
+# same), so a bias stored at another scale is silently a different bias. Converters store the float32 product
+# (the MLPerf models agree within 6e-8); 1 % leaves room for any tool's rounding.
+BIAS_SCALE_TOLERANCE = 0.01
+_ZERO_POINT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (0, 0), "int32": (0, 0), "int64": (0, 0)}
+_ZERO_POINT_RULES = {"int16": "int16 tensors are symmetric in TFLite", "int32": "an int32 bias is symmetric in TFLite",
+                     "int64": "an int64 bias is symmetric in TFLite"}
+
 # TensorType codes of the schema -> numpy dtypes tinyaot can hold.
 _DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8"}
 _TYPE_NAMES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool", 7: "int16",
@@ -209,7 +229,38 @@ def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorIn
         if len(zero_point) != len(scale):
             raise ModelError(f"malformed .tflite file: tensor {index} ('{name}') has {len(scale)} scales but "
                              f"{len(zero_point)} zero points")
-    return _TensorInfo(index, name, shape, type_code, data, scale, zero_point, axis)
+    info = _TensorInfo(index, name, shape, type_code, data, scale, zero_point, axis)
+    if info.quantized and info.type_code != 0:  # TFLite ignores quantization on a float32 tensor
+        _check_qparams(info)
+    return info
+
+
+_REPAIR = "the file is corrupt or its converter is broken: re-convert the model with a current TFLite converter"
+
+
+def _check_qparams(ti: _TensorInfo) -> None:
+    """TFLite's rules for one quantized tensor: positive finite scales in a sane range, zero points inside the
+    tensor's integer type (symmetric int16 / int32), and one scale per channel of the quantized dimension."""
+    what = f"tensor {ti.index} ('{ti.name}', {ti.type_name})"
+    lo, hi = (MIN_SCALE**2, MAX_SCALE**2) if ti.dtype in ("int32", "int64") else (MIN_SCALE, MAX_SCALE)
+    for c, s in enumerate(ti.scale):
+        where = f" (channel {c})" if len(ti.scale) > 1 else ""
+        if not (math.isfinite(s) and s > 0):
+            raise ModelError(f"{what} has scale {s}{where}; a scale must be positive and finite ({_REPAIR})")
+        if not lo <= s <= hi:
+            raise ModelError(f"{what} has scale {s:.3g}{where}, outside the range tinyaot accepts ({lo:.0e} to "
+                             f"{hi:.0e}; trained models use about 1e-6 to 10). Such a scale makes the integer "
+                             f"arithmetic overflow or vanish; {_REPAIR}")
+    zp_range = _ZERO_POINT_RANGES.get(ti.dtype)
+    if zp_range is not None:
+        bad = [z for z in ti.zero_point if not zp_range[0] <= z <= zp_range[1]]
+        if bad:
+            rule = _ZERO_POINT_RULES.get(ti.dtype, f"the zero point of {ti.dtype} values is one of them, in "
+                                                   f"[{zp_range[0]}, {zp_range[1]}]")
+            raise ModelError(f"{what} has zero point {bad[0]}; {rule} ({_REPAIR})")
+    if len(ti.scale) > 1 and not (0 <= ti.axis < len(ti.shape) and ti.shape[ti.axis] == len(ti.scale)):
+        raise ModelError(f"{what} has {len(ti.scale)} per-channel scales along dimension {ti.axis}, but its shape "
+                         f"is {list(ti.shape)}: one scale per channel of that dimension is needed ({_REPAIR})")
 
 
 # ---- conversion: plain model -> IR graph -------------------------------------------------------
@@ -374,6 +425,7 @@ class _Importer:
             reader = next(op for op in info.ops if x in op.inputs)
             self.skip.add(reader.index)
             x = reader.outputs[0]
+        self._check_batch(self.t(x))
         self.activation(x, "input", None)
         self.g.inputs = ["input"]
         if not self.float_mode and self.t(y).type_code == 0:
@@ -382,6 +434,16 @@ class _Importer:
                 self.skip.add(writer[0].index)
                 y = writer[0].inputs[0]
         self.output_index = y
+
+    def _check_batch(self, ti: _TensorInfo) -> None:
+        """Dimension 0 of the input is the batch, and a microcontroller runs one inference at a time."""
+        if len(ti.shape) < 2 or ti.shape[0] != 1:
+            got = "no batch dimension" if len(ti.shape) < 2 else f"batch size {ti.shape[0]}"
+            raise ModelError(
+                f"the model input '{ti.name}' has shape {list(ti.shape)} ({got}); tinyaot compiles models with "
+                "batch size 1, one inference at a time as the microcontroller runs it (dimension 0 is the batch). "
+                "Re-convert the model with input shape [1, ...] (e.g. a Keras Input(batch_size=1) or a "
+                "tf.function with input_signature [tf.TensorSpec([1, ...])]) and pass batches to run() instead")
 
     def supported(self) -> list[str]:
         return sorted(set(CONVERTERS) - {"QUANTIZE"}) if self.float_mode else sorted(CONVERTERS)
@@ -501,6 +563,12 @@ def _spatial(imp: _Importer, op: _OpInfo, x_shape, kh: int, kw: int, padding: in
     if oh < 1 or ow < 1:
         raise ModelError(f"operator {op.index} ({op.name}): the kernel {kh}x{kw} does not fit the input "
                          f"{x_shape[1]}x{x_shape[2]}")
+    padded = (x_shape[1] + top + bottom) * (x_shape[2] + left + right) * x_shape[0] * x_shape[3]
+    if padded > MAX_TENSOR_BYTES:  # SAME padding of a huge (dilated) kernel: a corrupt option, not a model
+        raise ModelError(f"operator {op.index} ({op.name}): a {kh}x{kw} kernel with stride {tuple(stride)} and "
+                         f"dilation {tuple(dilation)} pads the {x_shape[1]}x{x_shape[2]} input by "
+                         f"{(top, bottom, left, right)}, more than any arena holds; check the op's options "
+                         f"({_REPAIR})")
     return oh, ow, (top, bottom, left, right)
 
 
@@ -524,6 +592,7 @@ def _conv_2d(imp: _Importer, op: _OpInfo) -> None:
     b = imp.bias(op, bi, f"{name}_bias", wt.shape[0])
     imp.node(op, "conv2d", [x, w, b], {"stride": stride, "padding": pad, "dilation": dilation,
                                        "clamp": imp.clamp(op, o.FusedActivationFunction())})
+    _check_weighted_qparams(imp, op, xi, wi, bi)
 
 
 def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
@@ -550,6 +619,7 @@ def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
     imp.node(op, "depthwise_conv2d", [x, w, b], {"stride": stride, "padding": pad, "dilation": dilation,
                                                  "depth_multiplier": mult,
                                                  "clamp": imp.clamp(op, o.FusedActivationFunction())})
+    _check_weighted_qparams(imp, op, xi, wi, bi)
 
 
 def _check_weights(imp: _Importer, op: _OpInfo, wt: Tensor, axis: int) -> None:
@@ -565,6 +635,104 @@ def _check_weights(imp: _Importer, op: _OpInfo, wt: Tensor, axis: int) -> None:
     if not qp.is_per_tensor and qp.axis != axis:
         raise UnsupportedOpError(f"operator {op.index} ({op.name}): per-channel weights quantized along axis "
                                  f"{qp.axis}; expected the output-channel axis {axis}")
+
+
+# ---- requantization: the multipliers TFLite derives from the scales must be representable -------------------
+
+
+def _multiplier_shift(real: float) -> int:
+    """The power-of-two shift TFLite's QuantizeMultiplier gives a positive multiplier, before it saturates or
+    flushes (the mantissa rounds half away from zero; one that rounds up to 2^31 bumps the shift)."""
+    q, shift = math.frexp(real)
+    return shift + 1 if math.floor(q * 2**31 + 0.5) == 2**31 else shift
+
+
+def _scales(imp: _Importer, indices: list[int]) -> str:
+    return " * ".join(f"'{imp.t(i).name}' {imp.t(i).scale[0]:.6g}" for i in indices)
+
+
+def _check_multipliers(imp: _Importer, op: _OpInfo, reals: list[float], formula: str, scales: str,
+                       per_channel: bool = False) -> None:
+    """Refuse multipliers that QuantizeMultiplier cannot hold (shift > 30), and a layer whose every multiplier
+    flushes to zero (its output would be its zero point whatever the input). One flushed channel among others
+    is left alone: its accumulator times such a multiplier is below half a step, so flushing is exact."""
+    shifts = [_multiplier_shift(r) for r in reals]
+    for c, (real, shift) in enumerate(zip(reals, shifts)):
+        if shift > MAX_SHIFT:
+            chan = f" of output channel {c}" if per_channel else ""
+            raise ModelError(
+                f"operator {op.index} ({op.name}): the requantization multiplier{chan} {formula} = {scales} = "
+                f"{real:.3g} is 2^30 or more, which TFLite's QuantizeMultiplier cannot represent (shift {shift} > "
+                f"{MAX_SHIFT}): the output scale is far too small for its inputs' scales; {_REPAIR}")
+    if all(shift < MIN_SHIFT for shift in shifts):
+        which = "every output channel's multiplier" if per_channel and len(reals) > 1 else "the multiplier"
+        raise ModelError(
+            f"operator {op.index} ({op.name}): {which} {formula} = {scales} is at most {max(reals):.3g}, below "
+            "2^-32, so TFLite's QuantizeMultiplier flushes it to zero and the output is its zero point whatever the "
+            f"input: the output scale is far too large for its inputs' scales; {_REPAIR}")
+
+
+def _check_rescale(imp: _Importer, op: _OpInfo, inputs: list[int], out: int) -> None:
+    """An op that rescales product(input scales) / output scale (QUANTIZE, RELU, MEAN, CONCATENATION, MUL)."""
+    if imp.float_mode or not all(imp.t(i).quantized for i in [*inputs, out]):
+        return  # a tensor without qparams is refused with its own message
+    real = math.prod(float(imp.t(i).scale[0]) for i in inputs) / float(imp.t(out).scale[0])
+    formula = " * ".join("input_scale" for _ in inputs) + " / output_scale"
+    _check_multipliers(imp, op, [real], formula, f"{_scales(imp, inputs)} / {_scales(imp, [out])}")
+
+
+def _check_add_qparams(imp: _Importer, op: _OpInfo, ai: int, bi: int) -> None:
+    """TFLM's int8 ADD scales both inputs by s / (2 max(s_a, s_b)) and the sum by 2 max(s_a, s_b) / (2^20 s_out),
+    each through QuantizeMultiplierSmallerThanOneExp, which needs a multiplier below 1 that does not flush."""
+    if imp.float_mode:
+        return
+    sa, sb, so = (float(imp.t(i).scale[0]) for i in (ai, bi, op.outputs[0]))
+    twice_max = 2.0 * max(sa, sb)
+    scales = f"{_scales(imp, [ai])}, {_scales(imp, [bi])} -> {_scales(imp, [op.outputs[0]])}"
+    real = twice_max / (2**20 * so)
+    if real >= 1.0:
+        raise ModelError(
+            f"operator {op.index} (ADD): the output multiplier 2 * max(input scales) / (2^20 * output_scale) = "
+            f"{real:.3g} must be below 1 for TFLite's ADD (scales {scales}): the output scale is far too small; "
+            f"{_REPAIR}")
+    for what, real in (("output", real), ("first input", sa / twice_max), ("second input", sb / twice_max)):
+        if _multiplier_shift(real) < MIN_SHIFT:
+            raise ModelError(
+                f"operator {op.index} (ADD): the {what} multiplier {real:.3g} is below 2^-32 and flushes to zero in "
+                f"TFLite's QuantizeMultiplier, so that operand is ignored (scales {scales}); {_REPAIR}")
+
+
+def _check_weighted_qparams(imp: _Importer, op: _OpInfo, xi: int, wi: int, bi: int) -> None:
+    """CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED: per output channel, the multiplier input_scale *
+    weight_scale / output_scale (in double, as TFLM) must be representable, and the bias scale must be
+    input_scale * weight_scale, the scale TFLite reads the int32 bias at."""
+    if imp.float_mode:
+        return
+    x, w, y = imp.t(xi), imp.t(wi), imp.t(op.outputs[0])
+    in_s, out_s = float(x.scale[0]), float(y.scale[0])
+    w_scales = [float(s) for s in w.scale]
+    names = f"'{x.name}' {in_s:.6g} * '{w.name}' {{}} / '{y.name}' {out_s:.6g}"
+    reals = [in_s * s / out_s for s in w_scales]
+    span = f"{min(w_scales):.6g}..{max(w_scales):.6g}" if len(w_scales) > 1 else f"{w_scales[0]:.6g}"
+    _check_multipliers(imp, op, reals, "input_scale * weight_scale / output_scale", names.format(span),
+                       per_channel=len(w_scales) > 1)
+    b = imp.t(bi) if bi >= 0 else None
+    if b is None or not b.quantized:
+        return  # TFLite reads the bias at input_scale * weight_scale whatever the file says
+    channels = imp.g.tensor(imp.names[op.outputs[0]]).shape[-1]
+    if len(b.scale) not in (1, channels):
+        raise ModelError(f"operator {op.index} ({op.name}): the bias '{b.name}' has {len(b.scale)} scales for "
+                         f"{channels} output channels; {_REPAIR}")
+    for c in range(channels):
+        want = in_s * (w_scales[c] if len(w_scales) > 1 else w_scales[0])
+        got = float(b.scale[c] if len(b.scale) > 1 else b.scale[0])
+        if abs(got - want) > BIAS_SCALE_TOLERANCE * want:
+            chan = f" (output channel {c})" if len(b.scale) > 1 or len(w_scales) > 1 else ""
+            raise ModelError(
+                f"operator {op.index} ({op.name}): the bias '{b.name}' has scale {got:.6g}{chan}, but input_scale * "
+                f"weight_scale is {want:.6g} ('{x.name}' {in_s:.6g} * '{w.name}' {want / in_s:.6g}); TFLite reads "
+                "the int32 bias at input_scale * weight_scale, so its values would stand for another bias. "
+                "Re-convert the model, or store the bias quantized at input_scale * weight_scale")
 
 
 def _fully_connected(imp: _Importer, op: _OpInfo) -> None:
@@ -591,6 +759,7 @@ def _fully_connected(imp: _Importer, op: _OpInfo) -> None:
     b = imp.bias(op, bi, f"{name}_bias", out_f)
     clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
     imp.node(op, "fully_connected", [x, w, b], {"clamp": clamp})
+    _check_weighted_qparams(imp, op, xi, wi, bi)
 
 
 def _pool_2d(imp: _Importer, op: _OpInfo, ir_op: str, extra: dict) -> None:
@@ -633,6 +802,7 @@ def _add(imp: _Importer, op: _OpInfo) -> None:
                                  "supports ADD of equal shapes")
     imp.check_shape(op, sa)
     imp.node(op, "add", [a, b], {"clamp": clamp})
+    _check_add_qparams(imp, op, ai, bi)
 
 
 def _reshape(imp: _Importer, op: _OpInfo) -> None:
@@ -658,6 +828,9 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
         raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): int8 output must have scale 1/256 and zero point "
                                  f"-128 (TFLite's rule), got {y.scale} / {y.zero_point}")
     beta = float(np.float32(o.Beta())) if o is not None else 1.0
+    if not (math.isfinite(beta) and beta > 0):
+        raise ModelError(f"operator {op.index} (SOFTMAX) has beta {beta}; softmax(beta * x) needs a positive, finite "
+                         f"beta (converters write 1.0); {_REPAIR}")
     imp.node(op, "softmax", [x], {"beta": beta})
 
 
@@ -683,6 +856,7 @@ def _mean(imp: _Importer, op: _OpInfo) -> None:
     rank = len(imp.g.tensor(x).shape)
     axes = sorted({int(a) % rank for a in _const_ints(imp, op, ai, "axes").reshape(-1)})
     imp.node(op, "mean", [x], {"axes": tuple(axes), "keepdims": bool(o.KeepDims()) if o is not None else False})
+    _check_rescale(imp, op, [xi], op.outputs[0])
 
 
 def _concatenation(imp: _Importer, op: _OpInfo) -> None:
@@ -695,6 +869,8 @@ def _concatenation(imp: _Importer, op: _OpInfo) -> None:
     xs = [imp.ir_input(i, op) for i in op.inputs]
     rank = len(imp.t(op.outputs[0]).shape)
     imp.node(op, "concat", xs, {"axis": int(o.Axis()) % rank})
+    for i in op.inputs:
+        _check_rescale(imp, op, [i], op.outputs[0])
 
 
 def _pad(imp: _Importer, op: _OpInfo) -> None:
@@ -752,6 +928,7 @@ def _mul(imp: _Importer, op: _OpInfo) -> None:
         return
     a, b = _operand(imp, op, ai, f"{name}_a"), _operand(imp, op, bi, f"{name}_b")
     imp.node(op, "mul", [a, b], {"clamp": clamp})
+    _check_rescale(imp, op, [ai, bi], op.outputs[0])
 
 
 def _lut(function: str, real_function: str):
@@ -780,6 +957,7 @@ def _relu(clamp, rescales: bool):
         if not rescales:
             _same_qparams(imp, op, xi)
         imp.node(op, "relu", [imp.ir_input(xi, op)], {"clamp": clamp})
+        _check_rescale(imp, op, [xi], op.outputs[0])
 
     return convert
 
@@ -798,6 +976,7 @@ def _quantize(imp: _Importer, op: _OpInfo) -> None:
                                  "the model; tinyaot folds QUANTIZE only at the model input, and requantizes "
                                  "int8 -> int8 elsewhere")
     imp.node(op, "quantize", [imp.ir_input(xi, op)], {})
+    _check_rescale(imp, op, [xi], op.outputs[0])
 
 
 CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {

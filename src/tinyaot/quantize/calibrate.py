@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
-from tinyaot.errors import CalibrationError
+from tinyaot.errors import CalibrationError, TinyAOTError
 from tinyaot.ir import Graph
 from tinyaot.quantize.float_eval import evaluate
 from tinyaot.quantize.observers import BINS, OBSERVERS, Calibration, Range, TensorStats, choose_range, \
@@ -14,7 +13,7 @@ from tinyaot.quantize.observers import BINS, OBSERVERS, Calibration, Range, Tens
 
 PROGRESS_SAMPLES = 2048  # show a progress bar from this many calibration samples on
 
-__all__ = ["Calibration", "Range", "SampleSet", "as_sample_batch", "collect_ranges"]
+__all__ = ["Calibration", "Range", "SampleSet", "as_real_array", "as_sample_batch", "collect_ranges"]
 
 
 @dataclass(frozen=True)
@@ -31,24 +30,33 @@ class SampleSet:
 def as_sample_batch(samples, sample_shape: tuple[int, ...], what: str = "calibration") -> SampleSet:
     """Accept an array/tensor of samples, one sample, or an iterable of batches; return (N, *shape).
 
-    `sample_shape` is the model's input shape without its batch dimension.
+    `sample_shape` is the model's input shape without its batch dimension. Everything a user can get wrong here
+    (no samples, text or complex or object arrays, the wrong shape, NaN/Inf, values beyond float32) is a
+    CalibrationError that says what to pass instead, never an exception from deep inside the calibration.
     """
-    raw = [_raw_numpy(s) for s in _batches(samples)]
+    raw = [_raw_numpy(s, what) for s in _batches(samples, what)]
     dtypes = sorted({str(a.dtype) for a in raw})
-    arrays = [_as_float(a, what) for a in raw]
-    if not arrays or all(a.size == 0 for a in arrays):
-        raise CalibrationError(f"{what} data is empty: pass at least one sample")
     out = []
-    for i, a in enumerate(arrays):
+    for i, a in enumerate(raw):
+        a = _as_float(a, what, i)
         if a.shape == sample_shape:
             a = a[None]
+        if a.ndim >= 1 and a.shape[0] == 0 and a.size == 0:
+            continue  # an empty batch among others (the last of a loader, say) adds nothing
         if a.shape[1:] != sample_shape:
             raise CalibrationError(
                 f"{what} batch {i} has shape {tuple(a.shape)}, but the model takes samples of shape "
                 f"{sample_shape} (batches of shape (N, {', '.join(map(str, sample_shape))})). "
                 "Pass samples shaped like the example input."
             )
-        out.append(a.astype(np.float64))
+        out.append(a)
+    if not out:
+        shapes = ", ".join(str(tuple(a.shape)) for a in raw[:3])
+        raise CalibrationError(
+            f"the {what} samples are empty ({f'shape {shapes}' if raw else 'no batches'}): pass at least one "
+            f"sample, an array shaped (N, {', '.join(map(str, sample_shape))}) with N >= 1 (a few hundred "
+            "representative inputs for calibration)"
+        )
     batch = np.concatenate(out, axis=0)
     bad = ~np.isfinite(batch)
     if bad.any():
@@ -57,17 +65,34 @@ def as_sample_batch(samples, sample_shape: tuple[int, ...], what: str = "calibra
             f"{what} data holds {int(bad.sum())} NaN/Inf value(s) (first at index {first}). "
             "Clean the samples: int8 ranges cannot be chosen from non-finite data."
         )
+    big = np.abs(batch) > FLOAT32_MAX
+    if big.any():
+        first = tuple(int(i) for i in np.argwhere(big)[0])
+        raise CalibrationError(
+            f"{what} data holds {int(big.sum())} value(s) beyond the float32 range (first at index {first}: "
+            f"{batch[first]:.3g}): the samples are far out of scale for a model that computes in float32, where "
+            "they are Inf. Pass inputs scaled like the data the model was trained on"
+        )
     return SampleSet(batch, dtypes[0] if len(dtypes) == 1 else "/".join(dtypes))
 
 
-def _batches(samples) -> Iterable:
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+_HOW = "pass a numeric array or tensor (float32 samples shaped like the example input): np.asarray(x, np.float32)"
+
+
+def _batches(samples, what: str = "calibration") -> list:
     if _is_array_like(samples):
         return [samples]
+    if samples is None or isinstance(samples, (str, bytes, dict)) or np.isscalar(samples):
+        raise CalibrationError(
+            f"{what} data must be an array/tensor of samples or an iterable of batches, got "
+            f"{type(samples).__name__}; {_HOW}"
+        )
     try:
         return list(samples)
     except TypeError:
         raise CalibrationError(
-            f"calibration data must be an array/tensor of samples or an iterable of batches, "
+            f"{what} data must be an array/tensor of samples or an iterable of batches, "
             f"got {type(samples).__name__}"
         ) from None
 
@@ -76,19 +101,48 @@ def _is_array_like(x) -> bool:
     return isinstance(x, np.ndarray) or type(x).__name__ == "Tensor"
 
 
-def _raw_numpy(x) -> np.ndarray:
+def _raw_numpy(x, what: str = "calibration") -> np.ndarray:
     if type(x).__name__ == "Tensor":
-        x = x.detach().cpu().numpy()
+        x = x.detach().cpu()
+        try:
+            x = x.numpy()
+        except TypeError:  # bfloat16 and other dtypes NumPy lacks: their float32 values
+            x = x.float().numpy() if x.is_floating_point() else _refuse_dtype(x.dtype, what)
     if isinstance(x, (tuple, list)) and len(x) >= 1 and _is_array_like(x[0]):
-        x = _raw_numpy(x[0])  # (inputs, labels) pairs from a DataLoader
-    return np.asarray(x)
-
-
-def _as_float(x: np.ndarray, what: str) -> np.ndarray:
+        x = _raw_numpy(x[0], what)  # (inputs, labels) pairs from a DataLoader
     try:
-        return np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise CalibrationError(f"{what} batch is not numeric: {exc}") from None
+        return np.asarray(x)
+    except ValueError as exc:  # a ragged list of samples
+        raise CalibrationError(f"{what} batch cannot become one array ({exc}); {_HOW}") from None
+
+
+_KINDS = {"U": "text", "S": "bytes", "O": "Python objects", "c": "complex numbers", "V": "structured records",
+          "M": "dates", "m": "time spans"}
+
+
+def _refuse_dtype(dtype, what: str, index: int | None = None, error: type[TinyAOTError] = CalibrationError):
+    kind = _KINDS.get(dtype.kind, f"{dtype} values") if isinstance(dtype, np.dtype) else f"{dtype} values"
+    batch = f" batch {index}" if index is not None else ""
+    raise error(f"{what}{batch} holds {kind} (dtype {dtype}), not real numbers; {_HOW}")
+
+
+def as_real_array(x, what: str = "input", error: type[TinyAOTError] = CalibrationError) -> np.ndarray:
+    """`x` as float64 if it holds real numbers (bool, integers, floats); else `error` says what to pass. NumPy
+    alone would read the text '1.5' as 1.5, drop an imaginary part with a warning and crash on other text."""
+    try:
+        a = np.asarray(x)
+    except ValueError as exc:  # a ragged nested list
+        raise error(f"{what} cannot become one array ({exc}); {_HOW}") from None
+    if a.dtype.kind not in "biuf":
+        _refuse_dtype(a.dtype, what, error=error)
+    return a.astype(np.float64)
+
+
+def _as_float(x: np.ndarray, what: str, index: int = 0) -> np.ndarray:
+    """as_real_array for one batch of samples: its index goes into the message."""
+    if x.dtype.kind not in "biuf":
+        _refuse_dtype(x.dtype, what, index)
+    return x.astype(np.float64)
 
 
 def _resolve_overrides(g: Graph, layer_observers: dict | None) -> dict[str, str]:
@@ -150,6 +204,7 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
     """
     _check_observer(observer, "observer")
     overrides = _resolve_overrides(g, layer_observers)
+    batch = _checked_batch(g, batch)
     n = len(batch)
     progress = n >= PROGRESS_SAMPLES if progress is None else progress
     names = [t.name for t in g.activations()]
@@ -189,15 +244,28 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
     return Calibration(ranges, stats, n, observer, overrides)
 
 
+def _checked_batch(g: Graph, batch) -> np.ndarray:
+    """collect_ranges is public: what as_sample_batch refuses is refused here too, with the same message (the
+    pipeline's batch, already checked, passes through without a copy)."""
+    shape = tuple(g.tensor(g.inputs[0]).shape[1:])
+    if (isinstance(batch, np.ndarray) and batch.dtype == np.float64 and batch.ndim == len(shape) + 1
+            and batch.shape[1:] == shape and len(batch) and np.isfinite(batch).all()
+            and np.abs(batch).max() <= FLOAT32_MAX):
+        return batch
+    return as_sample_batch(batch, shape).batch
+
+
 def _evaluate_checked(g: Graph, batch: np.ndarray, start: int) -> dict[str, np.ndarray]:
     with np.errstate(over="ignore", invalid="ignore"):
         values = evaluate(g, batch)
     for node in g.nodes:
         v = values[node.outputs[0]]
-        if not np.isfinite(v).all():
-            bad = int(np.flatnonzero((~np.isfinite(v.reshape(len(v), -1))).any(axis=1))[0]) + start
+        with np.errstate(invalid="ignore"):
+            bad_values = ~(np.abs(v) <= FLOAT32_MAX)  # NaN, Inf, and what is Inf in the model's float32
+        if bad_values.any():
+            bad = int(np.flatnonzero(bad_values.reshape(len(v), -1).any(axis=1))[0]) + start
             raise CalibrationError(
-                f"calibration sample {bad} drives layer '{node.name}' to Inf/NaN in float: the samples are far "
+                f"calibration sample {bad} drives layer '{node.name}' to Inf/NaN in float32: the samples are far "
                 f"out of scale (largest input magnitude {float(np.abs(batch).max()):.3g}). Pass inputs scaled "
                 "like the data the model was trained on"
             )

@@ -84,6 +84,8 @@ def noise_like(x: np.ndarray, axes: tuple[int, ...]) -> str:
 
 
 def _constant_samples(x: np.ndarray, what: str) -> list[Finding]:
+    if x.size == 0:
+        return []
     flat = x.reshape(len(x), -1)
     if flat.shape[1] < 2:
         return []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tinyaot.errors import UnsupportedOpError
+from tinyaot.errors import CalibrationError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor
 from tinyaot.quantize.fixedpoint import quantize_multiplier
 from tinyaot.quantize.observers import Range
@@ -89,6 +89,10 @@ def _multiplier_findings(node: Node, x_q: QParams, w_qp: QParams, out_qp: QParam
     bad = []
     for c, ws in enumerate(w_qp.scale):
         real = x_q.scale[0] * ws / out_qp.scale[0]
+        if not np.isfinite(real) or real < 0:
+            raise CalibrationError(f"layer '{node.name}': its requantization multiplier is {real!r} (input scale "
+                                   f"{x_q.scale[0]:.3g}, weight scale {ws:.3g}, output scale {out_qp.scale[0]:.3g}); "
+                                   "calibrate on finite, non-constant samples")
         m, shift = quantize_multiplier(real)
         if m == 0 or (shift == 30 and m == INT32_MAX and real > 2.0**30):
             bad.append((c, real))

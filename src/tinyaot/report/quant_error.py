@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from tinyaot.errors import ModelError
+
 from tinyaot.diagnostics import Finding
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
@@ -182,7 +184,9 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
     from tinyaot.quantize.float_eval import evaluate
     from tinyaot.ref.interpreter import prepare_all
 
-    batch, _ = cm._as_batch(np.asarray(samples, dtype=np.float64))
+    from tinyaot.quantize.calibrate import as_real_array
+
+    batch, _ = cm._as_batch(as_real_array(samples, "layer_errors samples", ModelError))
     batch = batch[:max_samples]
     g = cm.graph
     ref_values = evaluate(cm.reference_graph, batch.reshape((-1,) + cm.input_shape[1:]))

@@ -1,72 +1,299 @@
 """Host target: compile the generated C with the system gcc into a shared library, call it via ctypes.
 
-Fast enough to evaluate accuracy over whole datasets, and the same C that goes to the board.
+Fast enough to evaluate accuracy over whole datasets, and the same C that goes to the board. Builds are cached by
+content in a bounded directory (TINYAOT_CACHE_DIR), shared safely by concurrent processes. For the sanitizers,
+`build_executable` makes a standalone runner instead (ASan cannot be loaded into a running Python via ctypes
+without preloading its runtime; a process of its own needs nothing).
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
+import time
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from tinyaot.errors import ArenaTooSmallError, TinyAOTError
 
-HOST_CFLAGS = ["-O2", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
+BASE_CFLAGS = ["-O2", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
+HOST_CFLAGS = [*BASE_CFLAGS, "-fPIC", "-shared"]
+# AddressSanitizer + UndefinedBehaviorSanitizer, stopping at the first report (a report is a failed run).
+SANITIZE_CFLAGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+                   "-fno-sanitize-recover=all"]
+SANITIZE_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:halt_on_error=1",  # LSan needs ptrace
+                "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
+
+# The cache keeps at most this many builds and this many bytes, evicting the least recently used first. A build
+# is its sources plus the library, 0.1-2 MB (the test suite averages 0.4 MB over about 150 distinct models), so
+# 200 entries keep a whole suite run and a few of your own models warm (a re-run builds nothing), and the byte
+# bound caps a cache of large models at what a laptop's disk does not notice.
+CACHE_MAX_ENTRIES = 200
+CACHE_MAX_BYTES = 256 * 2**20
+CACHE_GRACE_SECONDS = 120  # an entry used this recently is never evicted: another process may be loading it
+_TMP_PREFIX = ".tmp-"  # builds in progress (and entries on their way out); older than an hour means a crash
 
 
 class HostCompilerMissing(TinyAOTError):
-    pass
+    """No C compiler for the host engine: it needs gcc (or $CC)."""
 
 
-def _cc() -> str:
-    cc = os.environ.get("CC", "gcc")
-    if shutil.which(cc) is None:
+def _cc() -> list[str]:
+    cc = shlex.split(os.environ.get("CC", "gcc")) or ["gcc"]
+    if shutil.which(cc[0]) is None:
         raise HostCompilerMissing(
-            f"no host C compiler '{cc}' found: install gcc (Debian: apt-get install gcc) or set CC"
+            f"no host C compiler '{cc[0]}' found: install gcc (Debian: apt-get install gcc) or set CC"
         )
     return cc
 
 
+def cache_root() -> Path:
+    """$TINYAOT_CACHE_DIR, else the user's cache directory ($XDG_CACHE_HOME or ~/.cache)/tinyaot."""
+    root = os.environ.get("TINYAOT_CACHE_DIR") or os.environ.get("TINYAOT_CACHE")  # the older name still works
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "tinyaot"
+
+
 def _cache_dir() -> Path:
-    root = os.environ.get("TINYAOT_CACHE") or os.path.join(tempfile.gettempdir(), "tinyaot-cache")
-    path = Path(root) / "host"
+    path = cache_root() / "host"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    except OSError as exc:
+        if os.environ.get("TINYAOT_CACHE_DIR") or os.environ.get("TINYAOT_CACHE"):
+            raise TinyAOTError(f"cannot create the host build cache {path} ({exc.strerror}); set TINYAOT_CACHE_DIR "
+                               "to a writable directory") from None
+    # No writable home (a locked-down CI user): a per-user directory under the system temp directory.
+    user = os.getuid() if hasattr(os, "getuid") else "user"
+    path = Path(tempfile.gettempdir()) / f"tinyaot-cache-{user}" / "host"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def build_shared_library(files: dict[str, str], name: str) -> Path:
-    """Compile generated sources; cached by content so repeated runs in tests cost nothing."""
+def _digest(files: dict[str, str], flags: list[str]) -> str:
     digest = hashlib.sha256()
     for fname in sorted(files):
         digest.update(fname.encode() + b"\0" + files[fname].encode() + b"\0")
-    digest.update(" ".join(HOST_CFLAGS).encode())
-    out_dir = _cache_dir() / f"{name}-{digest.hexdigest()[:16]}"
-    lib = out_dir / f"lib{name}.so"
-    if lib.exists():
-        return lib
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for fname, text in files.items():
-        (out_dir / fname).write_text(text)
-    c_files = sorted(str(out_dir / f) for f in files if f.endswith(".c"))
-    tmp = out_dir / f"lib{name}.so.tmp{os.getpid()}"
-    proc = subprocess.run([_cc(), *HOST_CFLAGS, "-I", str(out_dir), *c_files, "-o", str(tmp)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise TinyAOTError(f"host C build of '{name}' failed (a tinyaot bug; please report):\n{proc.stderr}")
-    os.replace(tmp, lib)
-    return lib
+    digest.update(" ".join(flags).encode())
+    return digest.hexdigest()[:16]
+
+
+def _cached_build(files: dict[str, str], name: str, flags: list[str], artifact: str) -> Path:
+    """Compile `files` with `flags` into `artifact`, once per content. The entry is built in a private temporary
+    directory and renamed into place in one step, so another process sees either no entry or a complete one; if
+    two build the same entry at once, the second rename fails and that process uses the first one's build."""
+    root = _cache_dir()
+    final = root / f"{name}-{_digest(files, flags)}"
+    out = final / artifact
+    if out.exists():
+        _touch(final)  # first: from now on no other process evicts it (CACHE_GRACE_SECONDS)
+        if out.exists():
+            return out
+    tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=root))
+    try:
+        for fname, text in files.items():
+            (tmp / fname).write_text(text)
+        c_files = sorted(str(tmp / f) for f in files if f.endswith(".c"))
+        cmd = [*_cc(), *flags, "-I", str(tmp), *c_files, "-o", str(tmp / artifact)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise TinyAOTError(f"host C build of '{name}' failed (a tinyaot bug; please report):\n"
+                               f"{proc.stderr[-4000:]}")
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process finished the same build first: keep its entry
+            if not out.exists():  # or a broken entry (an older tinyaot built in place): replace it
+                _discard(root, final)
+                os.rename(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _touch(final)
+    evict(root)
+    return out
+
+
+def _touch(entry: Path) -> None:
+    """Mark an entry used now: eviction goes by the entries' modification times (least recently used first)."""
+    try:
+        os.utime(entry)
+    except OSError:
+        pass  # evicted by another process meanwhile; the caller's path still works until then
+
+
+def _entry_bytes(entry: Path) -> int:
+    total = 0
+    for f in entry.iterdir():
+        try:
+            total += f.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def evict(root: Path | None = None, max_entries: int | None = None, max_bytes: int | None = None,
+          grace_seconds: float | None = None) -> list[str]:
+    """Remove the least recently used entries until at most `max_entries` and `max_bytes` remain (entries used in
+    the last `grace_seconds` stay), and leftovers of crashed builds; return the names removed. An entry is first
+    renamed out of the way (one atomic step), then deleted, so no process ever loads a half-deleted build.
+    The limits default to CACHE_MAX_ENTRIES, CACHE_MAX_BYTES and CACHE_GRACE_SECONDS."""
+    root = _cache_dir() if root is None else root
+    max_entries = CACHE_MAX_ENTRIES if max_entries is None else max_entries
+    max_bytes = CACHE_MAX_BYTES if max_bytes is None else max_bytes
+    grace_seconds = CACHE_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    now = time.time()
+    entries = []
+    for p in root.iterdir():
+        try:
+            mtime = p.stat().st_mtime
+        except OSError:
+            continue  # removed by another process while we looked
+        if p.name.startswith(_TMP_PREFIX):
+            if now - mtime > 3600:
+                shutil.rmtree(p, ignore_errors=True)
+            continue
+        if p.is_dir():
+            entries.append((mtime, p))
+    entries.sort(key=lambda e: e[0], reverse=True)  # most recent first
+    sizes = [_entry_bytes(p) for _, p in entries]
+    removed = []
+    count, total = len(entries), sum(sizes)
+    for (mtime, p), size in zip(reversed(entries), reversed(sizes)):
+        if count <= max_entries and total <= max_bytes:
+            break
+        if now - mtime < grace_seconds:
+            break  # everything from here on is more recent still
+        try:
+            if now - p.stat().st_mtime < grace_seconds:
+                continue  # used since we looked
+        except OSError:
+            continue
+        if _discard(root, p):
+            removed.append(p.name)
+            count, total = count - 1, total - size
+    return removed
+
+
+def _discard(root: Path, entry: Path) -> bool:
+    """Rename an entry out of the way (atomic: no process sees it half deleted), then delete it."""
+    doomed = root / f"{_TMP_PREFIX}evict-{entry.name}-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        os.rename(entry, doomed)
+    except OSError:
+        return False  # another process evicted (or is evicting) it
+    shutil.rmtree(doomed, ignore_errors=True)
+    return True
+
+
+def build_shared_library(files: dict[str, str], name: str, extra_flags: list[str] | tuple = ()) -> Path:
+    """Compile generated sources into a shared library; cached by content so repeated runs cost nothing."""
+    return _cached_build(files, name, [*HOST_CFLAGS, *extra_flags], f"lib{name}.so")
+
+
+# ---- a standalone runner: the sanitizers' way in ------------------------------------------------------------
+
+_RUNNER_C = """\
+/* tinyaot host runner: reads whole inputs from argv[1], writes one output per input to argv[2]. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "{name}.h"
+
+int main(int argc, char **argv) {{
+    static unsigned char in[{NAME}_INPUT_SIZE];
+    uint8_t *arena = NULL;
+    FILE *fin, *fout;
+    int status;
+    if (argc != 3) return 64;
+    /* A heap arena of exactly the planned size: AddressSanitizer catches a byte read or written past it. */
+    if ({NAME}_ARENA_ALIGNMENT <= 16) arena = (uint8_t *)malloc({NAME}_ARENA_SIZE);
+    status = arena ? {name}_init(arena, {NAME}_ARENA_SIZE) : {name}_init(NULL, 0);
+    if (status != {NAME}_OK) return 65;
+    fin = fopen(argv[1], "rb");
+    fout = fopen(argv[2], "wb");
+    if (!fin || !fout) return 66;
+    for (;;) {{
+        size_t got = fread(in, 1, sizeof in, fin);
+        if (got == 0) break;
+        if (got != sizeof in) return 67;
+        memcpy((void *){name}_input(), in, sizeof in);
+        if ({name}_invoke() != {NAME}_OK) return 68;
+        if (fwrite((const void *){name}_output(), 1, {NAME}_OUTPUT_SIZE, fout) != {NAME}_OUTPUT_SIZE) return 69;
+    }}
+    fclose(fin);
+    fclose(fout);
+    free(arena);
+    return 0;
+}}
+"""
+
+
+def build_executable(files: dict[str, str], name: str, extra_flags: list[str] | tuple = ()) -> Path:
+    """The generated sources plus a small main() into one executable (see run_executable), cached like the
+    shared library; `extra_flags` such as SANITIZE_CFLAGS come after the defaults and win."""
+    runner = {**files, f"{name}_runner_main.c": _RUNNER_C.format(name=name, NAME=name.upper())}
+    return _cached_build(runner, name, [*BASE_CFLAGS, *extra_flags], f"{name}_runner")
+
+
+def run_executable(exe: Path, xs: np.ndarray, output_size: int, env: dict | None = None,
+                   timeout: float = 120) -> np.ndarray:
+    """Run a runner on a batch of raw inputs (one row per input); the outputs as int8 rows. A sanitizer report
+    or a crash is a TinyAOTError carrying the runner's report."""
+    xs = np.ascontiguousarray(xs)
+    with tempfile.TemporaryDirectory(prefix="tinyaot-run-") as tmp:
+        src, dst = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
+        src.write_bytes(xs.tobytes())
+        try:
+            proc = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=timeout,
+                                  env={**os.environ, **(env or {})})
+        except subprocess.TimeoutExpired:
+            raise TinyAOTError(f"{exe.name} did not finish {len(xs)} inference(s) in {timeout:g} s") from None
+        if proc.returncode != 0:
+            raise TinyAOTError(f"{exe.name} failed with exit status {proc.returncode} (a tinyaot bug; please "
+                               f"report):\n{proc.stderr[-6000:]}")
+        out = np.frombuffer(dst.read_bytes(), dtype=np.int8)
+    if out.size != len(xs) * output_size:
+        raise TinyAOTError(f"{exe.name} wrote {out.size} output bytes for {len(xs)} input(s) of "
+                           f"{output_size} bytes each")
+    return out.reshape(len(xs), output_size)
+
+
+@cache
+def sanitizer_problem() -> str | None:
+    """Why this machine cannot build and run sanitized C (None if it can): checked once on a tiny program."""
+    try:
+        cc = _cc()
+    except HostCompilerMissing as exc:
+        return str(exc)
+    with tempfile.TemporaryDirectory(prefix="tinyaot-san-") as tmp:
+        src, exe = Path(tmp) / "probe.c", Path(tmp) / "probe"
+        src.write_text("#include <stdlib.h>\nint main(void) { char *p = malloc(4); p[0] = 1; free(p); return 0; }\n")
+        proc = subprocess.run([*cc, *SANITIZE_CFLAGS, str(src), "-o", str(exe)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            return f"{cc[0]} cannot build with -fsanitize=address,undefined: {proc.stderr.strip()[-300:]}"
+        run = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, **SANITIZE_ENV})
+        if run.returncode != 0:
+            return f"sanitized programs do not run here: {run.stderr.strip()[-300:]}"
+    return None
 
 
 class HostModel:
     """A compiled model loaded into this process."""
 
     def __init__(self, lib_path: Path, name: str, input_size: int, output_size: int, arena_bytes: int):
-        self._lib = ctypes.CDLL(str(lib_path))
+        try:
+            self._lib = ctypes.CDLL(str(lib_path))
+        except OSError as exc:
+            raise TinyAOTError(f"cannot load the host build of '{name}' ({exc}); delete {lib_path.parent} and "
+                               "run again") from None
         self.name, self.input_size, self.output_size = name, input_size, output_size
         self.arena_bytes = arena_bytes
         self._init = getattr(self._lib, f"{name}_init")
@@ -100,7 +327,12 @@ class HostModel:
             raise TinyAOTError(f"{self.name}_init failed with status {status}")
 
     def run(self, xs: np.ndarray) -> np.ndarray:
-        xs = np.ascontiguousarray(xs, dtype=np.int8).reshape(len(xs), -1)
+        """Raw inputs, one row of input_size bytes per inference (int8, or uint8 viewed as int8)."""
+        xs = np.ascontiguousarray(xs, dtype=np.int8)
+        if xs.ndim < 1 or xs.size != len(xs) * self.input_size:
+            raise TinyAOTError(f"{self.name}: the host runner takes rows of {self.input_size} bytes, one per "
+                               f"inference; got an array of shape {xs.shape}")
+        xs = xs.reshape(len(xs), self.input_size)
         out = np.empty((len(xs), self.output_size), dtype=np.int8)
         for i, x in enumerate(xs):
             ctypes.memmove(self._input(), x.ctypes.data, self.input_size)
