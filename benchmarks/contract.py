@@ -84,9 +84,12 @@ def main() -> None:
     print("|---|---:|---|---|---:|---:|")
     for label, r in rows.items():
         d, p, s = r["default"], r["preserve_input"], r["separate_output"]
-        print(f"| {label} | {d['arena_bytes']:,} | {'yes' if d['input_preserved'] else 'no'} | "
-              f"{'no' if d['output_overlaps_input'] else 'yes'} | {p['arena_bytes']:,} (+{p['arena_bytes'] - d['arena_bytes']:,}) | "
-              f"{s['arena_bytes']:,} (+{s['arena_bytes'] - d['arena_bytes']:,}) |")
+        kept, apart = "yes" if d["input_preserved"] else "no", "no" if d["output_overlaps_input"] else "yes"
+        print(f"| {label} | {d['arena_bytes']:,} | {kept} | {apart} | {_cost(p, d)} | {_cost(s, d)} |")
+
+
+def _cost(row: dict, default: dict) -> str:
+    return f"{row['arena_bytes']:,} (+{row['arena_bytes'] - default['arena_bytes']:,})"
 
 
 if __name__ == "__main__":

@@ -8,10 +8,10 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import needs_host, needs_m33, shared_file
 
 import tinyaot
 from tinyaot.errors import ModelError, PlanError
-from conftest import needs_host, needs_m33, shared_file
 
 AE = "models/mlperf_tiny/ad01_int8.tflite"
 KWS = "models/mlperf_tiny/kws_ref_model.tflite"

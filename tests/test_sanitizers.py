@@ -34,8 +34,9 @@ def _zoo_model(entry):
     """Untrained weights (seeded) are as good as trained ones for memory safety and bit-exactness, and skip the
     training; the calibration is the zoo's synthetic data, so activations use their int8 ranges."""
     torch = pytest.importorskip("torch")
-    import tinyaot
     from zoo import synthetic_data
+
+    import tinyaot
 
     torch.manual_seed(0)
     model = entry.build().eval()
@@ -184,9 +185,10 @@ def test_every_host_error_is_a_tinyaot_error():
 @needs_host
 def test_host_model_checks_the_row_size_it_copies():
     """HostModel.run copies input_size bytes per row: rows of another size were read past their end before."""
-    import tinyaot
     from test_fuzz import seed_models
     from tflite_builder import build
+
+    import tinyaot
 
     cm = tinyaot.compile(build(seed_models()["fc"]), name="rows")
     lib = host.build_shared_library(cm.c_sources.files, cm.name)

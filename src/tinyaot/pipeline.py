@@ -6,6 +6,7 @@ import os
 import re
 import warnings
 
+from tinyaot.diagnostics import raise_or_warn
 from tinyaot.errors import CalibrationError, ModelError
 from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
@@ -20,11 +21,9 @@ from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
 from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
-from tinyaot.diagnostics import raise_or_warn
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
-
 
 # C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
 # ("_instance_invoke", "_ERROR_ARENA_MISALIGNED" is a macro), so names stay short enough for any linker.

@@ -293,7 +293,7 @@ def _contract_comment(g: Graph, plan: MemoryPlan, macro: str, prefix: str) -> li
     if facts.input_overwritten:
         inp = [f" * - invoke() overwrites the input: after {prefix}_invoke() the input bytes hold intermediate",
                " *   values, so write a whole new input before every invoke (compile with preserve_input to",
-               f" *   keep it, at the arena cost the report shows)."]
+               " *   keep it, at the arena cost the report shows)."]
     else:
         how = "compiled with preserve_input" if plan.keep_input else "no other buffer uses its bytes"
         inp = [f" * - invoke() leaves the input as it was ({how}): a sliding window kept in the input",

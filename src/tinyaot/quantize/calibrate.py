@@ -8,8 +8,16 @@ import numpy as np
 from tinyaot.errors import CalibrationError, TinyAOTError
 from tinyaot.ir import Graph
 from tinyaot.quantize.float_eval import evaluate
-from tinyaot.quantize.observers import BINS, OBSERVERS, Calibration, Range, TensorStats, choose_range, \
-    find_outliers, histogram_edges
+from tinyaot.quantize.observers import (
+    BINS,
+    OBSERVERS,
+    Calibration,
+    Range,
+    TensorStats,
+    choose_range,
+    find_outliers,
+    histogram_edges,
+)
 
 PROGRESS_SAMPLES = 2048  # show a progress bar from this many calibration samples on
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from tinyaot.diagnostics import Finding
 from tinyaot.errors import CalibrationError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor
 from tinyaot.quantize.fixedpoint import quantize_multiplier
 from tinyaot.quantize.observers import Range
-from tinyaot.quantize.scheme import INT32_MAX, INT32_MIN, activation_qparams, quantize_bias, \
-    quantize_weights_per_channel
-from tinyaot.diagnostics import Finding
+from tinyaot.quantize.scheme import (
+    INT32_MAX,
+    INT32_MIN,
+    activation_qparams,
+    quantize_bias,
+    quantize_weights_per_channel,
+)
 
 SOFTMAX_QPARAMS = QParams.per_tensor(1.0 / 256.0, -128)
 WEIGHT_AXIS = {"fully_connected": 0, "conv2d": 0, "depthwise_conv2d": 3}

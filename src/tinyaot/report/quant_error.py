@@ -19,9 +19,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from tinyaot.errors import ModelError
-
 from tinyaot.diagnostics import Finding
+from tinyaot.errors import ModelError
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
 CRUSHED_STEPS = 16  # data spanning fewer of the 256 steps is crushed
@@ -181,10 +180,9 @@ def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
 
 def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantReport:
     """`samples`: float inputs in the compiled model's input layout (as for run_float)."""
+    from tinyaot.quantize.calibrate import as_real_array
     from tinyaot.quantize.float_eval import evaluate
     from tinyaot.ref.interpreter import prepare_all
-
-    from tinyaot.quantize.calibrate import as_real_array
 
     batch, _ = cm._as_batch(as_real_array(samples, "layer_errors samples", ModelError))
     batch = batch[:max_samples]
@@ -345,7 +343,6 @@ def compare_float_tflite(cm, float_model, x: np.ndarray) -> dict:
     """Output agreement of an int8 model with the float .tflite it was converted from, on the same inputs."""
     from tinyaot.frontend.tflite import from_tflite_float
     from tinyaot.quantize.float_eval import evaluate
-
     from tinyaot.ref.interpreter import prepare_all
 
     fg = from_tflite_float(float_model)
