@@ -5,10 +5,10 @@ import copy
 
 import numpy as np
 import pytest
-from conftest import needs_host
 from plan_graphs import GraphBuilder, chain_graph
 
 from tinyaot.errors import PlanError
+from tinyaot.ir import ops
 from tinyaot.plan import Buffer, MemoryPlan, Overlap, buffers_of, plan_graph, plan_memory, verify_plan
 from tinyaot.plan import overlap as overlap_mod
 from tinyaot.plan.overlap import OverlapRule, elementwise_rules, streaming_distance
@@ -121,6 +121,9 @@ def _reverse(x, p):
 
 @pytest.fixture()
 def test_ops(monkeypatch):
+    for name in ("t_add_one", "t_reverse"):  # test-only ops, registered like any op (ir/ops.py)
+        monkeypatch.setitem(ops.OPS, name, ops.OpSpec(name, ("x",), ops.NoAttrs, "test op", ops.INHERIT,
+                                                      overlap="elementwise"))
     monkeypatch.setitem(interp_mod.KERNELS, "t_add_one", (lambda node, g: None, _add_one))
     monkeypatch.setitem(interp_mod.KERNELS, "t_reverse", (lambda node, g: None, _reverse))
     monkeypatch.setitem(overlap_mod.OVERLAP_OPS, "t_add_one", elementwise_rules)
@@ -223,7 +226,6 @@ def test_pointwise_conv_too_close_gives_a_wrong_answer(monkeypatch):
     assert (Interpreter(g, plan).run(x) != Interpreter(g, disjoint).run(x)).any()
 
 
-@needs_host
 @pytest.mark.host
 def test_pointwise_conv_overlap_in_c_equals_reference(monkeypatch):
     from tinyaot.codegen import generate_c

@@ -92,15 +92,14 @@ def test_only_convs_read_by_the_add_alone_are_fused():
 
 
 def test_a_fused_node_without_its_attrs_is_refused():
+    """The registry validates attributes when the node is made, before any stage reads them."""
     from tinyaot.errors import ModelError
-    from tinyaot.ref import conv2d_add_s8
 
     g = fuse_residual_adds(from_tflite(shared_file(RESNET)))
     node = next(n for n in g.nodes if n.op == "conv2d_add")
-    bad = Node(node.op, node.name, node.inputs, node.outputs, {k: v for k, v in node.attrs.items()
-                                                              if k != "skip_input"})
-    with pytest.raises(ModelError, match="skip_input"):
-        conv2d_add_s8.prepare(bad, g)
+    for missing in ("skip_input", "conv_qparams"):
+        with pytest.raises(ModelError, match=missing):
+            Node(node.op, node.name, node.inputs, node.outputs, {k: v for k, v in node.attrs.items() if k != missing})
 
 
 @needs_host

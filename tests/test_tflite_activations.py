@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_host, needs_m33
 from tflite_builder import Model, Op, T, build, run_tflm
 
 import tinyaot
@@ -66,7 +65,8 @@ def test_random_qparams_match_tflm_on_all_256_inputs(code):
         want = run_tflm(model, ALL_INPUTS).reshape(-1)
         got = _reference(model, ALL_INPUTS.reshape(-1))
         bad = np.nonzero(got != want)[0]
-        assert bad.size == 0, f"{code} {case}: inputs {(bad - 128).tolist()[:8]} give {got[bad][:8]}, TFLM {want[bad][:8]}"
+        assert bad.size == 0, (f"{code} {case}: inputs {(bad - 128).tolist()[:8]} give {got[bad][:8]}, "
+                               f"TFLM {want[bad][:8]}")
 
 
 # (code, in_scale, in_zp, out_scale, out_zp) where TFLM's integer kernel is not the rounded real function.
@@ -96,7 +96,7 @@ def _host_cases():
     return cases + DIVERGENT
 
 
-@needs_host
+@pytest.mark.host
 @pytest.mark.parametrize("case", _host_cases(), ids=lambda c: f"{c[0]}-{c[1]:.3g}-{c[2]}")
 def test_host_c_equals_reference_and_tflm(case):
     code, *qp = case
@@ -110,7 +110,7 @@ def test_host_c_equals_reference_and_tflm(case):
     assert f"/* {FUNCTION[code]}: output for input q" in cm.c_sources.files[f"{cm.name}.c"]
 
 
-@needs_m33
+@pytest.mark.m33
 def test_cortex_m33_equals_reference():
     code, *qp = DIVERGENT[3]
     model = _model(code, *qp, shape=(1, 16, 16))
@@ -131,7 +131,7 @@ def test_relu_after_hard_swish_matches_tflm_and_a_fused_clamp_clips_the_table():
     assert (unclamped < qp[3]).any(), "the case must have negative outputs for the RELU to cut"
     np.testing.assert_array_equal(tinyaot.compile(model, name="hswish_relu").run(ALL_INPUTS.reshape(1, 256)), want)
     g = from_tflite(_model("HARD_SWISH", *qp))
-    g.nodes[0].attrs["clamp"] = (0.0, float("inf"))
+    g.nodes[0].set_attrs(clamp=(0.0, float("inf")))
     np.testing.assert_array_equal(lut_s8.lut_s8(ALL_INPUTS.reshape(-1), lut_s8.prepare(g.nodes[0], g)),
                                   want.reshape(-1))
 

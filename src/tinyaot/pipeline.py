@@ -10,6 +10,7 @@ from tinyaot.diagnostics import raise_or_warn
 from tinyaot.errors import CalibrationError, ModelError
 from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
+from tinyaot.ir.verify import verify_graph
 from tinyaot.model import CompiledModel
 from tinyaot.passes.fold_affine import fold_affine_chains
 from tinyaot.passes.fold_batch_norm import fold_batch_norm
@@ -105,10 +106,14 @@ def plan_with_contract(g: Graph, alignment: int, contract: Contract, progress=No
     """The plan under the caller's buffer contract, and the arena the same graph needs without it (the
     report says what the contract costs). The contract plan comes last: planning reorders g."""
     _say(progress, "planning memory")
+    verify_graph(g, "quantization", quantized=True)
     if not contract.any:
-        return plan(g, alignment), None
-    free = plan(g, alignment).arena_bytes
-    return plan(g, alignment, contract), free
+        memory, free = plan(g, alignment), None
+    else:
+        free = plan(g, alignment).arena_bytes
+        memory = plan(g, alignment, contract)
+    verify_graph(g, "planning", quantized=True)
+    return memory, free
 
 
 def _say(progress, message: str) -> None:
@@ -156,6 +161,7 @@ def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
         g = accept_nchw_input(g)
     elif input_layout.upper() != "NHWC":
         raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
+    verify_graph(g, "the float passes", quantized=False)
     return g
 
 

@@ -37,14 +37,14 @@ import math
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
-from tinyaot.ir import Graph, Node, QParams, Tensor
-from tinyaot.passes.fuse_activations import FUSABLE_PRODUCERS
+from tinyaot.ir import Graph, Node, QParams, Tensor, ops
+from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.quantize.lower import SOFTMAX_QPARAMS, WEIGHT_AXIS
 
-SAME_QPARAMS = {"max_pool2d", "avg_pool2d", "pad", "reshape", "transpose"}
-RESCALING = {"add", "mul", "concat", "mean", "lut", "relu", "quantize"}
-VIEWS = {"reshape", "transpose"}
-CLAMP_OPS = FUSABLE_PRODUCERS | {"mean", "lut", "relu"}
+SAME_QPARAMS = ops_where(qparams=ops.INHERIT, rescales=False)  # PT2E requantizes after them if it must
+RESCALING = frozenset(n for n in ops_where(rescales=True) if OPS[n].qparams != ops.WEIGHTED)
+MOVES_ONLY = ops_where(moves_only=True)  # a quantize after them holds for their input too
+CLAMP_OPS = frozenset(n for n, s in OPS.items() if s.has_clamp and s.qparams != ops.AFTER_LOWERING)
 INT32_MAX = 2**31 - 1
 
 
@@ -66,7 +66,7 @@ def _fuse_float_clamps(g: Graph, act_q: dict) -> Graph:
             continue
         if src in act_q or len(g.consumers(src)) != 1 or src in g.outputs:
             continue
-        producer.attrs["clamp"] = act.attrs["clamp"]
+        producer.set_attrs(clamp=act.attrs["clamp"])
         producer.outputs = list(act.outputs)
         g.nodes.remove(act)
     g.prune()
@@ -77,7 +77,7 @@ def _through_views(g: Graph, qinfo: dict) -> dict:
     """view(x) -> q equals q(x) -> view: a view's input with no quantize of its own takes its output's qparams."""
     for node in reversed(g.nodes):
         x, y = node.inputs[0], node.outputs[0]
-        if node.op in VIEWS and y in qinfo and x not in qinfo and len(g.consumers(x)) == 1 and x not in g.outputs:
+        if node.op in MOVES_ONLY and y in qinfo and x not in qinfo and len(g.consumers(x)) == 1 and x not in g.outputs:
             qinfo[x] = qinfo[y]
     return qinfo
 

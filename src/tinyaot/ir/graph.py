@@ -73,8 +73,20 @@ class Node:
     name: str
     inputs: list[str]
     outputs: list[str]
-    attrs: dict[str, Any] = field(default_factory=dict)
+    attrs: Any = field(default_factory=dict)  # given as a dict; held as the op's validated Attrs (ir/ops.py)
     source: str = ""
+
+    def __post_init__(self) -> None:
+        from tinyaot.ir.ops import AttrError, make_attrs
+
+        try:
+            self.attrs = make_attrs(self.op, self.attrs)
+        except AttrError as exc:
+            raise AttrError(f"layer '{self.name}'{f' at {self.source}' if self.source else ''}: {exc}") from None
+
+    def set_attrs(self, **changes) -> None:
+        """Change attributes (validated again); a pass's way to fold a clamp into a producer."""
+        self.attrs = self.attrs.replace(**changes)
 
 
 @dataclass

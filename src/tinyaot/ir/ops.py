@@ -1,4 +1,10 @@
-"""The op vocabulary of the IR: every op's name, inputs and attributes, in one place.
+"""The op registry: every op's name, operands, typed attributes and traits, in one executable place.
+
+Each stage reads what it needs from here rather than keeping its own list of op names: the quantizer asks how an
+op's output qparams are chosen, the fusion pass which ops take a clamp, the planner which ops are views or may
+run in place, the reference interpreter and the code generator which kernel an op runs. Adding an op is one
+OpSpec here (its attrs dataclass and traits), a converter per front end, a reference kernel (ref/<kernel>.py:
+prepare + <kernel>), its C kernel and emitter; docs/ARCHITECTURE.md walks through it.
 
 Conventions shared by all front ends (PyTorch, TFLite, PT2E) and all backends:
 - Activations are NHWC (4-D) or [batch, features] (2-D). A PyTorch NCHW model is converted to NHWC
@@ -14,53 +20,326 @@ Conventions shared by all front ends (PyTorch, TFLite, PT2E) and all backends:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from tinyaot.errors import ModelError
+
+RELU = (0.0, float("inf"))
+RELU6 = (0.0, 6.0)
+
+
+# --- attributes ---------------------------------------------------------------------------------------------
+
+
+class AttrError(ModelError):
+    """An op was given attributes its spec does not allow (a front end's bug, or a malformed model file)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Attrs(Mapping):
+    """Typed, validated, immutable attributes. Read like a dict of the attributes that are set (None = unset),
+    so `attrs.get("clamp")` and `attrs["stride"]` work in every stage; change one with `replace`."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list):  # front ends build lists; the IR keeps tuples (hashable, frozen)
+                object.__setattr__(self, f.name, tuple(value))
+        self.validate()
+
+    def validate(self) -> None:
+        """Per-op checks; raise AttrError saying which attribute is wrong and why."""
+        clamp = getattr(self, "clamp", None)
+        if clamp is not None:
+            _check_clamp("clamp", clamp)
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, None) if key in self._names() else None
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self):
+        return (n for n in self._names() if getattr(self, n) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __eq__(self, other) -> bool:  # equal to another Attrs or a dict holding the same set attributes
+        return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted((k, repr(v)) for k, v in self.items()))))
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def replace(self, **changes) -> Attrs:
+        return dataclasses.replace(self, **changes)
+
+
+def _check_clamp(name: str, clamp) -> None:
+    if len(clamp) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) for v in clamp) \
+            or clamp[0] > clamp[1]:
+        raise AttrError(f"{name} must be (lo, hi) in real units with lo <= hi, got {clamp!r}")
+
+
+def _ints(name: str, value, n: int, minimum: int) -> None:
+    if len(value) != n or any(isinstance(v, bool) or int(v) != v or v < minimum for v in value):
+        raise AttrError(f"{name} must be {n} integers >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class NoAttrs(Attrs):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class ClampAttrs(Attrs):
+    clamp: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ConvAttrs(Attrs):
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    clamp: tuple[float, float] | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        _ints("stride", self.stride, 2, 1)
+        _ints("padding", self.padding, 4, 0)
+        _ints("dilation", self.dilation, 2, 1)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseAttrs(ConvAttrs):
+    depth_multiplier: int = 1
+
+    def validate(self) -> None:
+        super().validate()
+        _ints("depth_multiplier", (self.depth_multiplier,), 1, 1)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvAddAttrs(ConvAttrs):
+    """conv2d then add(skip, conv) in one kernel; the conv's own rounding travels with it."""
+
+    conv: str | None = None  # the conv2d node the fusion came from
+    conv_qparams: Any = None  # QParams the conv rounds to before the add
+    conv_clamp: tuple[float, float] | None = None
+    skip_input: int | None = None  # the skip's operand slot in the original add: 1 or 2
+
+    def validate(self) -> None:
+        super().validate()
+        if self.conv_clamp is not None:
+            _check_clamp("conv_clamp", self.conv_clamp)
+        if self.skip_input not in (1, 2):
+            raise AttrError(f"skip_input must be 1 or 2 (the skip's operand slot), got {self.skip_input!r}")
+        if self.conv_qparams is None:
+            raise AttrError("conv_qparams (the qparams the conv rounds to before the add) is required")
+
+
+@dataclass(frozen=True, eq=False)
+class MaxPoolAttrs(Attrs):
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    clamp: tuple[float, float] | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        _ints("kernel", self.kernel, 2, 1)
+        _ints("stride", self.stride, 2, 1)
+        _ints("padding", self.padding, 4, 0)
+
+
+@dataclass(frozen=True, eq=False)
+class AvgPoolAttrs(MaxPoolAttrs):
+    count_include_pad: bool | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class MeanAttrs(Attrs):
+    axes: tuple[int, ...] = ()
+    keepdims: bool | None = None
+    clamp: tuple[float, float] | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.axes:
+            raise AttrError("mean needs the axes it averages over")
+
+
+@dataclass(frozen=True, eq=False)
+class ConcatAttrs(Attrs):
+    axis: int = -1
+
+
+@dataclass(frozen=True, eq=False)
+class PadAttrs(Attrs):
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+    def validate(self) -> None:
+        _ints("padding", self.padding, 4, 0)
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxAttrs(Attrs):
+    beta: float | None = None
+
+    def validate(self) -> None:
+        if self.beta is not None and not (math.isfinite(self.beta) and self.beta > 0):
+            raise AttrError(f"softmax beta must be a positive finite number, got {self.beta!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class LutAttrs(Attrs):
+    function: str = ""
+    clamp: tuple[float, float] | None = None
+    scale_by: float | None = None  # function "affine": y = x * scale_by + offset
+    offset: float | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.function:
+            raise AttrError("lut needs the function its table holds")
+
+
+@dataclass(frozen=True, eq=False)
+class ReluAttrs(Attrs):
+    clamp: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class TransposeAttrs(Attrs):
+    perm: tuple[int, ...] = ()
+
+    def validate(self) -> None:
+        if sorted(self.perm) != list(range(len(self.perm))):
+            raise AttrError(f"perm must be a permutation of 0..n-1, got {self.perm!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class BatchNormAttrs(Attrs):
+    eps: float | None = None
+
+
+# --- traits -------------------------------------------------------------------------------------------------
+
+# How lowering chooses an op's output qparams.
+WEIGHTED = "weighted"  # from calibration; int8 weights per output channel along `weight_axis`, int32 bias
+OWN = "own"  # from calibration
+INHERIT = "inherit"  # the input's (the int8 values mean the same reals)
+SOFTMAX = "softmax"  # fixed: scale 1/256, zero point -128 (TFLite's)
+AFTER_LOWERING = "after lowering"  # made by a pass on the int8 graph, never lowered
+FLOAT_ONLY = "float only"  # folded away before lowering
 
 
 @dataclass(frozen=True)
 class OpSpec:
-    inputs: tuple[str, ...]
-    attrs: tuple[str, ...]
+    name: str
+    operands: tuple[str, ...]  # documentation of the inputs, in order ("..." = any number more)
+    attrs: type[Attrs]
     doc: str
+    qparams: str  # one of the constants above
+    rescales: bool = False  # the int8 kernel accepts output qparams other than its input's
+    weight_axis: int | None = None  # output-channel axis of the weight (operand 1)
+    fuses_clamp: bool = False  # a following relu / clamp folds into this op's kernel
+    view: bool = False  # no kernel: the output is another name for the input's bytes
+    moves_only: bool = False  # output values are input values rearranged (qparams pass through)
+    ring: bool = False  # has an in-place ring kernel variant (plan/inplace.py)
+    overlap: str | None = None  # in-place rule family (plan/overlap.py): elementwise | window | residual
+    macs: str | None = None  # work measure (report/macs.py): dense | conv | depthwise
+    ref: str | None = None  # reference kernel module ref/<ref>.py (prepare + <ref>); None for views
+
+    @property
+    def has_clamp(self) -> bool:
+        return "clamp" in self.attrs._names()
 
 
-OPS: dict[str, OpSpec] = {
-    "fully_connected": OpSpec(("x", "weight[out, in]", "bias[out]"), ("clamp",),
-                              "y = x @ weight.T + bias over the last axis"),
-    "conv2d": OpSpec(("x NHWC", "weight[out, kh, kw, in]", "bias[out]"),
-                     ("stride", "padding", "dilation", "clamp"), "2-D convolution, groups = 1"),
-    "depthwise_conv2d": OpSpec(("x NHWC", "weight[1, kh, kw, in * multiplier]", "bias[in * multiplier]"),
-                               ("stride", "padding", "dilation", "depth_multiplier", "clamp"),
-                               "depthwise convolution (groups = in_channels)"),
-    "max_pool2d": OpSpec(("x NHWC",), ("kernel", "stride", "padding", "clamp"),
-                         "max pooling; padding never wins; output keeps the input's qparams"),
-    "avg_pool2d": OpSpec(("x NHWC",), ("kernel", "stride", "padding", "count_include_pad", "clamp"),
-                         "average pooling"),
-    "mean": OpSpec(("x",), ("axes", "keepdims", "clamp"),
-                   "mean over a run of consecutive axes ((1, 2) of NHWC: global average pooling); clamp optional"),
-    "add": OpSpec(("a", "b"), ("clamp",), "elementwise add with rescaling (broadcast not needed)"),
-    "conv2d_add": OpSpec(("x NHWC", "weight[out, kh, kw, in]", "bias[out]", "skip (the output's shape)"),
-                         ("stride", "padding", "dilation", "conv", "conv_qparams", "conv_clamp", "clamp",
-                          "skip_input"),
-                         "add(skip, conv2d(x)) fused (passes/fuse_residual.py): the conv rounds to conv_qparams "
-                         "and conv_clamp, then int8 add with clamp; skip_input 1|2 is the skip's operand slot"),
-    "mul": OpSpec(("a", "b"), ("clamp",),
-                  "elementwise multiply with rescaling; NumPy broadcasting up to 4-D; one operand may be constant"),
-    "concat": OpSpec(("x0", "x1", "..."), ("axis",),
-                     "concatenation along any axis; inputs with other qparams are requantized"),
-    "pad": OpSpec(("x NHWC",), ("padding",),
-                  "zero padding (pads with the zero point), padding (top, bottom, left, right) >= 0"),
-    "softmax": OpSpec(("x",), ("beta",), "softmax over the last axis; int8 output scale 1/256, zp -128"),
-    "lut": OpSpec(("x",), ("function", "clamp"),
-                  "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, hardswish, "
-                  "hardsigmoid, silu, gelu (erf form), gelu_tanh (the real function, rounded), or tflm_logistic, "
-                  "tflm_tanh, tflm_hard_swish (TFLite Micro's integer kernels, bit-exact); clamp optional"),
-    "relu": OpSpec(("x",), ("clamp",),
-                   "standalone clamp when it cannot fuse into a producer; clamp required; rescales if qparams differ"),
-    "reshape": OpSpec(("x",), (), "a view: same bytes, new shape"),
-    "transpose": OpSpec(("x",), ("perm",), "moves bytes (2-D to 4-D); only where a view cannot do"),
-    "quantize": OpSpec(("x",), (), "requantize int8 -> int8 with other qparams"),
-}
+def _spec(name, operands, attrs, doc, qparams, **traits) -> OpSpec:
+    return OpSpec(name, operands, attrs, doc, qparams, **traits)
 
-RELU = (0.0, float("inf"))
-RELU6 = (0.0, 6.0)
+
+_SPECS = (
+    _spec("fully_connected", ("x", "weight[out, in]", "bias[out]"), ClampAttrs,
+          "y = x @ weight.T + bias over the last axis", WEIGHTED, weight_axis=0, fuses_clamp=True, macs="dense",
+          ref="fully_connected_s8"),
+    _spec("conv2d", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]"), ConvAttrs, "2-D convolution, groups = 1",
+          WEIGHTED, weight_axis=0, fuses_clamp=True, ring=True, overlap="window", macs="conv", ref="conv2d_s8"),
+    _spec("depthwise_conv2d", ("x NHWC", "weight[1, kh, kw, in * multiplier]", "bias[in * multiplier]"),
+          DepthwiseAttrs, "depthwise convolution (groups = in_channels)", WEIGHTED, weight_axis=3,
+          fuses_clamp=True, ring=True, overlap="window", macs="depthwise", ref="depthwise_conv2d_s8"),
+    _spec("max_pool2d", ("x NHWC",), MaxPoolAttrs, "max pooling; padding never wins; output keeps the input's "
+          "qparams", INHERIT, fuses_clamp=True, overlap="window", ref="max_pool2d_s8"),
+    _spec("avg_pool2d", ("x NHWC",), AvgPoolAttrs, "average pooling", INHERIT, fuses_clamp=True,
+          overlap="window", ref="avg_pool2d_s8"),
+    _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
+          "pooling); clamp optional", OWN, rescales=True, ref="mean_s8"),
+    _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (broadcast not needed)", OWN,
+          rescales=True, fuses_clamp=True, overlap="elementwise", ref="add_s8"),
+    _spec("conv2d_add", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]", "skip (the output's shape)"),
+          ConvAddAttrs, "add(skip, conv2d(x)) fused (passes/fuse_residual.py): the conv rounds to conv_qparams "
+          "and conv_clamp, then int8 add with clamp; skip_input 1|2 is the skip's operand slot", AFTER_LOWERING,
+          overlap="residual", macs="conv", ref="conv2d_add_s8"),
+    _spec("mul", ("a", "b"), ClampAttrs, "elementwise multiply with rescaling; NumPy broadcasting up to 4-D; one "
+          "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8"),
+    _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
+          "are requantized", OWN, rescales=True, ref="concat_s8"),
+    _spec("pad", ("x NHWC",), PadAttrs, "zero padding (pads with the zero point), padding (top, bottom, left, "
+          "right) >= 0", INHERIT, ref="pad_s8"),
+    _spec("softmax", ("x",), SoftmaxAttrs, "softmax over the last axis; int8 output scale 1/256, zp -128",
+          SOFTMAX, ref="softmax_s8"),
+    _spec("lut", ("x",), LutAttrs, "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, "
+          "hardswish, hardsigmoid, silu, gelu (erf form), gelu_tanh (the real function, rounded), affine "
+          "(x * scale_by + offset), or tflm_logistic, tflm_tanh, tflm_hard_swish (TFLite Micro's integer kernels, "
+          "bit-exact); clamp optional", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="lut_s8"),
+    _spec("relu", ("x",), ReluAttrs, "standalone clamp when it cannot fuse into a producer; clamp required; "
+          "rescales if qparams differ", INHERIT, rescales=True, overlap="elementwise", ref="relu_s8"),
+    _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
+    _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
+          moves_only=True, ref="transpose_s8"),
+    _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams", OWN, rescales=True,
+          overlap="elementwise", ref="requantize_s8"),
+    _spec("uint8_to_int8", ("x uint8",), NoAttrs, "uint8 input -> int8 (q - 128), in place "
+          "(passes/uint8_input.py)", AFTER_LOWERING, overlap="elementwise", ref="uint8_to_int8"),
+    _spec("batch_norm", ("x", "scale", "shift"), BatchNormAttrs, "y = x * scale + shift per channel; folded "
+          "into the producing conv or linear (passes/fold_batch_norm.py)", FLOAT_ONLY),
+)
+
+OPS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
+
+
+def spec(op: str) -> OpSpec:
+    try:
+        return OPS[op]
+    except KeyError:
+        raise ModelError(f"unknown IR op {op!r}; the IR has: {', '.join(sorted(OPS))}") from None
+
+
+def ops_where(**traits) -> frozenset[str]:
+    """The ops whose traits all equal the given values, e.g. ops_where(view=True)."""
+    return frozenset(s.name for s in _SPECS if all(getattr(s, k) == v for k, v in traits.items()))
+
+
+def make_attrs(op: str, attrs) -> Attrs:
+    """Validate `attrs` (a dict, or Attrs of this op) against the op's spec."""
+    cls = spec(op).attrs
+    if isinstance(attrs, cls):
+        return attrs
+    given = dict(attrs or {})
+    unknown = sorted(set(given) - set(cls._names()))
+    if unknown:
+        raise AttrError(f"op {op!r} has no attribute(s) {', '.join(unknown)}; it takes: "
+                        f"{', '.join(cls._names()) or 'none'}")
+    try:
+        return cls(**given)
+    except (TypeError, ValueError) as exc:
+        raise AttrError(f"op {op!r}: bad attributes {given!r}: {exc}") from None

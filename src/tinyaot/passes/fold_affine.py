@@ -20,7 +20,7 @@ def fold_affine_chains(g: Graph) -> Graph:
                 continue
             a1, b1 = first.attrs["scale_by"], first.attrs["offset"]
             a2, b2 = second.attrs["scale_by"], second.attrs["offset"]
-            second.attrs.update(scale_by=a1 * a2, offset=b1 * a2 + b2)  # a2 * (a1 x + b1) + b2
+            second.set_attrs(scale_by=a1 * a2, offset=b1 * a2 + b2)  # a2 * (a1 x + b1) + b2
             second.inputs = [first.inputs[0]]
             g.nodes.remove(first)
             changed = True

@@ -5,20 +5,20 @@ A standalone activation is a `relu` node with a `clamp` attribute (see ir/ops.py
 from __future__ import annotations
 
 from tinyaot.ir import Graph
+from tinyaot.ir.ops import ops_where
 
-FUSABLE_PRODUCERS = {"fully_connected", "conv2d", "depthwise_conv2d", "add", "mul", "max_pool2d", "avg_pool2d", "lut"}
-FUSABLE_ACTIVATIONS = {"relu"}
+FUSABLE_PRODUCERS = ops_where(fuses_clamp=True)
 
 
 def fuse_activations(g: Graph) -> Graph:
-    for act in [n for n in g.nodes if n.op in FUSABLE_ACTIVATIONS]:
+    for act in [n for n in g.nodes if n.op == "relu"]:
         src = act.inputs[0]
         producer = g.producer(src)
         if producer is None or producer.op not in FUSABLE_PRODUCERS:
             continue
         if producer.attrs.get("clamp") or len(g.consumers(src)) != 1 or src in g.outputs:
             continue
-        producer.attrs["clamp"] = act.attrs["clamp"]
+        producer.set_attrs(clamp=act.attrs["clamp"])
         _rename_uses(g, act.outputs[0], src)
         g.nodes.remove(act)
     g.prune()

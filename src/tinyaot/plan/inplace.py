@@ -22,12 +22,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tinyaot.ir import Graph
+from tinyaot.ir.ops import ops_where
 from tinyaot.plan.lifetimes import Buffer
 from tinyaot.plan.overlap import Overlap, window_need
 from tinyaot.plan.planner import MemoryPlan, plan_memory
 from tinyaot.plan.verify import verify_plan
 
-RING_OPS = frozenset({"conv2d", "depthwise_conv2d"})
+RING_OPS = ops_where(ring=True)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tinyaot.ir import Graph
+from tinyaot.ir.ops import ops_where
 
-VIEW_OPS = frozenset({"reshape"})
+VIEW_OPS = ops_where(view=True)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import OPS
 
 
 @dataclass(frozen=True)
@@ -140,19 +141,14 @@ def residual_rules(node: Node, g: Graph) -> list[OverlapRule]:
     return rules
 
 
-# op -> rule function. Other ops opt in with one line here (and the emulation comes for free).
+# rule family (the registry's `overlap` trait) -> rule function; an op opts in with its trait in ir/ops.py.
+RULE_FAMILIES: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
+    "elementwise": elementwise_rules,
+    "window": window_rules,
+    "residual": residual_rules,
+}
 OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
-    "relu": elementwise_rules,
-    "add": elementwise_rules,
-    "mul": elementwise_rules,
-    "lut": elementwise_rules,
-    "quantize": elementwise_rules,
-    "uint8_to_int8": elementwise_rules,
-    "conv2d": window_rules,
-    "depthwise_conv2d": window_rules,
-    "conv2d_add": residual_rules,
-    "max_pool2d": window_rules,
-    "avg_pool2d": window_rules,
+    name: RULE_FAMILIES[s.overlap] for name, s in OPS.items() if s.overlap is not None
 }
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import CalibrationError, UnsupportedOpError
-from tinyaot.ir import Graph, Node, QParams, Tensor
+from tinyaot.ir import Graph, Node, QParams, Tensor, ops
+from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.quantize.fixedpoint import quantize_multiplier
 from tinyaot.quantize.observers import Range
 from tinyaot.quantize.scheme import (
@@ -22,9 +23,10 @@ from tinyaot.quantize.scheme import (
 )
 
 SOFTMAX_QPARAMS = QParams.per_tensor(1.0 / 256.0, -128)
-WEIGHT_AXIS = {"fully_connected": 0, "conv2d": 0, "depthwise_conv2d": 3}
-INHERIT = {"reshape", "max_pool2d", "avg_pool2d", "pad", "transpose", "relu"}
-OWN = {"add", "mul", "mean", "concat", "lut"}
+WEIGHT_AXIS = {name: s.weight_axis for name, s in OPS.items() if s.qparams == ops.WEIGHTED}
+INHERIT = ops_where(qparams=ops.INHERIT)
+OWN = ops_where(qparams=ops.OWN)
+SOFTMAX = ops_where(qparams=ops.SOFTMAX)
 
 
 def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Finding]]:
@@ -43,12 +45,12 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Findi
             qp = q.tensor(node.inputs[0]).qparams
         elif node.op in OWN:
             qp = _qparams_for(ranges, out.name)
-        elif node.op == "softmax":
+        elif node.op in SOFTMAX:
             qp = SOFTMAX_QPARAMS
         else:
             raise UnsupportedOpError(
                 f"op '{node.op}' in layer '{node.name}' ({node.source or 'no source location'}) has no int8 "
-                f"lowering; int8 ops available: {', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | {'softmax'}))}"
+                f"lowering; int8 ops available: {', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX))}"
             )
         _add_activation(q, out, qp)
         q.nodes.append(Node(node.op, node.name, list(node.inputs), list(node.outputs), dict(node.attrs), node.source))

@@ -5,54 +5,30 @@ mistake (two live tensors sharing bytes) changes the answer here too.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
 import numpy as np
 
 from tinyaot.ir import Graph, Node
 from tinyaot.plan import MemoryPlan
-from tinyaot.ref import (
-    add_s8,
-    avg_pool2d_s8,
-    concat_s8,
-    conv2d_add_s8,
-    conv2d_s8,
-    depthwise_conv2d_s8,
-    lut_s8,
-    max_pool2d_s8,
-    mean_s8,
-    mul_s8,
-    pad_s8,
-    relu_s8,
-    requantize_s8,
-    softmax_s8,
-    transpose_s8,
-    uint8_to_int8,
-)
-from tinyaot.ref import fully_connected_s8 as fc
+from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.ref.inplace import run_ring
 
+
+def _kernels() -> dict[str, tuple[Callable, Callable]]:
+    """op -> (prepare, kernel) from the registry: module ref/<ref>.py with prepare() and <ref>()."""
+    out = {}
+    for name, spec in OPS.items():
+        if spec.ref is not None:
+            module = importlib.import_module(f"tinyaot.ref.{spec.ref}")
+            out[name] = (module.prepare, getattr(module, spec.ref))
+    return out
+
+
 # op -> (prepare, kernel); view ops need neither: their bytes are already in place.
-KERNELS: dict[str, tuple[Callable, Callable]] = {
-    "fully_connected": (fc.prepare, fc.fully_connected_s8),
-    "max_pool2d": (max_pool2d_s8.prepare, max_pool2d_s8.max_pool2d_s8),
-    "mean": (mean_s8.prepare, mean_s8.mean_s8),
-    "concat": (concat_s8.prepare, concat_s8.concat_s8),
-    "pad": (pad_s8.prepare, pad_s8.pad_s8),
-    "mul": (mul_s8.prepare, mul_s8.mul_s8),
-    "lut": (lut_s8.prepare, lut_s8.lut_s8),
-    "relu": (relu_s8.prepare, relu_s8.relu_s8),
-    "transpose": (transpose_s8.prepare, transpose_s8.transpose_s8),
-    "quantize": (requantize_s8.prepare, requantize_s8.requantize_s8),
-    "conv2d": (conv2d_s8.prepare, conv2d_s8.conv2d_s8),
-    "depthwise_conv2d": (depthwise_conv2d_s8.prepare, depthwise_conv2d_s8.depthwise_conv2d_s8),
-    "avg_pool2d": (avg_pool2d_s8.prepare, avg_pool2d_s8.avg_pool2d_s8),
-    "add": (add_s8.prepare, add_s8.add_s8),
-    "conv2d_add": (conv2d_add_s8.prepare, conv2d_add_s8.conv2d_add_s8),
-    "softmax": (softmax_s8.prepare, softmax_s8.softmax_s8),
-    "uint8_to_int8": (uint8_to_int8.prepare, uint8_to_int8.uint8_to_int8),
-}
-VIEW_OPS = {"reshape"}
+KERNELS: dict[str, tuple[Callable, Callable]] = _kernels()
+VIEW_OPS = ops_where(view=True)
 
 
 def prepare_all(g: Graph) -> dict:

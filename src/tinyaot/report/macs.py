@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import OPS
 
 
 def node_macs(node: Node, g: Graph) -> int:
     """MACs of conv, depthwise and fully connected layers (weights x output positions); 0 for other ops."""
-    if node.op not in ("conv2d", "conv2d_add", "depthwise_conv2d", "fully_connected") or len(node.inputs) < 2:
+    kind = OPS[node.op].macs if node.op in OPS else None
+    if kind is None or len(node.inputs) < 2:
         return 0
     w, y = g.tensor(node.inputs[1]), g.tensor(node.outputs[0])
-    if node.op == "fully_connected":
+    if kind == "dense":
         return y.size * w.shape[1]
     _, kh, kw, w_in = w.shape
-    per_output = kh * kw * (1 if node.op == "depthwise_conv2d" else w_in)
+    per_output = kh * kw * (1 if kind == "depthwise" else w_in)
     return y.size * per_output
 
 

@@ -1,0 +1,188 @@
+"""The op registry is the contract: every op has its attrs spec, traits, reference kernel, C kernel and emitter,
+and a one-op graph of it gives the same bytes in the reference and in host C."""
+from __future__ import annotations
+
+import importlib
+from importlib import resources
+
+import numpy as np
+import pytest
+from kernel_suite import Case, act, mismatches, one_op_graph, run_host
+
+from tinyaot.errors import ModelError
+from tinyaot.ir import Node, QParams, Tensor, ops
+from tinyaot.ir.ops import OPS, ops_where
+from tinyaot.ir.verify import IRError, verify_graph
+
+RNG = np.random.default_rng(7)
+KERNEL_OPS = sorted(n for n, s in OPS.items() if s.ref is not None)
+
+
+def _weights(name, shape, axis):
+    scales = tuple(float(np.float32(s)) for s in RNG.uniform(0.002, 0.01, size=shape[axis]))
+    data = RNG.integers(-127, 128, size=shape).astype(np.int8)
+    return Tensor(name, shape, "int8", data=data, qparams=QParams(scales, (0,) * len(scales), axis))
+
+
+def _bias(n, x_scale, w):
+    scales = tuple(x_scale * s for s in w.qparams.scale)
+    return Tensor("b", (n,), "int32", data=RNG.integers(-2000, 2000, size=n).astype(np.int32),
+                  qparams=QParams(scales, (0,) * n, 0))
+
+
+def _conv(op):
+    x = act("x", (1, 5, 5, 3), 0.05, -3)
+    w = _weights("w", (4, 3, 3, 3) if op == "conv2d" else (1, 3, 3, 3), 0 if op == "conv2d" else 3)
+    c = w.shape[0] if op == "conv2d" else 3
+    attrs = {"stride": (1, 1), "padding": (1, 1, 1, 1), "dilation": (1, 1), "clamp": (0.0, float("inf"))}
+    if op == "depthwise_conv2d":
+        attrs["depth_multiplier"] = 1
+    return one_op_graph(op, [x, w, _bias(c, 0.05, w)], act("y", (1, 5, 5, c), 0.04, -20), attrs)
+
+
+def _conv_add():
+    from tinyaot.passes.fuse_residual import fuse_residual_adds
+
+    g = _conv("conv2d")
+    g.tensors["y"] = act("y", (1, 5, 5, 4), 0.04, -20)
+    s = act("s", (1, 5, 5, 4), 0.03, 5)
+    g.add_tensor(s)
+    g.add_tensor(act("z", (1, 5, 5, 4), 0.06, -1))
+    g.inputs.append("s")
+    g.nodes.append(Node("add", "add_0", ["s", "y"], ["z"], {}))
+    g.outputs = ["z"]
+    fused = fuse_residual_adds(g)
+    assert fused is not None and [n.op for n in fused.nodes] == ["conv2d_add"]
+    return fused
+
+
+def _fc():
+    x = act("x", (1, 8), 0.05, 4)
+    w = _weights("w", (4, 8), 0)
+    return one_op_graph("fully_connected", [x, w, _bias(4, 0.05, w)], act("y", (1, 4), 0.1, 3), {})
+
+
+def _unary(op, shape, out, attrs, in_qp=(0.05, -3)):
+    return one_op_graph(op, [act("x", shape, *in_qp)], out, attrs)
+
+
+CASES = {
+    "fully_connected": _fc,
+    "conv2d": lambda: _conv("conv2d"),
+    "depthwise_conv2d": lambda: _conv("depthwise_conv2d"),
+    "conv2d_add": _conv_add,
+    "max_pool2d": lambda: _unary("max_pool2d", (1, 4, 4, 3), act("y", (1, 2, 2, 3), 0.05, -3),
+                                 {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0)}),
+    "avg_pool2d": lambda: _unary("avg_pool2d", (1, 4, 4, 3), act("y", (1, 2, 2, 3), 0.05, -3),
+                                 {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0)}),
+    "mean": lambda: _unary("mean", (1, 4, 4, 3), act("y", (1, 1, 1, 3), 0.02, 1), {"axes": (1, 2),
+                                                                                   "keepdims": True}),
+    "add": lambda: one_op_graph("add", [act("a", (1, 4, 3), 0.05, -3), act("b", (1, 4, 3), 0.02, 7)],
+                                act("y", (1, 4, 3), 0.06, 0), {}),
+    "mul": lambda: one_op_graph("mul", [act("a", (1, 4, 3), 0.05, -3), act("b", (1, 4, 3), 0.02, 7)],
+                                act("y", (1, 4, 3), 0.01, 2), {}),
+    "concat": lambda: one_op_graph("concat", [act("a", (1, 2, 2, 3), 0.05, -3), act("b", (1, 2, 2, 2), 0.02, 7)],
+                                   act("y", (1, 2, 2, 5), 0.05, -3), {"axis": 3}),
+    "pad": lambda: _unary("pad", (1, 3, 3, 2), act("y", (1, 5, 5, 2), 0.05, -3), {"padding": (1, 1, 1, 1)}),
+    "softmax": lambda: _unary("softmax", (1, 10), act("y", (1, 10), 1 / 256, -128), {"beta": 1.0}),
+    "lut": lambda: _unary("lut", (1, 16), act("y", (1, 16), 1 / 256, -128), {"function": "sigmoid"}),
+    "relu": lambda: _unary("relu", (1, 16), act("y", (1, 16), 0.05, -3), {"clamp": (0.0, float("inf"))}),
+    "transpose": lambda: _unary("transpose", (1, 2, 3, 4), act("y", (1, 4, 2, 3), 0.05, -3), {"perm": (0, 3, 1, 2)}),
+    "quantize": lambda: _unary("quantize", (1, 16), act("y", (1, 16), 0.03, 11), {}),
+    "uint8_to_int8": lambda: one_op_graph(
+        "uint8_to_int8", [Tensor("x", (1, 16), "uint8", qparams=QParams.per_tensor(float(np.float32(0.05)), 125))],
+        act("y", (1, 16), 0.05, -3), {}),
+}
+
+
+def test_every_kernel_op_has_a_case_here():
+    assert sorted(CASES) == KERNEL_OPS  # a new op gets its one-op graph here
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_every_op_has_its_spec_and_traits(op):
+    s = OPS[op]
+    assert issubclass(s.attrs, ops.Attrs) and s.doc and s.operands
+    assert s.qparams in (ops.WEIGHTED, ops.OWN, ops.INHERIT, ops.SOFTMAX, ops.AFTER_LOWERING, ops.FLOAT_ONLY)
+    assert (s.weight_axis is not None) == (s.qparams == ops.WEIGHTED)
+    assert s.overlap in (None, "elementwise", "window", "residual") and s.macs in (None, "dense", "conv", "depthwise")
+    if s.view:
+        assert s.ref is None and s.overlap is None
+    elif s.qparams != ops.FLOAT_ONLY:
+        assert s.ref is not None, f"{op} has no reference kernel"
+
+
+@pytest.mark.parametrize("op", KERNEL_OPS)
+def test_every_kernel_op_has_a_reference_a_c_kernel_and_an_emitter(op):
+    from tinyaot.codegen.ops import EMITTERS
+
+    module = importlib.import_module(f"tinyaot.ref.{OPS[op].ref}")
+    assert callable(module.prepare) and callable(getattr(module, OPS[op].ref))
+    assert op in EMITTERS, f"{op} has no emitter in codegen"
+    g = CASES[op]()
+    emitted = EMITTERS[op](g.nodes[0], g, "m", {t: "0" for t in g.tensors})
+    kernels = resources.files("tinyaot").joinpath("c", "kernels")
+    assert kernels.joinpath(emitted.kernel_file).is_file(), emitted.kernel_file
+
+
+@pytest.mark.host
+def test_every_kernel_op_one_op_graph_reference_equals_host_c():
+    """int8-input cases in one C build (kernel_suite); the uint8 one through its own compiled model."""
+    from tinyaot.model import CompiledModel
+    from tinyaot.pipeline import plan
+
+    cases, others = [], []
+    for op in KERNEL_OPS:
+        g = CASES[op]()
+        verify_graph(g, "the test's construction", quantized=True)
+        samples = [RNG.integers(0 if g.tensor(n).dtype == "uint8" else -128, 256 if g.tensor(n).dtype == "uint8"
+                                else 128, size=(4, *g.tensor(n).shape)).astype(g.tensor(n).dtype) for n in g.inputs]
+        if all(g.tensor(n).dtype == "int8" for n in g.inputs):
+            cases.append(Case(f"case_{op}", g, samples))  # not the op name: uint8_to_int8.c is a kernel file
+        else:
+            others.append((op, g, samples[0]))
+    assert mismatches(cases, run_host(cases)) == []
+    for op, g, x in others:
+        memory = plan(g)
+        cm = CompiledModel(f"case_{op}", None, g, memory, memory)
+        np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x, engine="reference"), err_msg=op)
+
+
+def test_attributes_are_validated_when_the_node_is_made():
+    with pytest.raises(ModelError, match="stride must be 2 integers >= 1"):
+        Node("conv2d", "c", ["x", "w", "b"], ["y"], {"stride": (0, 1)})
+    with pytest.raises(ModelError, match="has no attribute"):
+        Node("relu", "r", ["x"], ["y"], {"clmap": (0.0, 6.0)})
+    with pytest.raises(ModelError, match="unknown IR op"):
+        Node("sort", "s", ["x"], ["y"], {})
+    n = Node("conv2d", "c", ["x", "w", "b"], ["y"], {"stride": [2, 2]})
+    assert n.attrs["stride"] == (2, 2) and n.attrs.get("clamp") is None and "clamp" not in n.attrs
+    n.set_attrs(clamp=(0.0, 6.0))
+    assert n.attrs == {"stride": (2, 2), "padding": (0, 0, 0, 0), "dilation": (1, 1), "clamp": (0.0, 6.0)}
+    with pytest.raises(ModelError, match="lo <= hi"):
+        n.set_attrs(clamp=(6.0, 0.0))
+
+
+def test_the_ir_verifier_names_the_stage_and_the_broken_rule():
+    g = CASES["max_pool2d"]()
+    g.tensors["y"] = act("y", (1, 2, 2, 3), 0.5, 0)  # a pool must keep its input's qparams
+    with pytest.raises(IRError, match="(?s)after lowering.*must keep its input's qparams"):
+        verify_graph(g, "lowering", quantized=True)
+    g = CASES["add"]()
+    g.nodes[0].inputs = ["a"]
+    with pytest.raises(IRError, match="has 1 operands"):
+        verify_graph(g, "a pass", quantized=True)
+
+
+def test_trait_sets_are_derived_from_the_registry():
+    from tinyaot.frontend import pt2e_lower
+    from tinyaot.passes.fuse_activations import FUSABLE_PRODUCERS
+    from tinyaot.plan.lifetimes import VIEW_OPS
+    from tinyaot.quantize import lower
+    from tinyaot.ref import interpreter
+
+    assert lower.INHERIT == {"reshape", "max_pool2d", "avg_pool2d", "pad", "transpose", "relu"}
+    assert pt2e_lower.SAME_QPARAMS == lower.INHERIT - {"relu"}  # relu rescales: PT2E gives it its own qparams
+    assert VIEW_OPS == interpreter.VIEW_OPS == ops_where(view=True) == {"reshape"}
+    assert FUSABLE_PRODUCERS == ops_where(fuses_clamp=True)
+    assert set(interpreter.KERNELS) == set(KERNEL_OPS)
