@@ -158,7 +158,8 @@ def test_attributes_are_validated_when_the_node_is_made():
     n = Node("conv2d", "c", ["x", "w", "b"], ["y"], {"stride": [2, 2]})
     assert n.attrs["stride"] == (2, 2) and n.attrs.get("clamp") is None and "clamp" not in n.attrs
     n.set_attrs(clamp=(0.0, 6.0))
-    assert n.attrs == {"stride": (2, 2), "padding": (0, 0, 0, 0), "dilation": (1, 1), "clamp": (0.0, 6.0)}
+    assert n.attrs == {"stride": (2, 2), "clamp": (0.0, 6.0)}  # unset attributes stay unset (None)
+    assert Node("max_pool2d", "p", ["x"], ["y"], {"kernel": 3}).attrs["kernel"] == (3, 3)
     with pytest.raises(ModelError, match="lo <= hi"):
         n.set_attrs(clamp=(6.0, 0.0))
 
@@ -175,7 +176,7 @@ def test_the_ir_verifier_names_the_stage_and_the_broken_rule():
 
 
 def test_trait_sets_are_derived_from_the_registry():
-    from tinyaot.frontend import pt2e_lower
+    from tinyaot.quantize import pt2e_lower
     from tinyaot.passes.fuse_activations import FUSABLE_PRODUCERS
     from tinyaot.plan.lifetimes import VIEW_OPS
     from tinyaot.quantize import lower

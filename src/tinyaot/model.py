@@ -20,8 +20,10 @@ ENGINES = ("reference", "host", "m33")
 class CompiledModel:
     def __init__(self, name: str, float_graph: Graph | None, graph: Graph, plan: MemoryPlan,
                  float_plan: MemoryPlan, calibration=None, reference_graph: Graph | None = None,
-                 unconstrained_arena_bytes: int | None = None):
+                 unconstrained_arena_bytes: int | None = None, c_sources=None):
         self.name = name
+        if c_sources is not None:  # the pipeline's code generation stage; generated on first use otherwise
+            self.__dict__["c_sources"] = c_sources
         self.float_graph = float_graph
         # What int8 is checked against: the float model, or for an imported int8 model the float model its
         # integers stand for (weights dequantized, activations unrounded).

@@ -99,21 +99,30 @@ def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
     """The plan the same graph needs with fp32 activations: for models that arrive already quantized."""
     tensors = {k: t if t.is_const else dataclasses.replace(t, dtype="float32")
                for k, t in g.tensors.items()}
-    return plan(Graph(tensors, list(g.nodes), list(g.inputs), list(g.outputs), g.layout), alignment, contract)
+    return plan(g.replace(tensors=tensors), alignment, contract)
 
 
-def plan_with_contract(g: Graph, alignment: int, contract: Contract, progress=None):
-    """The plan under the caller's buffer contract, and the arena the same graph needs without it (the
-    report says what the contract costs). The contract plan comes last: planning reorders g."""
+def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None):
+    """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
+    plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
+    says what the contract costs). `g` itself is left as it was."""
     _say(progress, "planning memory")
     verify_graph(g, "quantization", quantized=True)
-    if not contract.any:
-        memory, free = plan(g, alignment), None
-    else:
-        free = plan(g, alignment).arena_bytes
-        memory = plan(g, alignment, contract)
-    verify_graph(g, "planning", quantized=True)
-    return memory, free
+    planned = g.replace()
+    free = None
+    if contract.any:
+        free = plan(planned, alignment).arena_bytes
+    memory = plan(planned, alignment, contract)  # last: planning reorders `planned` to this plan's order
+    verify_graph(planned, "planning", quantized=True)
+    return planned, memory, free
+
+
+def codegen_stage(g: Graph, memory, name: str, progress=None):
+    """C sources for the planned graph; every kernel's Prepare runs here, so its qparam rules fail at compile."""
+    from tinyaot.codegen import generate_c
+
+    _say(progress, "generating C")
+    return generate_c(g, memory, name)
 
 
 def _say(progress, message: str) -> None:
@@ -129,26 +138,39 @@ def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: 
     contract = contract or Contract()
     _say(progress, "importing the .tflite model")
     int8_graph = from_tflite(model)
-    reference = dequantized_graph(int8_graph)
-    memory, free = plan_with_contract(int8_graph, check_alignment(alignment), contract, progress)
-    return CompiledModel(check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment, contract),
-                         reference_graph=reference, unconstrained_arena_bytes=free)
+    return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
+                              reference_graph=dequantized_graph(int8_graph))
+
+
+def _plan_and_generate(name: str, float_graph, int8_graph: Graph, alignment: int, contract: Contract, progress,
+                       **extra) -> CompiledModel:
+    """The stages after quantization, the same for every front end: plan, plan the fp32 twin, generate C."""
+    planned, memory, free = plan_stage(int8_graph, alignment, contract, progress)
+    twin = float_plan(float_graph if float_graph is not None else planned, alignment, contract)
+    cm = CompiledModel(name, float_graph, planned, memory, twin, unconstrained_arena_bytes=free,
+                       c_sources=codegen_stage(planned, memory, name, progress), **extra)
+    return cm
 
 
 def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: int = 4,
                  input_layout: str = "NHWC", contract: Contract | None = None, progress=None) -> CompiledModel:
     """A PT2E-converted GraphModule is already quantized: lower its q/dq patterns to int8 and go to planning."""
     from tinyaot.frontend.pt2e import from_pt2e
+    from tinyaot.quantize.pt2e_lower import lower_pt2e
 
     contract = contract or Contract()
     if example_input is not None:
         check_batch_one(example_input)
-    _say(progress, "lowering the PT2E graph")
-    int8_graph = from_pt2e(model, example_input, input_layout=input_layout)
-    reference = dequantized_graph(int8_graph)
-    memory, free = plan_with_contract(int8_graph, check_alignment(alignment), contract, progress)
-    return CompiledModel(check_name(name), None, int8_graph, memory, float_plan(int8_graph, alignment, contract),
-                         reference_graph=reference, unconstrained_arena_bytes=free)
+    _say(progress, "importing the PT2E graph")
+    g, act_q, weight_q = from_pt2e(model, example_input)
+    g = fold_flatten_transpose(g)  # permutes fully-connected columns only: per-row weight scales stay
+    g = input_layout_pass(g, input_layout)
+    g.prune()
+    verify_graph(g, "the PT2E import", quantized=False)
+    _say(progress, "lowering to int8 with the PT2E graph's own qparams")
+    int8_graph = lower_pt2e(g, act_q, weight_q)
+    return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
+                              reference_graph=dequantized_graph(int8_graph))
 
 
 def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
@@ -157,11 +179,17 @@ def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
     g = fold_flatten_transpose(g)
     g = fold_affine_chains(g)
     g = fuse_activations(g)
-    if input_layout.upper() == "NCHW":
-        g = accept_nchw_input(g)
-    elif input_layout.upper() != "NHWC":
-        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
+    g = input_layout_pass(g, input_layout)
     verify_graph(g, "the float passes", quantized=False)
+    return g
+
+
+def input_layout_pass(g: Graph, input_layout: str) -> Graph:
+    """NHWC inside; input_layout="NCHW" adds one transpose at the start so callers feed channels-first."""
+    if input_layout.upper() == "NCHW":
+        return accept_nchw_input(g)
+    if input_layout.upper() != "NHWC":
+        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
     return g
 
 
@@ -259,19 +287,20 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
     findings += lowering_findings
     if opts.input_dtype == "uint8":
         int8_graph = accept_uint8_input(int8_graph)
-    memory, free = plan_with_contract(int8_graph, opts.alignment, opts.contract, opts.progress)
-    float_memory = plan(float_graph, opts.alignment, opts.contract)
-    cm = CompiledModel(opts.name, float_graph, int8_graph, memory, float_memory, calibration=calib,
-                       unconstrained_arena_bytes=free)
-    return _finish(cm, findings, data, opts)
+    raise_or_warn(findings, opts.strict, opts.name)  # said before the later stages, which may refuse the model
+    cm = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
+                            calibration=calib)
+    return _finish(cm, [], data, opts, said=findings)
 
 
-def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model=None) -> CompiledModel:
-    """Calibration findings become warnings (errors when strict); data= runs the trust check."""
-    cm.findings = list(findings)
+def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model=None, said=()) -> CompiledModel:
+    """Findings become warnings (errors when strict); data= runs the trust check. `said`: findings already
+    raised as warnings by an earlier stage, kept in cm.findings."""
+    new = list(findings)
     if data is not None:
         _say(opts.progress, "checking the int8 model on the data= samples")
         cm.check = cm.check_data(data, float_model=float_model)
-        cm.findings += cm.check.findings
-    raise_or_warn(cm.findings, opts.strict, cm.name)
+        new += cm.check.findings
+    cm.findings = list(said) + new
+    raise_or_warn(new, opts.strict, cm.name)
     return cm

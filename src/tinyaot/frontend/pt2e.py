@@ -317,22 +317,14 @@ def _example(gm, example_input):
     return tuple(x.shape)
 
 
-def from_pt2e(model, example_input=None, input_layout: str = "NHWC") -> Graph:
-    """Import a PT2E-converted GraphModule (or an ExportedProgram of one) as an int8 IR graph (NHWC inside)."""
-    from tinyaot.frontend.pt2e_lower import lower_pt2e
-    from tinyaot.passes.fold_flatten import fold_flatten_transpose
-    from tinyaot.passes.input_layout import accept_nchw_input
-
+def from_pt2e(model, example_input=None) -> tuple[Graph, dict, dict]:
+    """Import a PT2E-converted GraphModule (or an ExportedProgram of one): the float IR graph (NHWC inside) and
+    the qparams PT2E recorded, per IR activation (its quantize node) and per IR weight. The pipeline runs the
+    float passes on it and quantize/pt2e_lower.py turns it into int8 with exactly those qparams."""
     if hasattr(model, "graph_signature") and hasattr(model, "module"):
         model = model.module()
     if not hasattr(model, "graph"):
         raise ModelError(f"expected a torch.fx.GraphModule from convert_pt2e, got {type(model).__name__}")
     _example(model, example_input)
     b = _walk(model)
-    g = fold_flatten_transpose(b.graph)  # permutes fully-connected columns only: per-row weight scales stay
-    if input_layout.upper() == "NCHW":
-        g = accept_nchw_input(g)
-    elif input_layout.upper() != "NHWC":
-        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
-    g.prune()
-    return lower_pt2e(g, b.act_q, b.weight_q)
+    return b.graph, b.act_q, b.weight_q

@@ -102,6 +102,17 @@ class Graph:
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]
 
+    def replace(self, **changes) -> Graph:
+        """A new graph with some fields changed and fresh lists/dicts, so editing it leaves this one alone
+        (nodes and tensors themselves are shared: stages make new ones rather than edit them)."""
+        fields = dict(tensors=dict(self.tensors), nodes=list(self.nodes), inputs=list(self.inputs),
+                      outputs=list(self.outputs), layout=self.layout, output_layout=self.output_layout,
+                      torch_input_rank=self.torch_input_rank)
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"Graph has no field(s) {', '.join(sorted(unknown))}")
+        return Graph(**(fields | changes))
+
     def producer(self, tensor_name: str) -> Node | None:
         for node in self.nodes:
             if tensor_name in node.outputs:

@@ -89,9 +89,18 @@ def _check_clamp(name: str, clamp) -> None:
         raise AttrError(f"{name} must be (lo, hi) in real units with lo <= hi, got {clamp!r}")
 
 
-def _ints(name: str, value, n: int, minimum: int) -> None:
-    if len(value) != n or any(isinstance(v, bool) or int(v) != v or v < minimum for v in value):
-        raise AttrError(f"{name} must be {n} integers >= {minimum}, got {value!r}")
+def _ints(attrs, name: str, n: int, minimum: int) -> None:
+    """An optional tuple of n integers >= minimum; a single int stands for (v, v) (PyTorch's kernel_size=3)."""
+    value = getattr(attrs, name)
+    if value is None:
+        return
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and n == 2:
+        value = (value, value)
+        object.__setattr__(attrs, name, value)
+    if not isinstance(value, tuple) or len(value) != n or \
+            any(isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < minimum for v in value):
+        negative = " (no negative padding)" if minimum == 0 else ""
+        raise AttrError(f"{name} must be {n} integers >= {minimum}{negative}, got {value!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,25 +115,27 @@ class ClampAttrs(Attrs):
 
 @dataclass(frozen=True, eq=False)
 class ConvAttrs(Attrs):
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
-    dilation: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] | None = None
+    padding: tuple[int, int, int, int] | None = None
+    dilation: tuple[int, int] | None = None
     clamp: tuple[float, float] | None = None
 
     def validate(self) -> None:
         super().validate()
-        _ints("stride", self.stride, 2, 1)
-        _ints("padding", self.padding, 4, 0)
-        _ints("dilation", self.dilation, 2, 1)
+        _ints(self, "stride", 2, 1)
+        _ints(self, "padding", 4, 0)
+        _ints(self, "dilation", 2, 1)
 
 
 @dataclass(frozen=True, eq=False)
 class DepthwiseAttrs(ConvAttrs):
-    depth_multiplier: int = 1
+    depth_multiplier: int | None = None
 
     def validate(self) -> None:
         super().validate()
-        _ints("depth_multiplier", (self.depth_multiplier,), 1, 1)
+        m = self.depth_multiplier
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+            raise AttrError(f"depth_multiplier must be an integer >= 1, got {m!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,16 +159,16 @@ class ConvAddAttrs(ConvAttrs):
 
 @dataclass(frozen=True, eq=False)
 class MaxPoolAttrs(Attrs):
-    kernel: tuple[int, int] = (1, 1)
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    kernel: tuple[int, int] | None = None
+    stride: tuple[int, int] | None = None  # None: the kernel's size, as PyTorch defaults it
+    padding: tuple[int, int, int, int] | None = None
     clamp: tuple[float, float] | None = None
 
     def validate(self) -> None:
         super().validate()
-        _ints("kernel", self.kernel, 2, 1)
-        _ints("stride", self.stride, 2, 1)
-        _ints("padding", self.padding, 4, 0)
+        _ints(self, "kernel", 2, 1)
+        _ints(self, "stride", 2, 1)
+        _ints(self, "padding", 4, 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,15 +190,15 @@ class MeanAttrs(Attrs):
 
 @dataclass(frozen=True, eq=False)
 class ConcatAttrs(Attrs):
-    axis: int = -1
+    axis: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class PadAttrs(Attrs):
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    padding: tuple[int, int, int, int] | None = None
 
     def validate(self) -> None:
-        _ints("padding", self.padding, 4, 0)
+        _ints(self, "padding", 4, 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -219,10 +230,10 @@ class ReluAttrs(Attrs):
 
 @dataclass(frozen=True, eq=False)
 class TransposeAttrs(Attrs):
-    perm: tuple[int, ...] = ()
+    perm: tuple[int, ...] | None = None
 
     def validate(self) -> None:
-        if sorted(self.perm) != list(range(len(self.perm))):
+        if self.perm is not None and sorted(self.perm) != list(range(len(self.perm))):
             raise AttrError(f"perm must be a permutation of 0..n-1, got {self.perm!r}")
 
 

@@ -28,8 +28,7 @@ def _fusable(g: Graph, conv: Node | None, mid: str, skip: str, y: str) -> bool:
 def fuse_residual_adds(g: Graph) -> Graph | None:
     """A copy of `g` with every int8 add whose operand is a conv2d output read only by it fused into one
     conv2d_add node (at the add's place, named after the add); None when nothing fuses."""
-    out = Graph(dict(g.tensors), list(g.nodes), list(g.inputs), list(g.outputs), g.layout, g.output_layout,
-                g.torch_input_rank)
+    out = g.replace()
     fused = 0
     for add in list(out.nodes):
         if add.op != "add" or len(add.inputs) != 2:

@@ -113,7 +113,7 @@ def best_order(g: Graph) -> ScheduleResult:
         found, method = _search(m, None, BEAM_WIDTH), "beam"
     _, order = found
     names = tuple(g.nodes[i].name for i in order)
-    trial = Graph(g.tensors, [g.nodes[i] for i in order], g.inputs, g.outputs, g.layout)
+    trial = g.replace(nodes=[g.nodes[i] for i in order])
     peak = peak_of(trial)  # measured the planner's way, not trusted from the search
     if peak < source_peak:
         return ScheduleResult(names, peak, source_peak, method)

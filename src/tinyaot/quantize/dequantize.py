@@ -21,4 +21,4 @@ def dequantized_graph(g: Graph) -> Graph:
         else:
             tensors[name] = dataclasses.replace(t, dtype="float32", qparams=None)
     nodes = [Node(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), n.source) for n in g.nodes]
-    return Graph(tensors, nodes, list(g.inputs), list(g.outputs), g.layout, g.output_layout, g.torch_input_rank)
+    return g.replace(tensors=tensors, nodes=nodes)

@@ -32,8 +32,7 @@ SOFTMAX = ops_where(qparams=ops.SOFTMAX)
 def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Finding]]:
     """The int8 graph, and what had to be clamped on the way (a bias beyond int32, a multiplier out of range)."""
     findings: list[Finding] = []
-    q = Graph(tensors={}, nodes=[], inputs=list(g.inputs), outputs=list(g.outputs), layout=g.layout,
-              output_layout=g.output_layout, torch_input_rank=g.torch_input_rank)
+    q = g.replace(tensors={}, nodes=[])
     for name in g.inputs:
         _add_activation(q, g.tensor(name), _qparams_for(ranges, name))
     for node in g.nodes:

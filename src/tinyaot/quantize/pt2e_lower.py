@@ -88,8 +88,7 @@ class _Lowering:
         self.qinfo = qinfo
         self.weight_q = weight_q
         self.in_range: set[str] = set()  # int8 tensors already clamped to their quantize node's [quant_min, quant_max]
-        self.q = Graph(tensors={}, nodes=[], inputs=list(g.inputs), outputs=list(g.outputs), layout=g.layout,
-                       output_layout=g.output_layout, torch_input_rank=g.torch_input_rank)
+        self.q = g.replace(tensors={}, nodes=[])
 
     def run(self) -> Graph:
         for name in self.g.inputs:
