@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tinyaot.targets.base import ModelSources
 from tinyaot.targets.m33 import M33RunError, run_m33
 from tinyaot.targets.toolchain import INSTALL_HINT, ToolchainMissing, have_m33_toolchain
 
@@ -178,16 +179,16 @@ def test_dsp_path_changes_the_code(toy_dir: Path, tmp_path: Path) -> None:
 
 @pytest.mark.m33
 @needs_m33
-def test_batches_larger_than_one_run_are_split(
-    toy_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_batches_larger_than_one_run_are_split(toy_dir: Path, tmp_path: Path) -> None:
     from tinyaot.targets import m33
 
     probe_size = sum(m33.elf_sizes(_build_once(toy_dir, tmp_path / "probe"))[:2])
     # Leave room for exactly 7 inputs per run, so 20 inputs take 3 runs.
-    monkeypatch.setattr(m33, "FLASH_BYTES", probe_size + m33._FLASH_MARGIN + 7 * INPUT_SIZE)
+    target = m33.M33Target(build_dir=tmp_path / "split", flash_bytes=probe_size + m33.FLASH_MARGIN + 7 * INPUT_SIZE)
+    build = target.build(ModelSources.in_directory(toy_dir, "toy", INPUT_SIZE, OUTPUT_SIZE))
+    assert build.inputs_per_run == 7
     inputs = random_inputs(20, seed=1)
-    result = run_m33(toy_dir, "toy", inputs, OUTPUT_SIZE, build_dir=tmp_path / "split")
+    result = target.run(build, inputs)
     np.testing.assert_array_equal(result.outputs, toy_expected(inputs))
     assert (tmp_path / "split" / "toy_batch.elf").is_file()
 
@@ -256,3 +257,90 @@ def _disassembly(elf: Path) -> str:
     return subprocess.run(
         [str(objdump), "-d", str(elf)], capture_output=True, text=True, check=True
     ).stdout
+
+
+# ---- the common target interface ------------------------------------------------------------------------
+
+
+@pytest.mark.m33
+@needs_m33
+def test_m33_target_builds_once_and_runs_in_memory_sources(tmp_path: Path) -> None:
+    """Sources held only in memory are written under build_dir; one build serves several runs."""
+    from tinyaot.targets.base import Artifact, Target
+    from tinyaot.targets.m33 import M33Result, M33Target
+
+    files = {p.name: p.read_text() for p in write_toy(tmp_path / "src").iterdir()}
+    target = M33Target(build_dir=tmp_path / "build")
+    assert isinstance(target, Target)
+    build = target.build(ModelSources("toy", INPUT_SIZE, OUTPUT_SIZE, files))
+    assert isinstance(build, Artifact) and build.path.is_file()
+    first, second = target.run(build, random_inputs(3, seed=2)), target.run(build, random_inputs(5, seed=3))
+    assert isinstance(first, M33Result)
+    np.testing.assert_array_equal(second.outputs, toy_expected(random_inputs(5, seed=3)))
+    assert first.instructions == second.instructions and first.sizes == second.sizes
+    assert first.text_bytes == first.sizes.text > 0 and first.bss_bytes >= 48
+
+
+def test_harness_main_comes_from_its_template() -> None:
+    from tinyaot.targets.m33 import SUPPORT_DIR
+    from tinyaot.targets.m33.build import harness_main
+
+    template = (SUPPORT_DIR / "harness_main.c").read_text()
+    assert "@NAME@" in template
+    text = harness_main("toy", INPUT_SIZE, OUTPUT_SIZE)
+    assert '#include "toy.h"' in text and "TOY_INPUT_SIZE != 16" in text and "@" not in text
+
+
+def test_inputs_run_m33_cannot_use_are_tinyaot_errors(toy_dir: Path) -> None:
+    from tinyaot.errors import TinyAOTError
+    from tinyaot.targets.m33 import M33InputError
+
+    for bad in (random_inputs(2).astype(np.int16), random_inputs(2)[0], random_inputs(2)[:0]):
+        with pytest.raises(M33InputError) as info:
+            run_m33(toy_dir, "toy", bad, OUTPUT_SIZE)
+        assert isinstance(info.value, TinyAOTError) and isinstance(info.value, ValueError)
+
+
+def test_engines_come_from_one_registry() -> None:
+    import tinyaot.model
+    from tinyaot.errors import ModelError
+    from tinyaot.targets.engines import ENGINES, REGISTRY, engine_named
+
+    assert ENGINES == tuple(REGISTRY) == ("reference", "host", "m33")
+    assert tinyaot.model.ENGINES == ENGINES
+    assert [e.name for e in REGISTRY.values() if e.emulated] == ["m33"]
+    with pytest.raises(ModelError, match="unknown engine 'gpu'; choose one of reference, host, m33"):
+        engine_named("gpu")
+
+
+def _modules(package: str):
+    import importlib
+    import pkgutil
+
+    pkg = importlib.import_module(package)
+    yield pkg
+    for info in pkgutil.walk_packages(pkg.__path__, package + "."):
+        yield importlib.import_module(info.name)
+
+
+def test_every_error_of_the_targets_and_reports_is_a_tinyaot_error() -> None:
+    """Exception classes defined there derive from TinyAOTError, and no `raise` there names a builtin one."""
+    import ast
+    import builtins
+    import inspect
+
+    from tinyaot.errors import TinyAOTError
+
+    builtin_errors = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    offenders = []
+    for mod in (*_modules("tinyaot.targets"), *_modules("tinyaot.report")):
+        for name, obj in vars(mod).items():
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == mod.__name__:
+                if not issubclass(obj, TinyAOTError):
+                    offenders.append(f"{mod.__name__}.{name}")
+        for node in ast.walk(ast.parse(inspect.getsource(mod))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                call = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(call, ast.Name) and call.id in builtin_errors:
+                    offenders.append(f"{mod.__name__}:{node.lineno} raises {call.id}")
+    assert not offenders, offenders

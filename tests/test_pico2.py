@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import have_m33, needs_host, needs_m33
+from conftest import have_m33, needs_m33
 
 import tinyaot
 from tinyaot.demo_model import build_seed_mlp, calibration_digits, demo_digits
@@ -63,6 +63,7 @@ def _vectors(project_dir: Path) -> tuple[np.ndarray, list[int]]:
 # --- the written project (pure Python) ------------------------------------------------------------
 
 
+@pytest.mark.arm
 def test_project_layout_and_cmake_order(project, seed):
     cm, _, _ = seed
     out, files = project
@@ -90,6 +91,7 @@ def test_project_layout_and_cmake_order(project, seed):
     assert "time_us_64()" in (out / "main.c").read_text() and "stdio_init_all()" in (out / "main.c").read_text()
 
 
+@pytest.mark.arm
 def test_export_is_deterministic_and_embeds_the_inputs(project, seed, tmp_path):
     cm, x_q, labels = seed
     out, files = project
@@ -102,6 +104,7 @@ def test_export_is_deterministic_and_embeds_the_inputs(project, seed, tmp_path):
     assert got_labels == [0, 1, 4, 7] == labels.tolist()
 
 
+@pytest.mark.arm
 def test_readme_tells_a_new_user_everything(project, seed):
     cm, x_q, _ = seed
     out, _ = project
@@ -149,6 +152,7 @@ def _readme_figure(project_dir: Path, row: str) -> int | None:
     return None if m.group(1) == "n/a" else int(m.group(1).replace(",", ""))
 
 
+@pytest.mark.arm
 def test_cmake_asks_for_the_cmake_the_sdk_needs(project):
     out, _ = project
     cmake = (out / "CMakeLists.txt").read_text()
@@ -199,6 +203,7 @@ def test_a_stack_beyond_the_scratch_bank_is_refused(seed, tmp_path, monkeypatch)
     assert not (tmp_path / "p").exists()  # nothing half-written
 
 
+@pytest.mark.arm
 def test_copy_to_ram_runs_the_program_from_sram(seed, tmp_path):
     cm, x_q, labels = seed
     export_pico2(cm, tmp_path / "p", inputs=x_q, labels=labels, copy_to_ram=True)
@@ -259,6 +264,7 @@ def test_call_graph_bounds(tmp_path):
         graph.worst_path("nothing")
 
 
+@pytest.mark.arm
 def test_float_inputs_are_quantized_and_default_is_one_zero_input(seed, tmp_path):
     cm, x_q, _ = seed
     images, _ = demo_digits()
@@ -340,7 +346,8 @@ def test_app_on_qemu_m33_equals_the_reference(project, seed, tmp_path):
     assert run.checksum == app_checksum(ref) != 0
     macs = 784 * 32 + 32 * 16 + 16 * 10
     # The board's timer path works: an inference costs at least one instruction per two MACs (SMLAD).
-    assert all(macs // 2 < n < 20 * macs for n in run.instructions), run.instructions
+    each = run.inference_instructions
+    assert all(macs // 2 < n < 20 * macs for n in each) and run.instructions == each[0], each
     assert run.bss_bytes >= cm.arena_bytes
     assert run.text_bytes > cm.constant_bytes + x_q.nbytes
     # The static bound the project's stack is sized from holds on the same code, and is tight: the painted stack
@@ -351,8 +358,21 @@ def test_app_on_qemu_m33_equals_the_reference(project, seed, tmp_path):
     assert app <= run.stack_bound  # the export's figure leaves out only the board's print callback
 
 
-@needs_host
-@pytest.mark.host
+@needs_m33
+@pytest.mark.m33
+def test_the_app_target_runs_only_the_embedded_vectors(project, tmp_path):
+    from tinyaot.targets.base import RunResult, Target
+
+    out, _ = project
+    target = pico2.Pico2AppTarget(build_dir=tmp_path / "qemu")
+    assert isinstance(target, Target)
+    build = target.build(out)
+    assert isinstance(target.run(build), RunResult)
+    with pytest.raises(Pico2ExportError, match="embedded"):
+        target.run(build, np.zeros((1, 784), np.int8))
+
+
+@pytest.mark.arm
 def test_app_on_host_equals_the_reference(project, seed, tmp_path):
     """The same app.c through a third board layer (stdout, clock()) with the host compiler, C99 pedantic."""
     cm, x_q, _ = seed
@@ -476,6 +496,7 @@ def _cmake(args, env_sdk=None):
 
 
 @needs_cmake
+@pytest.mark.arm
 def test_cmake_configures_and_builds_against_a_stand_in_sdk(project, tmp_path):
     out, _ = project
     sdk = _stand_in_sdk(tmp_path)
@@ -499,6 +520,7 @@ def test_cmake_configures_and_builds_against_a_stand_in_sdk(project, tmp_path):
 
 
 @needs_cmake
+@pytest.mark.arm
 def test_cmake_with_copy_to_ram_configures_against_a_stand_in_sdk(seed, tmp_path):
     cm, x_q, labels = seed
     export_pico2(cm, tmp_path / "p", inputs=x_q, labels=labels, copy_to_ram=True)
@@ -510,6 +532,7 @@ def test_cmake_with_copy_to_ram_configures_against_a_stand_in_sdk(seed, tmp_path
 
 
 @needs_cmake
+@pytest.mark.arm
 def test_cmake_finds_the_sdk_through_the_environment(project, tmp_path):
     out, _ = project
     proc = _cmake(["-S", str(out), "-B", str(tmp_path / "b")], env_sdk=_stand_in_sdk(tmp_path))
@@ -518,6 +541,7 @@ def test_cmake_finds_the_sdk_through_the_environment(project, tmp_path):
 
 
 @needs_cmake
+@pytest.mark.arm
 def test_cmake_without_the_sdk_says_what_to_do(project, tmp_path):
     out, _ = project
     proc = _cmake(["-S", str(out), "-B", str(tmp_path / "b1")])
@@ -532,6 +556,7 @@ def test_cmake_without_the_sdk_says_what_to_do(project, tmp_path):
 # --- CLI and demo -----------------------------------------------------------------------------------
 
 
+@pytest.mark.arm
 def test_cli_export_pico2(tmp_path):
     from tinyaot.cli import main
 
@@ -566,8 +591,7 @@ def test_cli_export_pico2(tmp_path):
                  "-o", str(tmp_path / "e")]) == 2  # 3 labels for the 4 default inputs
 
 
-@needs_host
-@pytest.mark.host
+@pytest.mark.arm
 def test_demo_writes_the_pico2_project(project, tmp_path):
     from tinyaot.demo import run_demo
 

@@ -20,6 +20,7 @@ from conftest import needs_host, random_int8
 
 from tinyaot.errors import TinyAOTError
 from tinyaot.targets import host
+from tinyaot.targets.base import ModelSources
 
 N_INPUTS = 3
 
@@ -64,9 +65,10 @@ except ImportError:  # no torch: the zoo tests below are skipped as an empty par
 def test_zoo_model_is_clean_under_asan_and_ubsan(entry):
     _sanitizers_or_skip()
     cm = _zoo_model(entry)
-    exe = host.build_executable(cm.c_sources.files, cm.name, host.SANITIZE_CFLAGS)
+    target = host.SanitizedHostTarget()
+    exe = target.build(ModelSources.of(cm))
     x = _inputs(cm, seed=len(entry.name))
-    got = host.run_executable(exe, x.reshape(len(x), -1), cm.output_size, env=host.SANITIZE_ENV)
+    got = target.run(exe, x).outputs
     want = cm.run(x, engine="reference").reshape(len(x), -1)
     np.testing.assert_array_equal(got, want)
 
@@ -180,6 +182,28 @@ def test_an_unwritable_cache_dir_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_every_host_error_is_a_tinyaot_error():
     assert issubclass(host.HostCompilerMissing, TinyAOTError)
+
+
+@needs_host
+def test_the_host_target_runs_a_build_with_any_arena():
+    """HostTarget: one build, runs with the static arena or a caller's; the engine "host" is the same."""
+    from test_fuzz import seed_models
+    from tflite_builder import build
+
+    import tinyaot
+    from tinyaot.errors import ArenaTooSmallError
+
+    cm = tinyaot.compile(build(seed_models()["fc"]), name="target")
+    target = host.HostTarget()
+    lib = target.build(ModelSources.of(cm))
+    x = random_int8((2, cm.input_size), 3)
+    want = cm.run(x.reshape((2,) + cm.input_shape), engine="host").reshape(2, -1)
+    result = target.run(lib, x)
+    np.testing.assert_array_equal(result.outputs, want)
+    assert result.instructions is None and result.stack_bytes is None and result.sizes is None
+    np.testing.assert_array_equal(target.run(lib, x, arena_bytes=cm.arena_bytes).outputs, want)
+    with pytest.raises(ArenaTooSmallError):
+        target.run(lib, x, arena_bytes=cm.arena_bytes - 1)
 
 
 @needs_host

@@ -1,7 +1,6 @@
 """CompiledModel: what `tinyaot.compile` returns; runs on every engine and reports its numbers."""
 from __future__ import annotations
 
-import tempfile
 import warnings
 from functools import cached_property
 from pathlib import Path
@@ -13,8 +12,7 @@ from tinyaot.ir import Graph, QParams
 from tinyaot.plan import MemoryPlan
 from tinyaot.quantize.float_eval import evaluate
 from tinyaot.quantize.scheme import quantize_array
-
-ENGINES = ("reference", "host", "m33")
+from tinyaot.targets.engines import ENGINES
 
 
 class CompiledModel:
@@ -180,8 +178,9 @@ class CompiledModel:
 
     def run(self, x, engine: str = "reference", arena_bytes: int | None = None) -> np.ndarray:
         """int8 in, int8 out. `x` is one input or a batch of them (dim 0)."""
-        if engine not in ENGINES:
-            raise ModelError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        from tinyaot.targets.engines import engine_named
+
+        runner = engine_named(engine)  # targets/engines.py: the registry of engines
         batch, form = self._as_batch(x)
         dtype = np.dtype(self.input_dtype)
         if batch.dtype != dtype:
@@ -192,30 +191,17 @@ class CompiledModel:
                     f"or quantize with scale={self.input_qparams[0]:.6g}, zero_point={self.input_qparams[1]}"
                 )
             batch = batch.astype(dtype)
-        flat = batch.reshape(len(batch), -1).view(np.int8)  # the C runners copy raw bytes
-        if engine == "reference":
-            from tinyaot.ref.interpreter import Interpreter
-
-            out = Interpreter(self.graph, self.plan).run(batch)
-        elif engine == "host":
-            out = self._host_model(arena_bytes).run(flat)
-        else:
-            from tinyaot.targets.m33 import run_m33
-
-            with tempfile.TemporaryDirectory(prefix="tinyaot-") as tmp:
-                self.c_sources.write(Path(tmp))
-                self.last_m33 = run_m33(Path(tmp), self.name, flat, self.output_size)
-            out = self.last_m33.outputs
-        return self._shape_like(out, form)
+        result = runner.run(self, batch, arena_bytes)
+        if runner.emulated:
+            self.last_m33 = result
+        return self._shape_like(result.outputs, form)
 
     def _host_model(self, arena_bytes: int | None):
-        from tinyaot.targets.host import HostModel, build_shared_library
+        from tinyaot.targets.engines import host_build
 
-        if self._host is None:
-            lib = build_shared_library(self.c_sources.files, self.name)
-            self._host = HostModel(lib, self.name, self.input_size, self.output_size, self.arena_bytes)
-        self._host.init(arena_bytes)
-        return self._host
+        model = host_build(self).model  # the host library, built once and loaded
+        model.init(arena_bytes)
+        return model
 
     @property
     def input_dtype(self) -> str:

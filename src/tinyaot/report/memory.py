@@ -258,28 +258,11 @@ def _boxes(rows):
 
 
 def _static_state_bytes(cm) -> int | None:
-    """.data + .bss of the model's own object file minus the arena, compiled for Cortex-M33."""
-    import subprocess
-    import tempfile
+    """.data + .bss of the model's own object file minus the arena, compiled for Cortex-M33 (the same compile
+    as code_bytes: targets/sizes.py measures both)."""
+    from tinyaot.targets.sizes import m33_static_state_bytes
 
-    from tinyaot.targets.sizes import M33_SIZE_FLAGS, section_bytes
-    from tinyaot.targets.toolchain import ToolchainMissing, find_m33_toolchain
-
-    try:
-        gcc = str(find_m33_toolchain().gcc)
-    except ToolchainMissing:
-        return None
-    src = cm.c_sources
-    with tempfile.TemporaryDirectory(prefix="tinyaot-ram-") as tmp:
-        d = Path(tmp)
-        src.write(d)
-        obj = d / "model.o"
-        proc = subprocess.run([gcc, *M33_SIZE_FLAGS, "-I", str(d), "-c", str(d / f"{src.name}.c"), "-o", str(obj)],
-                              capture_output=True, check=False)
-        if proc.returncode != 0:
-            return None
-        ram = section_bytes(obj, ".data") + section_bytes(obj, ".bss")
-    return max(ram - cm.arena_bytes, 0)
+    return m33_static_state_bytes(cm.c_sources, cm.arena_bytes)
 
 
 def _measure_stack(cm) -> int | None:

@@ -55,22 +55,30 @@ class ProfileReport:
 
 
 def profile(cm, x=None) -> ProfileReport:
-    """Run one inference on the M33 twice: plain (the total) and with a marker after each op."""
+    """Run one inference on the M33 twice: plain (the total, untouched by markers) and with a marker after each
+    op (per-op counts, the markers' own cost removed)."""
     import tempfile
     from pathlib import Path
 
     import numpy as np
 
-    from tinyaot.targets.m33 import run_m33
+    from tinyaot.targets.base import ModelSources
+    from tinyaot.targets.m33 import M33Target
 
     if x is None:
         x = np.zeros((1, cm.input_size), dtype=np.int8)
     flat = np.asarray(x, dtype=np.int8).reshape(1, -1)
     with tempfile.TemporaryDirectory(prefix="tinyaot-prof-") as tmp:
         cm.c_sources.write(Path(tmp))
-        plain = run_m33(Path(tmp), cm.name, flat, cm.output_size, build_dir=Path(tmp) / "plain")
-        marked = run_m33(Path(tmp), cm.name, flat, cm.output_size, build_dir=Path(tmp) / "marked", profile=True)
+        sources = ModelSources.in_directory(tmp, cm.name, cm.input_size, cm.output_size)
+        plain = _run_once(M33Target(build_dir=Path(tmp) / "plain"), sources, flat)
+        marked = _run_once(M33Target(build_dir=Path(tmp) / "marked", profile=True), sources, flat)
     steps = marked.step_instructions or {}
     ops = tuple(OpProfile(step, cm.graph.nodes[step].name, cm.graph.nodes[step].op,
                           node_macs(cm.graph.nodes[step], cm.graph), n) for step, n in sorted(steps.items()))
     return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes)
+
+
+def _run_once(target, sources, flat):
+    """Build and run on one target: the two runs differ only in the target's options."""
+    return target.run(target.build(sources), flat)

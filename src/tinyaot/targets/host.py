@@ -3,7 +3,8 @@
 Fast enough to evaluate accuracy over whole datasets, and the same C that goes to the board. Builds are cached by
 content in a bounded directory (TINYAOT_CACHE_DIR), shared safely by concurrent processes. For the sanitizers,
 `build_executable` makes a standalone runner instead (ASan cannot be loaded into a running Python via ctypes
-without preloading its runtime; a process of its own needs nothing).
+without preloading its runtime; a process of its own needs nothing). HostTarget and SanitizedHostTarget put the
+two behind the common target interface (targets/base.py).
 """
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from tinyaot.errors import ArenaTooSmallError, TinyAOTError
+from tinyaot.targets.base import ModelSources, RunResult
 
 BASE_CFLAGS = ["-O2", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
 HOST_CFLAGS = [*BASE_CFLAGS, "-fPIC", "-shared"]
@@ -341,3 +344,59 @@ class HostModel:
                 raise TinyAOTError(f"{self.name}_invoke failed with status {status}")
             ctypes.memmove(out[i].ctypes.data, self._output(), self.output_size)
         return out
+
+
+# ---- the common target interface ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostLibrary:
+    """A model's shared library, loaded into this process."""
+
+    path: Path
+    model: HostModel
+
+
+@dataclass(frozen=True)
+class HostExecutable:
+    """A model's standalone runner (see build_executable)."""
+
+    path: Path
+    output_size: int
+
+
+class HostTarget:
+    """gcc shared library + ctypes: outputs only (the host's instructions and sizes say nothing about a board)."""
+
+    name = "host"
+
+    def build(self, sources: ModelSources) -> HostLibrary:
+        lib = build_shared_library(sources.texts(), sources.name)
+        return HostLibrary(lib, HostModel(lib, sources.name, sources.input_size, sources.output_size,
+                                          sources.arena_bytes))
+
+    def run(self, artifact: HostLibrary, inputs: np.ndarray, *, arena_bytes: int | None = None) -> RunResult:
+        """Bind the static arena (or one of `arena_bytes`) and run the rows of `inputs`."""
+        artifact.model.init(arena_bytes)
+        return RunResult(artifact.model.run(inputs))
+
+
+class SanitizedHostTarget:
+    """The standalone runner built with AddressSanitizer and UndefinedBehaviorSanitizer: a report fails the run."""
+
+    name = "host-sanitized"
+
+    def __init__(self, extra_flags: tuple[str, ...] = tuple(SANITIZE_CFLAGS), env: dict | None = None,
+                 timeout: float = 120):
+        self.extra_flags, self.timeout = tuple(extra_flags), timeout
+        self.env = dict(SANITIZE_ENV) if env is None else env
+
+    def build(self, sources: ModelSources) -> HostExecutable:
+        exe = build_executable(sources.texts(), sources.name, list(self.extra_flags))
+        return HostExecutable(exe, sources.output_size)
+
+    def run(self, artifact: HostExecutable, inputs: np.ndarray) -> RunResult:
+        rows = np.asarray(inputs)
+        rows = rows.reshape(len(rows), -1)
+        return RunResult(run_executable(artifact.path, rows, artifact.output_size, env=self.env,
+                                        timeout=self.timeout))

@@ -3,32 +3,35 @@
 The project (CMakeLists.txt, our own pico_sdk_import.cmake, main.c, app.c/app.h, test_vectors.c/.h,
 README.md and the model's C under model/) builds with the Raspberry Pi Pico SDK for the RP2350's
 Cortex-M33 core.  main.c is a thin board layer (stdio, microsecond timer) around app.c, which holds all
-the logic; `run_app_m33` links the very same app.c and model sources, compiled with the RP2350 flags,
-with a QEMU board layer (semihosting, instruction-count timer), so the tests exercise what the board runs.
+the logic; `Pico2AppTarget` (`run_app_m33` in one call) links the very same app.c and model sources,
+compiled with the RP2350 flags, with a QEMU board layer (semihosting, instruction-count timer), so the
+tests exercise what the board runs.
 
 Sizes and the stack are measured when the project is written, with arm-none-eabi-gcc alone (no SDK, no
 QEMU): the model and app.c are compiled with the project's flags and `-fcallgraph-info=su`, which gives
-every function's stack frame and callees.  The model's code is what is reachable from its entry points
-(what the linker keeps with --gc-sections), its stack the worst call path of one inference.  The SDK's
-share (runtime size, printf and interrupt stack) are figures measured with Pico SDK 2.2.0; the tests
-check them against real SDK builds.
+every function's stack frame and callees (targets/callgraph.py).  The model's code is what is reachable
+from its entry points (what the linker keeps with --gc-sections), its stack the worst call path of one
+inference.  The SDK's share (runtime size, printf and interrupt stack) are figures measured with Pico
+SDK 2.2.0; the tests check them against real SDK builds.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import tempfile
 import textwrap
-from dataclasses import dataclass
-from importlib import resources
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from tinyaot import __version__
 from tinyaot.errors import TinyAOTError
+from tinyaot.targets.base import RunResult
+from tinyaot.targets.callgraph import CallGraph, CallGraphError
+from tinyaot.targets.sizes import matching_section_bytes
+from tinyaot.targets.templates import fill, read_template
+from tinyaot.targets.toolchain import find_arm_gcc
 
 TEMPLATE_PACKAGE = ("targets", "pico2_templates")
 MODEL_DIR = "model"
@@ -77,25 +80,27 @@ SDK_FLASH_BYTES = 30_904
 SDK_RAM_BYTES = 272 + 4_316 + 3_140 + 2_048
 # What copy_to_ram moves into SRAM on top of that, besides the model, app.c and the test vectors.
 SDK_COPY_TO_RAM_BYTES = 25_902
+APP_TIMER_CALLBACKS = ("qemu_print", "qemu_instructions")  # what app_run() calls back into board_qemu.c
+
 
 class Pico2ExportError(TinyAOTError):
     """The Pico 2 project cannot be written as asked (inputs, labels or sizes do not fit)."""
 
 
 @dataclass(frozen=True)
-class AppRun:
-    """What app.c printed for each test input on the emulated Cortex-M33."""
+class AppRun(RunResult):
+    """What app.c printed for each test input on the emulated Cortex-M33.
 
-    outputs: np.ndarray  # int8, (n_inputs, output_size)
-    predictions: list[int]
-    labels: list[int | None]
-    instructions: list[int]  # per inference, timer calls included
-    checksum: int | None  # app_checksum as the board layer printed it
-    text_bytes: int  # flash of the whole QEMU image (harness + app + model + test vectors)
-    data_bytes: int
-    bss_bytes: int  # the model's arena included
-    elf_path: Path
-    stack_bytes: int | None = None  # high-water mark of app_run() on QEMU (the stack painted before it)
+    `instructions` is the first inference (app.c's timer calls included), `stack_bytes` the high-water mark of
+    app_run() (the stack painted before it), `sizes` the whole QEMU image (harness + app + model + test vectors;
+    bss includes the model's arena).
+    """
+
+    predictions: list[int] = field(default_factory=list)
+    labels: list[int | None] = field(default_factory=list)
+    inference_instructions: list[int] = field(default_factory=list)  # every inference, as app.c timed it
+    checksum: int | None = None  # app_checksum as the board layer printed it
+    elf_path: Path | None = None
     stack_bound: int | None = None  # worst call path of app_run() in the same image (gcc -fcallgraph-info)
 
 
@@ -274,16 +279,10 @@ def _check_fits(cm, x_q: np.ndarray) -> None:
 
 
 def _template(fname: str) -> str:
-    return resources.files("tinyaot").joinpath(*TEMPLATE_PACKAGE, fname).read_text()
+    return read_template(TEMPLATE_PACKAGE, fname)
 
 
-def _fill(text: str, fields: dict[str, str]) -> str:
-    for key, value in fields.items():
-        text = text.replace(key, value)
-    left = re.findall(r"@[A-Z_]+@", text)
-    if left:
-        raise AssertionError(f"template placeholders left unfilled: {sorted(set(left))}")
-    return text
+_fill = fill
 
 
 def _write(path: Path, text: str) -> Path:
@@ -487,35 +486,50 @@ def measure_project(project_dir, name: str, c_files, vector_bytes: int, copy_to_
     the stack reservation is the conservative UNMEASURED_STACK_BYTES.
     """
     project = Path(project_dir).resolve()
-    gcc = _arm_gcc()
+    gcc = find_arm_gcc()
     if gcc is None:
         return _unmeasured("not measured: arm-none-eabi-gcc was missing when this project was written",
                            vector_bytes, copy_to_ram)
     with tempfile.TemporaryDirectory(prefix="tinyaot-pico2-") as tmp:
-        tmp = Path(tmp)
-        flags = [*RP2350_CPU_FLAGS, *RP2350_C_FLAGS, *RP2350_DEFINES, "-fcallgraph-info=su",
-                 f"-I{project}", f"-I{project / MODEL_DIR}"]
         try:
-            model_objs = _cc(gcc, [project / MODEL_DIR / f for f in c_files], tmp / "model", flags)
-            app_objs = _cc(gcc, [project / "app.c"], tmp / "app", flags)
+            graph, app_obj = _project_call_graph(gcc, project, c_files, Path(tmp))
         except Pico2ExportError as exc:
             return _unmeasured(f"not measured: {exc}", vector_bytes, copy_to_ram)
-        graph = CallGraph.read([o.with_suffix(".ci") for o in (*model_objs, *app_objs)])
-        # What the firmware links (--gc-sections): the functions app_run() reaches, model and app.c apart.
-        linked = graph.reachable(["app_run"])
-        code = graph.code_bytes(f for f in linked if graph.source[f].parent == tmp / "model")
-        app_flash = graph.code_bytes(f for f in linked if graph.source[f].parent == tmp / "app") + _section_bytes(
-            app_objs[0], (".rodata",))
+        code, app_flash = _linked_code(graph, app_obj)
         try:
-            inference = graph.worst_path(f"{name}_invoke", leaf_bytes=LIBRARY_CALL_BYTES)
-            # app_run's calls through the print and clock callbacks go to main.c: in SDK_STACK_BYTES.
-            app = graph.worst_path("app_run", leaf_bytes=LIBRARY_CALL_BYTES)
+            stack = _stack_plan(graph, name)
         except CallGraphError as exc:
-            return Pico2Sizes(code, app_flash, vector_bytes, StackPlan(
-                UNMEASURED_STACK_BYTES, None, None, note=f"not bounded: {exc}"), copy_to_ram)
-    reserved = _round_up(max(app.bytes + SDK_STACK_BYTES, SDK_DEFAULT_STACK_BYTES), STACK_ROUND_BYTES)
-    stack = StackPlan(reserved, inference.bytes, app.bytes, tuple(f.rsplit(":", 1)[-1] for f in inference.path))
+            stack = StackPlan(UNMEASURED_STACK_BYTES, None, None, note=f"not bounded: {exc}")
     return Pico2Sizes(code, app_flash, vector_bytes, stack, copy_to_ram)
+
+
+def _project_call_graph(gcc: Path, project: Path, c_files, tmp: Path) -> tuple[CallGraph, Path]:
+    """Compile the model (into tmp/model) and app.c (into tmp/app) with the project's flags; the call graph
+    of both and app.c's object."""
+    flags = [*RP2350_CPU_FLAGS, *RP2350_C_FLAGS, *RP2350_DEFINES, "-fcallgraph-info=su",
+             f"-I{project}", f"-I{project / MODEL_DIR}"]
+    model_objs = _cc(gcc, [project / MODEL_DIR / f for f in c_files], tmp / "model", flags)
+    app_objs = _cc(gcc, [project / "app.c"], tmp / "app", flags)
+    return CallGraph.read([o.with_suffix(".ci") for o in (*model_objs, *app_objs)]), app_objs[0]
+
+
+def _linked_code(graph: CallGraph, app_obj: Path) -> tuple[int, int]:
+    """What the firmware links (--gc-sections): the code app_run() reaches in the model, and app.c's code and
+    strings."""
+    linked = graph.reachable(["app_run"])
+    app_dir = app_obj.parent
+    code = graph.code_bytes(f for f in linked if graph.source[f].parent == app_dir.with_name("model"))
+    app_code = graph.code_bytes(f for f in linked if graph.source[f].parent == app_dir)
+    return code, app_code + matching_section_bytes(app_obj, lambda n: n == ".rodata" or n.startswith(".rodata."))
+
+
+def _stack_plan(graph: CallGraph, name: str) -> StackPlan:
+    """PICO_STACK_SIZE from the worst call path of app_run() plus the SDK's share."""
+    inference = graph.worst_path(f"{name}_invoke", leaf_bytes=LIBRARY_CALL_BYTES)
+    # app_run's calls through the print and clock callbacks go to main.c: in SDK_STACK_BYTES.
+    app = graph.worst_path("app_run", leaf_bytes=LIBRARY_CALL_BYTES)
+    reserved = _round_up(max(app.bytes + SDK_STACK_BYTES, SDK_DEFAULT_STACK_BYTES), STACK_ROUND_BYTES)
+    return StackPlan(reserved, inference.bytes, app.bytes, tuple(f.rsplit(":", 1)[-1] for f in inference.path))
 
 
 def _unmeasured(why: str, vector_bytes: int, copy_to_ram: bool) -> Pico2Sizes:
@@ -526,14 +540,6 @@ def _unmeasured(why: str, vector_bytes: int, copy_to_ram: bool) -> Pico2Sizes:
 
 def _round_up(n: int, step: int) -> int:
     return -(-n // step) * step
-
-
-def _arm_gcc() -> Path | None:
-    """arm-none-eabi-gcc (or what TINYAOT_ARM_GCC names); QEMU is not needed to measure."""
-    from tinyaot.targets.toolchain import ARM_GCC, GCC_ENV
-
-    found = shutil.which(os.environ.get(GCC_ENV) or ARM_GCC)
-    return None if found is None else Path(found)
 
 
 def _cc(gcc: Path, sources: list[Path], out_dir: Path, flags: list[str]) -> list[Path]:
@@ -550,176 +556,75 @@ def _cc(gcc: Path, sources: list[Path], out_dir: Path, flags: list[str]) -> list
     return [out_dir / (s.stem + ".o") for s in sources]
 
 
-def _section_bytes(obj: Path, prefixes: tuple[str, ...]) -> int:
-    from elftools.elf.elffile import ELFFile
-
-    with open(obj, "rb") as f:
-        return sum(s.data_size for s in ELFFile(f).iter_sections()
-                   if s.name in prefixes or s.name.startswith(tuple(p + "." for p in prefixes)))
-
-
-# --- call graphs (gcc -fcallgraph-info=su) ---------------------------------------------------------
-
-
-class CallGraphError(TinyAOTError):
-    """A call graph has no static stack bound (recursion, a dynamic frame) or lacks a function."""
-
-
-@dataclass(frozen=True)
-class StackPath:
-    bytes: int
-    path: tuple[str, ...]  # function ids, the root first
-
-
-INDIRECT_CALL = "__indirect_call"  # gcc's node for every call through a function pointer
-_CI_NODE = re.compile(r'^node: \{ title: "([^"]+)" label: "([^"]*)"')
-_CI_EDGE = re.compile(r'^edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"')
-_CI_FRAME = re.compile(r"(\d+) bytes \(([a-z,]+)\)")
-
-
-class CallGraph:
-    """Functions, their stack frames and their calls, from the .ci files gcc writes with -fcallgraph-info=su.
-
-    A function is named as gcc titles it: its name if global, `source:name` if static (clones keep gcc's
-    suffix, e.g. `name.isra.0`).  A call is resolved to the SDK's `--wrap` replacement `__wrap_<name>` when
-    one is in the graph (printf -> __wrap_printf), as the SDK's link does.
-    """
-
-    def __init__(self) -> None:
-        self.frames: dict[str, tuple[int, str]] = {}  # function -> (bytes, "static" | "dynamic" | ...)
-        self.calls: dict[str, set[str]] = {}
-        self.source: dict[str, Path] = {}  # function -> the .ci file that defines it
-
-    @classmethod
-    def read(cls, ci_files) -> CallGraph:
-        graph = cls()
-        for ci in ci_files:
-            ci = Path(ci)
-            for line in ci.read_text(errors="replace").splitlines():
-                m = _CI_NODE.match(line)
-                if m:
-                    frame = _CI_FRAME.search(m.group(2))
-                    if frame:
-                        graph.frames[m.group(1)] = (int(frame.group(1)), frame.group(2))
-                        graph.source[m.group(1)] = ci
-                    continue
-                m = _CI_EDGE.match(line)
-                if m:
-                    graph.calls.setdefault(m.group(1), set()).add(m.group(2))
-        return graph
-
-    def find(self, name: str) -> list[str]:
-        """Every function called `name` (a global one, or static ones in any file)."""
-        return [f for f in self.frames if f == name or f.endswith(":" + name)]
-
-    def resolve(self, callee: str) -> str:
-        wrapped = "__wrap_" + callee
-        return wrapped if wrapped in self.frames else callee
-
-    def defined_in(self, ci: Path) -> list[str]:
-        return [f for f, src in self.source.items() if src == Path(ci)]
-
-    def reachable(self, roots) -> set[str]:
-        seen, todo = set(), list(roots)
-        while todo:
-            f = todo.pop()
-            if f in seen or f not in self.frames:
-                continue
-            seen.add(f)
-            todo.extend(self.resolve(c) for c in self.calls.get(f, ()))
-        return seen
-
-    def code_bytes(self, functions) -> int:
-        """Bytes of .text of `functions` (compiled with -ffunction-sections: one section each)."""
-        from elftools.elf.elffile import ELFFile
-
-        by_object: dict[Path, set[str]] = {}
-        for f in functions:
-            by_object.setdefault(self.source[f].with_suffix(".o"), set()).add(".text." + f.rsplit(":", 1)[-1])
-        total = 0
-        for obj, sections in by_object.items():
-            with open(obj, "rb") as fh:
-                total += sum(s.data_size for s in ELFFile(fh).iter_sections() if s.name in sections)
-        return total
-
-    def worst_path(self, root: str, *, indirect=(), leaf_bytes: int = 0, stop=(), cut_cycles: bool = False
-                   ) -> StackPath:
-        """The call path from `root` with the most stack.
-
-        A call through a function pointer may go to any function named in `indirect` (none: it costs
-        nothing); a call to a function the graph does not define (a library routine) costs `leaf_bytes`;
-        calls to functions named in `stop` (error paths that never return) are not followed.  Recursion has
-        no static bound and raises CallGraphError, unless `cut_cycles` (for graphs whose cycles exist only
-        through over-approximated function-pointer calls).
-        """
-        roots = [root] if root in self.frames else self.find(root)
-        if not roots:
-            raise CallGraphError(f"no function {root!r} in the call graph")
-        targets = [f for name in indirect for f in (self.find(name) or [name])]
-        memo: dict[str, tuple[int, tuple[str, ...]]] = {}
-        on_path: set[str] = set()
-
-        def visit(f: str) -> tuple[int, tuple[str, ...]]:
-            if f in memo:
-                return memo[f]
-            if f in on_path:
-                if cut_cycles:
-                    return 0, ()
-                raise CallGraphError(f"{f.rsplit(':', 1)[-1]} is recursive: its stack has no static bound")
-            if f == INDIRECT_CALL:
-                own, callees = 0, targets
-            elif f not in self.frames:
-                own, callees = leaf_bytes, []
-            else:
-                own, kind = self.frames[f]
-                if kind != "static":
-                    raise CallGraphError(f"{f.rsplit(':', 1)[-1]} has a {kind} stack frame (e.g. alloca or a VLA)")
-                callees = [self.resolve(c) for c in sorted(self.calls.get(f, ()))]
-            if f != INDIRECT_CALL:
-                on_path.add(f)
-            best: tuple[int, tuple[str, ...]] = (0, ())
-            for c in callees:
-                if c.rsplit(":", 1)[-1] in stop:
-                    continue
-                sub = visit(c)
-                if sub[0] > best[0]:
-                    best = sub
-            on_path.discard(f)
-            memo[f] = (own + best[0], ((f,) if f != INDIRECT_CALL else ()) + best[1])
-            return memo[f]
-
-        results = [visit(r) for r in roots]
-        worst = max(results, key=lambda r: r[0])
-        return StackPath(worst[0], worst[1])
-
-
 # --- the app on QEMU --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Pico2AppBuild:
+    """A project's app linked with the QEMU board layer."""
+
+    path: Path  # the ELF
+    stack_bound: int  # worst call path of app_run() in this image
+
+
+@dataclass(frozen=True)
+class Pico2AppTarget:
+    """A written project's app.c + test vectors + model, compiled with the RP2350 flags and linked with a QEMU
+    board layer (semihosting, instruction-count timer), so the tests run what the board runs.
+
+    The inputs are the project's embedded test vectors (export with inputs= to change them); `build_dir`
+    defaults to <project>/build_qemu, `timeout` applies to the QEMU run.
+    """
+
+    name = "pico2-app"
+    build_dir: Path | None = None
+    timeout: float = 120.0
+
+    def build(self, project_dir) -> Pico2AppBuild:
+        from tinyaot.targets.m33 import ICOUNT_SHIFT, build_program
+        from tinyaot.targets.toolchain import find_m33_toolchain
+
+        project, model = _project_dirs(project_dir)
+        build = Path(self.build_dir).resolve() if self.build_dir is not None else project / "build_qemu"
+        build.mkdir(parents=True, exist_ok=True)
+        board = build / "board_qemu.c"
+        board.write_text(_fill(_template("board_qemu.c"), {"@ICOUNT_SHIFT@": str(ICOUNT_SHIFT)}))
+        sources = [board, *(project / s for s in APP_SOURCES), *sorted(model.glob("*.c"))]
+        flags = (*RP2350_C_FLAGS, *RP2350_DEFINES, "-Wall", "-Wextra", "-Werror", "-fcallgraph-info=su")
+        elf = build_program(find_m33_toolchain().gcc, sources, build, include_dirs=(project, model),
+                            cpu=list(RP2350_CPU_FLAGS), c_flags=flags, elf_name="app")
+        graph = CallGraph.read(sorted(build.glob("obj/**/*.ci")))
+        bound = graph.worst_path("app_run", indirect=APP_TIMER_CALLBACKS, leaf_bytes=LIBRARY_CALL_BYTES)
+        return Pico2AppBuild(elf, bound.bytes)
+
+    def run(self, artifact: Pico2AppBuild, inputs: np.ndarray | None = None) -> AppRun:
+        """Run the app on QEMU and parse what app.c printed."""
+        from tinyaot.targets.m33 import elf_sizes, run_elf
+        from tinyaot.targets.toolchain import find_m33_toolchain
+
+        if inputs is not None:
+            raise Pico2ExportError("the Pico 2 app runs the test vectors embedded in its project; export the "
+                                   "project with inputs= to run others")
+        stdout = run_elf(find_m33_toolchain().qemu, artifact.path, self.timeout)
+        return _parse_app(stdout, artifact.path, elf_sizes(artifact.path), artifact.stack_bound)
+
+
 def run_app_m33(project_dir, build_dir=None, timeout: float = 120.0) -> AppRun:
-    """Build a written project's app.c + test vectors + model with the RP2350 flags and a QEMU board
-    layer, run it on the emulated Cortex-M33 and parse what app.c printed.
+    """Build a written project's app with Pico2AppTarget and run it on the emulated Cortex-M33.
 
     The board layer paints the stack before app_run() and reports its high-water mark; the image's own
     call graph (-fcallgraph-info) gives app_run()'s static bound in `AppRun.stack_bound`."""
-    from tinyaot.targets.m33 import ICOUNT_SHIFT, build_and_run_m33, elf_sizes
+    target = Pico2AppTarget(build_dir=build_dir, timeout=timeout)
+    return target.run(target.build(project_dir))
 
+
+def _project_dirs(project_dir) -> tuple[Path, Path]:
+    """The project and its model folder, checked to be what export_pico2 writes."""
     project = Path(project_dir).resolve()
     model = project / MODEL_DIR
     if not (project / "app.c").is_file() or not model.is_dir():
         raise Pico2ExportError(f"{project} is not a project written by export_pico2 (no app.c or {MODEL_DIR}/)")
-    build = Path(build_dir).resolve() if build_dir is not None else project / "build_qemu"
-    build.mkdir(parents=True, exist_ok=True)
-    board = build / "board_qemu.c"
-    board.write_text(_fill(_template("board_qemu.c"), {"@ICOUNT_SHIFT@": str(ICOUNT_SHIFT)}))
-    sources = [board, *(project / s for s in APP_SOURCES), *sorted(model.glob("*.c"))]
-    flags = (*RP2350_C_FLAGS, *RP2350_DEFINES, "-Wall", "-Wextra", "-Werror", "-fcallgraph-info=su")
-    stdout, elf = build_and_run_m33(sources, build, include_dirs=(project, model), cpu_flags=RP2350_CPU_FLAGS,
-                                    c_flags=flags, elf_name="app", timeout=timeout)
-    text, data, bss = elf_sizes(elf)
-    graph = CallGraph.read(sorted(build.glob("obj/**/*.ci")))
-    bound = graph.worst_path("app_run", indirect=("qemu_print", "qemu_instructions"), leaf_bytes=LIBRARY_CALL_BYTES)
-    return _parse_app(stdout, elf, text, data, bss, bound.bytes)
+    return project, model
 
 
 _LINE_RE = re.compile(
@@ -727,8 +632,9 @@ _LINE_RE = re.compile(
 )
 
 
-def _parse_app(stdout: str, elf: Path, text: int, data: int, bss: int, stack_bound: int | None = None
-               ) -> AppRun:
+def _parse_app(stdout: str, elf: Path, sizes, stack_bound: int | None = None) -> AppRun:
+    """app.c's lines "#k predicted p [expected e ok|WRONG], n <unit>, output <hex>", its summary, the board
+    layer's checksum and stack lines."""
     rows: dict[int, tuple[int, int | None, int, bytes]] = {}
     for line in stdout.splitlines():
         m = _LINE_RE.match(line.strip())
@@ -741,15 +647,14 @@ def _parse_app(stdout: str, elf: Path, text: int, data: int, bss: int, stack_bou
     m = re.search(r"^checksum ([0-9a-f]{8})$", stdout, re.MULTILINE)
     stack = re.search(r"^stack (\d+)$", stdout, re.MULTILINE)
     return AppRun(
-        checksum=None if m is None else int(m.group(1), 16),
         outputs=np.stack([np.frombuffer(r[3], dtype=np.int8) for r in ordered]),
+        instructions=ordered[0][2],
+        stack_bytes=None if stack is None else int(stack.group(1)),
+        sizes=sizes,
         predictions=[r[0] for r in ordered],
         labels=[r[1] for r in ordered],
-        instructions=[r[2] for r in ordered],
-        text_bytes=text,
-        data_bytes=data,
-        bss_bytes=bss,
+        inference_instructions=[r[2] for r in ordered],
+        checksum=None if m is None else int(m.group(1), 16),
         elf_path=elf,
-        stack_bytes=None if stack is None else int(stack.group(1)),
         stack_bound=stack_bound,
     )

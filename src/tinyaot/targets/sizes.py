@@ -1,37 +1,114 @@
-"""Flash taken by generated code, measured on Cortex-M33 object files (not estimated)."""
+"""Every size tinyaot reports, measured on Cortex-M33 object files and ELF images (never estimated).
+
+One place: the model's code bytes and its static state (RAM besides the arena) come from one compile of its
+sources (`measure_objects`, cached by content, so a report and `code_bytes` do not compile twice); a linked
+image's Berkeley-style sizes come from `elf_sizes`.
+"""
 from __future__ import annotations
 
-import subprocess
 import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-
-from elftools.elf.elffile import ELFFile
+from typing import Callable, NamedTuple
 
 M33_SIZE_FLAGS = ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", "-O2",
                   "-std=c99", "-ffunction-sections", "-fdata-sections"]
+CODE_SECTIONS = (".text",)
+STATE_SECTIONS = (".data", ".bss")
+
+
+class ImageSizes(NamedTuple):
+    """Berkeley-style sizes of a linked image; a tuple, so `text, data, bss = sizes` reads as before."""
+
+    text: int  # flash: code + rodata
+    data: int  # initialised RAM (its load image is also in flash)
+    bss: int  # zeroed RAM
 
 
 def section_bytes(obj: Path, prefix: str) -> int:
+    """Bytes of the sections of an object file whose names start with `prefix`."""
+    return matching_section_bytes(obj, lambda name: name.startswith(prefix))
+
+
+def matching_section_bytes(obj: Path, wanted: Callable[[str], bool]) -> int:
+    """Bytes of the sections of an object file whose names `wanted` accepts."""
+    from elftools.elf.elffile import ELFFile
+
     with open(obj, "rb") as f:
-        elf = ELFFile(f)
-        return sum(s.data_size for s in elf.iter_sections() if s.name.startswith(prefix))
+        return sum(s.data_size for s in ELFFile(f).iter_sections() if wanted(s.name))
+
+
+def elf_sizes(elf: Path, skip: tuple[str, ...] = ()) -> ImageSizes:
+    """Text, data and bss of the allocated sections of an ELF, leaving out the sections named in `skip`."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+
+    text = data = bss = 0
+    with open(elf, "rb") as f:
+        for section in ELFFile(f).iter_sections():
+            flags = section["sh_flags"]
+            if not flags & SH_FLAGS.SHF_ALLOC or section.name in skip:
+                continue
+            if section["sh_type"] == "SHT_NOBITS":
+                bss += section["sh_size"]
+            elif flags & SH_FLAGS.SHF_WRITE:
+                data += section["sh_size"]
+            else:
+                text += section["sh_size"]
+    return ImageSizes(text, data, bss)
+
+
+@dataclass(frozen=True)
+class ObjectSizes:
+    """The sections of each of a model's object files (c file -> section prefix -> bytes)."""
+
+    sections: dict[str, dict[str, int]]
+
+    @property
+    def code_bytes(self) -> int:
+        """Machine code of model + kernels."""
+        return sum(s[p] for s in self.sections.values() for p in CODE_SECTIONS)
+
+    def state_bytes(self, c_file: str) -> int:
+        """.data + .bss of one object file."""
+        return sum(self.sections[c_file][p] for p in STATE_SECTIONS)
+
+
+def measure_objects(sources) -> ObjectSizes | None:
+    """Compile `sources` (name + files, as codegen makes them) for Cortex-M33 with M33_SIZE_FLAGS and read
+    their sections; None when the toolchain is missing."""
+    from tinyaot.targets.toolchain import ToolchainMissing, find_m33_toolchain
+
+    try:
+        gcc = find_m33_toolchain().gcc
+    except ToolchainMissing:
+        return None
+    return _measure(gcc, tuple(sorted(sources.files.items())))
 
 
 def m33_code_bytes(sources) -> int | None:
     """Sum of .text over the model's object files, or None when arm-none-eabi-gcc is missing."""
-    from tinyaot.targets.toolchain import ToolchainMissing, find_m33_toolchain
+    sizes = measure_objects(sources)
+    return None if sizes is None else sizes.code_bytes
 
-    try:
-        gcc = str(find_m33_toolchain().gcc)
-    except ToolchainMissing:
-        return None
+
+def m33_static_state_bytes(sources, arena_bytes: int) -> int | None:
+    """.data + .bss of the model's own object file minus its static arena, or None without the toolchain."""
+    sizes = measure_objects(sources)
+    return None if sizes is None else max(sizes.state_bytes(f"{sources.name}.c") - arena_bytes, 0)
+
+
+@lru_cache(maxsize=32)
+def _measure(gcc: Path, files: tuple[tuple[str, str], ...]) -> ObjectSizes:
+    """One compile per compiler and content: the cache key is the arguments."""
+    from tinyaot.targets.m33.build import compile_sources
+
     with tempfile.TemporaryDirectory(prefix="tinyaot-size-") as tmp:
         d = Path(tmp)
-        sources.write(d)
-        total = 0
-        for c in sources.c_files:
-            obj = d / (c[:-2] + ".o")
-            subprocess.run([gcc, *M33_SIZE_FLAGS, "-I", str(d), "-c", str(d / c), "-o", str(obj)],
-                           check=True, capture_output=True)
-            total += section_bytes(obj, ".text")
-        return total
+        for fname, text in files:
+            (d / fname).write_text(text)
+        c_files = [d / f for f, _ in files if f.endswith(".c")]
+        objects = compile_sources(gcc, c_files, d / "obj", [*M33_SIZE_FLAGS, "-I", str(d)])
+        prefixes = (*CODE_SECTIONS, *STATE_SECTIONS)
+        return ObjectSizes({c.name: {p: section_bytes(o, p) for p in prefixes} for c, o in zip(c_files, objects)})

@@ -95,6 +95,12 @@ def find_m33_toolchain() -> M33Toolchain:
     return M33Toolchain(gcc=gcc, size=size, qemu=qemu)
 
 
+def find_arm_gcc() -> Path | None:
+    """arm-none-eabi-gcc alone (or what TINYAOT_ARM_GCC names), None if missing: measuring needs no emulator."""
+    found = shutil.which(os.environ.get(GCC_ENV) or ARM_GCC)
+    return None if found is None else Path(found)
+
+
 def have_m33_toolchain() -> bool:
     """True when find_m33_toolchain() would succeed (for test skips)."""
     try:

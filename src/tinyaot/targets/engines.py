@@ -1,0 +1,85 @@
+"""The engines CompiledModel.run accepts: one registry, name -> how to run a compiled model there.
+
+Adding an engine is one `register` call here; `ENGINES` (the names, in registration order) and the error for an
+unknown name follow from the registry, so no other list of engine names needs to be kept in step.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from tinyaot.errors import ModelError
+from tinyaot.targets.base import ModelSources, RunResult
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A way to run a compiled model: `run(model, batch, arena_bytes)` with the batch in the model's input shape
+    and dtype; `emulated` engines measure instructions and stack (CompiledModel keeps the latest as last_m33)."""
+
+    name: str
+    description: str
+    run: Callable[..., RunResult]
+    emulated: bool = False
+
+
+REGISTRY: dict[str, Engine] = {}
+
+
+def register(engine: Engine) -> Engine:
+    REGISTRY[engine.name] = engine
+    return engine
+
+
+def engine_named(name: str) -> Engine:
+    """The registered engine, or a ModelError naming the choices."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ModelError(f"unknown engine {name!r}; choose one of {', '.join(REGISTRY)}") from None
+
+
+def raw_rows(batch: np.ndarray) -> np.ndarray:
+    """One int8 row per input: the C runners copy raw bytes (uint8 inputs are viewed, not converted)."""
+    return batch.reshape(len(batch), -1).view(np.int8)
+
+
+def host_build(cm):
+    """The model's host library, built once per CompiledModel (kept in its `_host`)."""
+    from tinyaot.targets.host import HostTarget
+
+    if cm._host is None:
+        cm._host = HostTarget().build(ModelSources.of(cm))
+    return cm._host
+
+
+def _run_reference(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
+    from tinyaot.ref.interpreter import Interpreter
+
+    return RunResult(Interpreter(cm.graph, cm.plan).run(batch))
+
+
+def _run_host(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
+    from tinyaot.targets.host import HostTarget
+
+    return HostTarget().run(host_build(cm), raw_rows(batch), arena_bytes=arena_bytes)
+
+
+def _run_m33(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
+    """The harness binds the model's static arena (`arena_bytes` is for the host's caller-provided arena)."""
+    from tinyaot.targets import m33  # looked up at call time: tests replace m33.run_m33
+
+    with tempfile.TemporaryDirectory(prefix="tinyaot-") as tmp:
+        cm.c_sources.write(Path(tmp))
+        return m33.run_m33(Path(tmp), cm.name, raw_rows(batch), cm.output_size)
+
+
+register(Engine("reference", "the reference interpreter", _run_reference))
+register(Engine("host", "host C", _run_host))
+register(Engine("m33", "the emulated Cortex-M33", _run_m33, emulated=True))
+
+ENGINES = tuple(REGISTRY)

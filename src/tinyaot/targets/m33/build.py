@@ -1,0 +1,187 @@
+"""Building for the Cortex-M33: compile, link, and embed the inputs a run feeds the model.
+
+The public pieces (`compile_sources`, `build_program`) are what other targets build on: the Pico 2 app run
+links its own main() with the same startup, console and bench code.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from tinyaot.targets.m33.config import (
+    C_FLAGS,
+    FLASH_MARGIN,
+    HARNESS_TEMPLATE,
+    INPUTS_SECTION,
+    LINK_FLAGS,
+    LINKER_SCRIPT,
+    SUPPORT_C_FLAGS,
+    SUPPORT_DIR,
+    SUPPORT_SOURCES,
+    M33BuildError,
+    cpu_flags,
+)
+from tinyaot.targets.sizes import elf_sizes
+from tinyaot.targets.templates import fill, read_template
+
+
+def run_gcc(gcc: Path, args: list[str], cwd: Path) -> None:
+    """One arm-none-eabi-gcc call; its full command and output are the error when it fails."""
+    cmd = [str(gcc), *args]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise M33BuildError(
+            f"arm-none-eabi-gcc failed (exit {proc.returncode}) in {cwd}:\n"
+            f"  {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+        )
+
+
+def compile_sources(gcc: Path, sources: list[Path], out_dir: Path, flags: list[str]) -> list[Path]:
+    """Compile `sources` into `out_dir`; separate dirs keep equal basenames apart."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_gcc(gcc, [*flags, "-c", *(str(s) for s in sources)], out_dir)
+    return [out_dir / (s.stem + ".o") for s in sources]
+
+
+def compile_support(gcc: Path, obj: Path, cpu: list[str], c_flags) -> list[Path]:
+    """The harness's startup, console and bench code (freestanding)."""
+    sources = [SUPPORT_DIR / s for s in SUPPORT_SOURCES]
+    return compile_sources(gcc, sources, obj / "support", [*cpu, *c_flags, *SUPPORT_C_FLAGS, f"-I{SUPPORT_DIR}"])
+
+
+def link(gcc: Path, objects: list[Path], build: Path, stem: str, cpu: list[str]) -> Path:
+    """Link `objects` with the an505 linker script into build/<stem>.elf (and its map)."""
+    elf = build / f"{stem}.elf"
+    run_gcc(gcc, [*cpu, *LINK_FLAGS, "-T", str(SUPPORT_DIR / LINKER_SCRIPT), f"-Wl,-Map={stem}.map",
+                  *(str(o) for o in objects), "-o", elf.name], build)
+    return elf
+
+
+def fresh_objects(build: Path) -> Path:
+    """build/obj, emptied: no stale objects from an earlier model in this build dir."""
+    obj = build / "obj"
+    if obj.exists():
+        shutil.rmtree(obj)
+    return obj
+
+
+def build_program(
+    gcc: Path,
+    sources: list[Path],
+    build_dir: Path,
+    *,
+    include_dirs: tuple[Path, ...] = (),
+    cpu: list[str] | None = None,
+    c_flags: tuple[str, ...] = C_FLAGS,
+    elf_name: str = "app",
+) -> Path:
+    """Link a program that brings its own main() with the harness's startup, console and bench code.
+
+    Sources see the harness headers (console.h, bench.h, semihost.h); `cpu` defaults to the DSP build.
+    Returns the ELF.
+    """
+    build = Path(build_dir).resolve()
+    obj = fresh_objects(build)
+    cpu = list(cpu) if cpu is not None else cpu_flags(True)
+    incs = [f"-I{Path(d).resolve()}" for d in include_dirs] + [f"-I{SUPPORT_DIR}"]
+    objects = compile_support(gcc, obj, cpu, c_flags)
+    for i, group in enumerate(_by_directory(sources)):
+        objects += compile_sources(gcc, group, obj / f"src{i}", [*cpu, *c_flags, *incs])
+    return link(gcc, objects, build, elf_name, cpu)
+
+
+def _by_directory(sources: list[Path]) -> list[list[Path]]:
+    """One group per source directory (one object dir each keeps equal basenames apart), in path order."""
+    by_dir: dict[Path, list[Path]] = {}
+    for src in sources:
+        src = Path(src).resolve()
+        by_dir.setdefault(src.parent, []).append(src)
+    return [group for _, group in sorted(by_dir.items())]
+
+
+# --- run_m33's harness: the model, a generated main() and the embedded inputs --------------------------------
+
+
+def compile_model(
+    gcc: Path,
+    model_dir: Path,
+    name: str,
+    build: Path,
+    sizes: tuple[int, int],
+    dsp: bool,
+    profile: bool = False,
+) -> list[Path]:
+    """The model's .c files, the harness and its main() for `sizes` = (input bytes, output bytes)."""
+    obj = fresh_objects(build)
+    build.mkdir(parents=True, exist_ok=True)
+    main_c = build / "main.c"
+    main_c.write_text(harness_main(name, *sizes))
+    base = [*cpu_flags(dsp), *C_FLAGS]
+    model_inc, support_inc = f"-I{model_dir}", f"-I{SUPPORT_DIR}"
+    model_flags = [*base, model_inc, *profile_flags(name, profile)]
+    return [
+        *compile_sources(gcc, sorted(model_dir.glob("*.c")), obj / "model", model_flags),
+        *compile_support(gcc, obj, cpu_flags(dsp), C_FLAGS),
+        *compile_sources(gcc, [main_c], obj / "main", [*base, *SUPPORT_C_FLAGS, support_inc, model_inc]),
+    ]
+
+
+def harness_main(name: str, input_size: int, output_size: int) -> str:
+    """run_m33's main.c for one model, from the harness_main.c template."""
+    fields = {"@NAME@": name, "@UNAME@": name.upper(), "@INPUT_SIZE@": str(input_size),
+              "@OUTPUT_SIZE@": str(output_size)}
+    return fill(read_template(("targets", "m33"), HARNESS_TEMPLATE), fields)
+
+
+def profile_flags(name: str, profile: bool) -> list[str]:
+    """Profiling builds call tinyaot_profile_step after every kernel (the model's <NAME>_PROFILE_STEP hook)."""
+    if not profile:
+        return []
+    hook = f"-D{name.upper()}_PROFILE_STEP(step)=tinyaot_profile_step(step)"
+    return ["-include", str(SUPPORT_DIR / "profile.h"), hook]
+
+
+def link_with_inputs(gcc: Path, objects: list[Path], samples: np.ndarray, build: Path, stem: str,
+                     dsp: bool) -> Path:
+    """Link the objects with `samples` embedded in flash as the harness's inputs."""
+    inputs_dir = build / "obj" / "inputs"  # .incbin resolves against the assembler's cwd
+    inputs_dir.mkdir(parents=True, exist_ok=True)
+    (inputs_dir / "inputs.bin").write_bytes(samples.tobytes())
+    (inputs_dir / "inputs.S").write_text(inputs_asm(len(samples)))
+    inputs_obj = compile_sources(gcc, [inputs_dir / "inputs.S"], inputs_dir, cpu_flags(dsp))
+    return link(gcc, [*objects, *inputs_obj], build, stem, cpu_flags(dsp))
+
+
+def inputs_per_run(probe_elf: Path, input_size: int, flash_bytes: int) -> int:
+    """How many samples fit in the flash the model image (linked without inputs) leaves free."""
+    text, data, _ = elf_sizes(probe_elf, skip=(INPUTS_SECTION,))
+    free = flash_bytes - text - data - FLASH_MARGIN
+    if free < input_size:
+        raise M33BuildError(
+            f"the model image ({text + data} bytes) leaves no room in the "
+            f"{flash_bytes // 1024} KiB flash for one {input_size}-byte input"
+        )
+    return free // input_size
+
+
+def inputs_asm(count: int) -> str:
+    """The inputs as an assembler file: .incbin keeps big batches fast to build (no C initialiser to parse)."""
+    return f"""\
+/* Generated by tinyaot.targets.m33: the samples main.c runs, in flash. */
+    .section {INPUTS_SECTION},"a",%progbits
+    .balign 16
+    .global tinyaot_inputs
+    .type tinyaot_inputs, %object
+tinyaot_inputs:
+    .incbin "inputs.bin"
+    .size tinyaot_inputs, . - tinyaot_inputs
+    .balign 4
+    .global tinyaot_n_inputs
+    .type tinyaot_n_inputs, %object
+tinyaot_n_inputs:
+    .word {count}
+    .size tinyaot_n_inputs, 4
+"""

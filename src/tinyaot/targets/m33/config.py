@@ -1,0 +1,57 @@
+"""The Cortex-M33 target's fixed choices: compiler flags, the emulated board's limits, and its errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tinyaot.errors import TinyAOTError
+
+SUPPORT_DIR = Path(__file__).parent  # the harness's C (startup, console, bench), linker script and main template
+SUPPORT_SOURCES = ("startup.c", "bench.c", "console.c")
+LINKER_SCRIPT = "an505.ld"
+HARNESS_TEMPLATE = "harness_main.c"  # run_m33's main(), filled per model
+
+FLASH_BYTES = 4 * 1024 * 1024
+FLASH_MARGIN = 256  # room for the alignment of the inputs section and its count word
+INPUTS_SECTION = ".tinyaot_inputs"
+
+ICOUNT_SHIFT = 7  # 2^7 ns per instruction; the 32-bit timer wraps after ~1.68 G instructions
+TIMER_NS_PER_TICK = 50  # IoTKit TIMER0 runs at 20 MHz
+FAULT_EXIT_STATUS = 99  # set by Fault_Handler in startup.c
+
+CPU_FLAGS = ("-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16")
+C_FLAGS = (
+    "-O2",
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-ffp-contract=off",  # no FMA contraction: float code matches the host build
+    "-ffunction-sections",
+    "-fdata-sections",
+    "-g",
+)
+# Only the harness is freestanding: with -ffreestanding GCC stops expanding
+# small memcpy calls inline, which would make model code several times slower.
+SUPPORT_C_FLAGS = ("-ffreestanding",)
+LINK_FLAGS = ("-nostartfiles", "--specs=nosys.specs", "-Wl,--gc-sections")
+
+
+def cpu_flags(dsp: bool) -> list[str]:
+    """The RP2350's core, with or without the DSP extension (without it the portable C kernels are used)."""
+    return ["-mcpu=cortex-m33" if dsp else "-mcpu=cortex-m33+nodsp", *CPU_FLAGS]
+
+
+class M33Error(TinyAOTError, RuntimeError):
+    """The model could not be built or run on the Cortex-M33 target."""
+
+
+class M33BuildError(M33Error):
+    """Compiling or linking for the target failed."""
+
+
+class M33RunError(M33Error):
+    """QEMU faulted, timed out, exited non-zero or printed unexpected output."""
+
+
+class M33InputError(M33Error, ValueError):
+    """What run_m33 was given cannot be run: a model name, folder or input array it cannot use."""
