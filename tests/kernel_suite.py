@@ -6,7 +6,9 @@ reference interpreter and by the wrapper alike), so binary ops see independent o
 """
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +112,7 @@ The cases' model .c files are renamed .inc and included by suite.c, so they buil
         g = c.graph
         off0 = c.plan.offset_of(g.inputs[0])
         body.append(f"    in0 = {c.name}_input();")
+        body.append("    if (in0 == NULL) { return -1; }")  # and GCC need not warn about a NULL + offset path
         for name in g.inputs:
             nbytes = g.tensor(name).nbytes
             body.append(f"    memcpy(in0 + ({c.plan.offset_of(name) - off0}), suite_in + {ipos}, {nbytes});")
@@ -152,3 +155,42 @@ def mismatches(cases: list[Case], got: list[np.ndarray]) -> list[str]:
             s = int(np.argwhere((out != want).any(axis=1))[0, 0])
             bad.append(f"{c.name} (sample {s}: got {out[s][:8]} want {want[s][:8]})")
     return bad
+
+
+# ---- calling a kernel directly (ctypes), with the params struct the generated C would hold ------------------------
+@cache
+def _struct_type(name: str) -> type[ctypes.Structure]:
+    from tinyaot.codegen.kernel_header import kernel_header
+
+    def ctype(f):
+        if f.pointer:
+            return ctypes.c_void_p
+        base = _struct_type(f.ctype) if f.nested else {"int32_t": ctypes.c_int32, "int8_t": ctypes.c_int8}[f.ctype]
+        return base * f.length if f.length else base
+
+    return type(name, (ctypes.Structure,), {"_fields_": [(f.name, ctype(f)) for f in kernel_header().fields(name)]})
+
+
+def c_params(p, struct: str | None = None) -> ctypes.Structure:
+    """`p` (a ref Params) as its tinyaot_<op>_params (or `struct`), for `lib.tinyaot_<op>(..., ctypes.byref(
+    c_params(p)), ...)`; the arrays it points to are kept alive by the returned struct."""
+    from tinyaot.codegen.kernel_header import kernel_header
+    from tinyaot.codegen.params import struct_name
+
+    name = struct or struct_name(type(p))
+    out = _struct_type(name)()
+    keep = []
+    for f in kernel_header().fields(name):
+        v = getattr(p, f.name)
+        if f.pointer:
+            keep.append(np.ascontiguousarray(v))
+            setattr(out, f.name, keep[-1].ctypes.data)
+        elif f.nested:
+            keep.append(c_params(v, f.ctype))
+            setattr(out, f.name, keep[-1])
+        elif f.length:
+            setattr(out, f.name, (ctypes.c_int32 * f.length)(*(int(x) for x in v)))
+        else:
+            setattr(out, f.name, int(v))
+    out._keep = keep  # the arrays (and nested structs) the pointers refer to
+    return out

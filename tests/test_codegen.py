@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 import torch
-from conftest import make_mlp, needs_host, needs_m33
+from conftest import make_mlp
 
 import tinyaot
 from tinyaot.demo_model import build_seed_mlp, calibration_digits
@@ -64,10 +64,9 @@ def test_generation_is_deterministic(seed_cm):
     assert again.c_sources.files == seed_cm.c_sources.files
 
 
+@pytest.mark.host
 def test_two_models_link_into_one_firmware(tmp_path):
     """Symbols are prefixed with the model name, so two models coexist."""
-    if subprocess.run(["which", "gcc"], capture_output=True).returncode:
-        pytest.skip("no gcc")
     a = tinyaot.compile(make_mlp([8, 4], True, 1), torch.zeros(1, 8), calibration=torch.randn(20, 8), name="alpha")
     b = tinyaot.compile(make_mlp([8, 3], True, 2), torch.zeros(1, 8), calibration=torch.randn(20, 8), name="beta")
     a.export(tmp_path / "a")
@@ -84,8 +83,7 @@ def test_two_models_link_into_one_firmware(tmp_path):
     assert subprocess.run([str(tmp_path / "both")]).returncode == 0
 
 
-@needs_m33
-@pytest.mark.m33
+@pytest.mark.arm
 @pytest.mark.parametrize("opt", ["-O2", "-Os", "-O3"])
 def test_warning_free_on_arm_gcc_pedantic(seed_cm, tmp_path, opt):
     seed_cm.export(tmp_path)
@@ -97,7 +95,6 @@ def test_warning_free_on_arm_gcc_pedantic(seed_cm, tmp_path, opt):
         assert proc.returncode == 0, proc.stderr
 
 
-@needs_host
 @pytest.mark.host
 def test_host_gcc_strict_warnings(seed_cm, tmp_path):
     seed_cm.export(tmp_path)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_host, needs_m33
 from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_suite
 
 from tinyaot.codegen import generate_c
@@ -56,7 +55,8 @@ def pointwise_case(k: int) -> Case:
     wt = Tensor("w", weights.shape, "int8", data=weights, qparams=QParams(tuple(w_scales), (0,) * c_out, 0))
     bt = Tensor("b", (c_out,), "int32", data=bias.astype(np.int32),
                 qparams=QParams(tuple(s_in * s for s in w_scales), (0,) * c_out, 0))
-    y = act("y", (n, oh, ow, c_out), _out_scale(rng, s_in, float(np.mean(w_scales)), c_in, small), int(rng.integers(-60, 60)))
+    y = act("y", (n, oh, ow, c_out), _out_scale(rng, s_in, float(np.mean(w_scales)), c_in, small),
+            int(rng.integers(-60, 60)))
     attrs = {"stride": (sh, sw), "padding": (0, 0, 0, 0), "dilation": (1, 1), "clamp": RELU if k % 3 == 0 else None}
     g = one_op_graph("conv2d", [x, wt, bt], y, attrs)
     return Case(f"pointwise{k}", g, [_samples(x.shape, N_SAMPLES, rng)])
@@ -73,7 +73,8 @@ def fc_case(k: int) -> Case:
     weights, bias = _weights_and_bias(rng, (c_out, c_in), c_out, small)
     x = act("x", (n, c_in), s_in, z_in)
     wt = Tensor("w", weights.shape, "int8", data=weights, qparams=QParams.per_tensor(w_scale, 0))
-    bt = Tensor("b", (c_out,), "int32", data=bias.astype(np.int32), qparams=QParams.per_tensor(float(np.float32(s_in * w_scale)), 0))
+    bt = Tensor("b", (c_out,), "int32", data=bias.astype(np.int32),
+                qparams=QParams.per_tensor(float(np.float32(s_in * w_scale)), 0))
     y = act("y", (n, c_out), _out_scale(rng, s_in, w_scale, c_in, small), int(rng.integers(-60, 60)))
     g = one_op_graph("fully_connected", [x, wt, bt], y, {"clamp": RELU if k % 4 == 0 else None})
     return Case(f"fc{k}", g, [_samples(x.shape, N_SAMPLES, rng)])
@@ -129,7 +130,6 @@ def test_cases_requantize_with_left_and_right_shifts():
     assert shifts.max() > 0 and shifts.min() < -10 and (shifts == -1).any()
 
 
-@needs_host
 @pytest.mark.host
 def test_fast_paths_reference_equals_host():
     cases = POINTWISE + FC + DEPTHWISE
@@ -140,7 +140,6 @@ def test_fast_paths_reference_equals_host():
     assert len(np.unique(values)) > 200 and (values == -128).any() and (values == 127).any()
 
 
-@needs_m33
 @pytest.mark.m33
 def test_fast_paths_reference_equals_m33(tmp_path):
     cases = POINTWISE[:8] + POINTWISE[16:24] + FC[:8] + FC[16:24] + DEPTHWISE

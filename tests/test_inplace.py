@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import needs_host, needs_m33, random_int8, shared_file
+from conftest import random_int8, shared_file
 from kernel_suite import Case, one_op_graph, run_host, run_m33_suite
 from test_cnn_kernels import gen_conv
 
@@ -188,7 +188,6 @@ def test_random_layers_over_their_own_input_equal_the_plain_kernel(depthwise):
     assert delayed >= 4 and wrong >= delayed // 2  # one pixel short is usually caught by the emulation
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("depthwise", [False, True], ids=["conv2d", "depthwise"])
 def test_random_layers_over_their_own_input_in_host_c(depthwise):
@@ -201,7 +200,6 @@ def test_random_layers_over_their_own_input_in_host_c(depthwise):
         np.testing.assert_array_equal(out, c.reference(), err_msg=c.name)
 
 
-@needs_m33
 @pytest.mark.m33
 def test_random_layers_over_their_own_input_on_cortex_m33(tmp_path):
     cases = _ring_cases(False)[:6] + _ring_cases(True)[:6]

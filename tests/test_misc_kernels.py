@@ -9,8 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import needs_host, needs_m33
-from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_suite, suite_sources
+from kernel_suite import Case, act, c_params, mismatches, one_op_graph, run_host, run_m33_suite, suite_sources
 
 from tinyaot.codegen import generate_c
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
@@ -223,7 +222,6 @@ def cases(op: str, n: int, n_samples: int) -> list[Case]:
 
 
 # ---- reference == host C == Cortex-M33 ----------------------------------------------------------------------
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("op", list(GENERATORS))
 def test_reference_equals_host(op):
@@ -235,7 +233,6 @@ def test_reference_equals_host(op):
     assert len(np.unique(values)) > 100
 
 
-@needs_m33
 @pytest.mark.m33
 def test_reference_equals_m33(tmp_path):
     cs = [c for op in GENERATORS for c in cases(op, N_M33, S_M33)]
@@ -361,13 +358,13 @@ def test_mean_folds_the_count_like_tflm():
 
 
 # ---- in place ---------------------------------------------------------------------------------------------------
-@needs_host
 @pytest.mark.host
 def test_elementwise_kernels_run_in_place():
     """relu, quantize, lut and mul give the same bytes when the output buffer is the input buffer."""
     from tinyaot.targets.host import build_shared_library
 
     ptr = ctypes.c_void_p
+    unary = {"relu": "tinyaot_relu_s8", "quantize": "tinyaot_requantize_s8", "lut": "tinyaot_lut_s8"}
     checked = 0
     for op in ("relu", "quantize", "lut", "mul"):
         cs = cases(op, N_HOST, S_HOST)  # the host test's cases: same sources, so its library comes from the cache
@@ -377,38 +374,25 @@ def test_elementwise_kernels_run_in_place():
             node = g.nodes[0]
             p = KERNELS[op][0](node, g)
             want = case.reference()
+            params = ctypes.byref(c_params(p))  # the struct the generated C holds in flash
             for s in range(case.n_samples):
                 buf = case.samples[0][s].copy().reshape(-1)
-                if op == "relu":
-                    lib.tinyaot_relu_s8(buf.ctypes.data_as(ptr), p.size, p.multiplier, p.shift, p.input_zero_point,
-                                        p.output_zero_point, p.act_min, p.act_max, buf.ctypes.data_as(ptr))
-                elif op == "quantize":
-                    lib.tinyaot_requantize_s8(buf.ctypes.data_as(ptr), p.size, p.multiplier, p.shift,
-                                              p.input_zero_point, p.output_zero_point, buf.ctypes.data_as(ptr))
-                elif op == "lut":
-                    table = p.table.copy()
-                    lib.tinyaot_lut_s8(buf.ctypes.data_as(ptr), p.size, table.ctypes.data_as(ptr),
-                                       buf.ctypes.data_as(ptr))
-                else:
+                io = buf.ctypes.data_as(ptr)
+                if op == "mul":
                     a, b = (g.tensor(t) for t in node.inputs)
                     if a.is_const or b.is_const or tuple(a.shape) != tuple(g.tensor(node.outputs[0]).shape):
                         continue  # in place over a full-shape activation operand only
                     other = case.samples[1][s].copy().reshape(-1)
-                    tail = (p.input1_offset, p.input2_offset, p.output_offset, p.multiplier, p.shift, p.act_min,
-                            p.act_max, buf.ctypes.data_as(ptr))
-                    if p.broadcast:
-                        arrs = [np.asarray(v, dtype=np.int32) for v in (p.out_shape, p.a_strides, p.b_strides)]
-                        lib.tinyaot_mul_broadcast_s8(buf.ctypes.data_as(ptr), other.ctypes.data_as(ptr),
-                                                     *(v.ctypes.data_as(ptr) for v in arrs), *tail)
-                    else:
-                        lib.tinyaot_mul_s8(buf.ctypes.data_as(ptr), other.ctypes.data_as(ptr), p.size, *tail)
+                    mul = lib.tinyaot_mul_broadcast_s8 if p.broadcast else lib.tinyaot_mul_s8
+                    mul(io, other.ctypes.data_as(ptr), params, io)
+                else:
+                    getattr(lib, unary[op])(io, params, io)
                 np.testing.assert_array_equal(buf, want[s], err_msg=f"{case.name} sample {s} in place")
                 checked += 1
     assert checked > 150
 
 
 # ---- the generated C is clean C99 for the Cortex-M33 too ---------------------------------------------------------
-@needs_m33
 @pytest.mark.m33
 def test_generated_c_is_pedantic_clean_for_cortex_m33(tmp_path):
     from tinyaot.targets.toolchain import find_m33_toolchain
@@ -506,25 +490,34 @@ def _chain_graph():
     return g, x[:, 0], f["q"][:, 0], qp
 
 
-def test_chain_runs_on_every_engine(tmp_path):
-    from conftest import have_host_cc
-
+def _chain():
     from tinyaot.model import CompiledModel
     from tinyaot.pipeline import plan
     from tinyaot.quantize.scheme import quantize_array
-    from tinyaot.targets.toolchain import have_m33_toolchain
 
     g, x, want, qp = _chain_graph()
     cm = CompiledModel("chain", g, g, plan(g), plan(g))
     xq = quantize_array(x[:40], qp["x"])
-    ref = cm.run(xq, engine="reference")
+    return cm, xq, cm.run(xq, engine="reference"), want, qp
+
+
+def test_chain_reference_tracks_float():
+    cm, xq, ref, want, qp = _chain()
     assert ref.shape == (40, 6, 5, 5) and len(np.unique(ref)) > 50
     # int8 tracks the float pipeline (a few steps: rounding compounds through nine ops, and saturates at 0.7x)
     out_range = _real_range(qp["q"].scale[0], qp["q"].zero_point[0])
     err = np.abs(cm.dequantize_output(ref) - np.clip(want[:40], *out_range))
     assert np.median(err) <= qp["q"].scale[0] and err.max() <= 6 * qp["q"].scale[0]
-    if have_host_cc():
-        np.testing.assert_array_equal(cm.run(xq, engine="host"), ref)
-    if have_m33_toolchain():
-        np.testing.assert_array_equal(cm.run(xq, engine="m33"), ref)
-        assert cm.last_m33.instructions > 1_000
+
+
+@pytest.mark.host
+def test_chain_runs_on_the_host():
+    cm, xq, ref, *_ = _chain()
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), ref)
+
+
+@pytest.mark.m33
+def test_chain_runs_on_the_m33():
+    cm, xq, ref, *_ = _chain()
+    np.testing.assert_array_equal(cm.run(xq, engine="m33"), ref)
+    assert cm.last_m33.instructions > 1_000

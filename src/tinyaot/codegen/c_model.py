@@ -9,6 +9,7 @@ from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
 from tinyaot.codegen.ops import EMITTERS, describe
+from tinyaot.codegen.params import constant_bytes
 from tinyaot.ir import Graph
 from tinyaot.plan import MemoryPlan
 
@@ -17,7 +18,10 @@ SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
 
 @dataclass
 class CSources:
-    """Generated files: name -> text. Kernel sources are copied from the package's C library."""
+    """Generated files: name -> text. Kernel sources are copied from the package's C library.
+
+    const_bytes: the flash the model's constants take on the target, measured from the definitions in <name>.c
+    (params.constant_bytes), the figure the linker's .rodata of that file shows."""
 
     name: str
     files: dict[str, str] = field(default_factory=dict)
@@ -44,9 +48,9 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     offsets = {t: f"{macro}_OFFSET_{c_ident(plan.buffer_of(t).name).upper()}" for b in plan.buffers for t in b.tensors}
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
     src = CSources(name=prefix)
-    src.const_bytes = sum(e.const_bytes for _, e in emitted)
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
     src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted)
+    src.const_bytes = constant_bytes(src.files[f"{prefix}.c"])
     for h in SUPPORT_HEADERS:
         src.files[h] = _library_file("include", h)
     used = {e.kernel_file for _, e in emitted if e.kernel_file}

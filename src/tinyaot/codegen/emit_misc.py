@@ -1,10 +1,11 @@
 """C emitters of the byte-moving, elementwise and reduction int8 ops (pooling, mean, concat, pad, mul, lut,
-relu, transpose, quantize). Each calls the op's reference `prepare`, so C and NumPy read the same numbers."""
+relu, transpose, quantize). Each calls the op's reference `prepare`, so C and NumPy read the same numbers, and
+passes the Params to the one calling convention (emit.kernel_op)."""
 from __future__ import annotations
 
-import numpy as np
-
-from tinyaot.codegen.cformat import c_array, c_ident, c_int
+from tinyaot.codegen.cformat import c_array
+from tinyaot.codegen.emit import LINE, EmittedOp, arena_in, arena_out, c_call, kernel_op, layer_base, plain_op
+from tinyaot.codegen.params import emit_params
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import (
     concat_s8,
@@ -19,123 +20,62 @@ from tinyaot.ref import (
 )
 
 
-def _emitted(constants: str, call: str, const_bytes: int, kernel_file: str):
-    from tinyaot.codegen.ops import EmittedOp  # here, not at the top: codegen.ops imports this module
-
-    return EmittedOp(constants, call, const_bytes, kernel_file)
-
-
-def _in(offsets: dict[str, str], tensor: str) -> str:
-    return f"(const int8_t *)(arena + {offsets[tensor]})"
-
-
-def _out(offsets: dict[str, str], tensor: str) -> str:
-    return f"(int8_t *)(arena + {offsets[tensor]})"
-
-
-def _args(*values) -> str:
-    return ", ".join(c_int(v) if isinstance(v, (int, np.integer)) else str(v) for v in values)
-
-
-def _call(fn: str, *args) -> str:
-    return f"{fn}({_args(*args)});"
-
-
-def _base(prefix: str, node: Node) -> str:
-    return f"{prefix}_{c_ident(node.name)}"
-
-
 def emit_max_pool2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    p = max_pool2d_s8.prepare(node, g)
-    call = _call("tinyaot_max_pool2d_s8", _in(offsets, node.inputs[0]), p.batches, p.in_h, p.in_w, p.channels,
-                 p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.pad_top, p.pad_left, p.out_h, p.out_w,
-                 p.act_min, p.act_max, _out(offsets, node.outputs[0]))
-    return _emitted("", call, 0, "max_pool2d_s8.c")
+    return plain_op(node, prefix, offsets, max_pool2d_s8.prepare(node, g), "tinyaot_max_pool2d_s8", "max_pool2d_s8.c")
 
 
 def emit_mean(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    p = mean_s8.prepare(node, g)
-    call = _call("tinyaot_mean_s8", _in(offsets, node.inputs[0]), p.outer, p.count, p.inner, p.bias,
-                 p.multiplier, p.shift, p.output_zero_point, p.act_min, p.act_max, _out(offsets, node.outputs[0]))
-    return _emitted("", call, 0, "mean_s8.c")
+    return plain_op(node, prefix, offsets, mean_s8.prepare(node, g), "tinyaot_mean_s8", "mean_s8.c")
 
 
 def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    """The input pointers are arena addresses, known at run time: a local array beside the call."""
     p = concat_s8.prepare(node, g)
-    base = _base(prefix, node)
-    arrays = [(f"{base}_chunks", p.chunks), (f"{base}_multiplier", p.multiplier), (f"{base}_shift", p.shift),
-              (f"{base}_input_zero_point", p.input_zero_point)]
-    consts = "".join(c_array(n, a) for n, a in arrays)
-    pointers = ",\n        ".join(_in(offsets, t) for t in node.inputs)
-    kernel = _call("tinyaot_concat_s8", "inputs", p.num_inputs, *(n for n, _ in arrays), p.output_zero_point,
-                   p.outer, _out(offsets, node.outputs[0]))
+    base = layer_base(prefix, node)
+    pointers = ",\n        ".join(arena_in(offsets, t) for t in node.inputs)
+    kernel = c_call("tinyaot_concat_s8", "inputs", f"&{base}_params", arena_out(offsets, node.outputs[0]),
+                    width=LINE - 4).replace("\n", "\n    ")
     call = f"{{\n    const int8_t *const inputs[{p.num_inputs}] = {{\n        {pointers}\n    }};\n    {kernel}\n}}"
-    return _emitted(consts, call, sum(a.nbytes for _, a in arrays), "concat_s8.c")
+    return EmittedOp(emit_params(p, base), call, "concat_s8.c")
 
 
 def emit_pad(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    p = pad_s8.prepare(node, g)
-    call = _call("tinyaot_pad_s8", _in(offsets, node.inputs[0]), p.batches, p.in_h, p.in_w, p.channels,
-                 p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, p.pad_value, _out(offsets, node.outputs[0]))
-    return _emitted("", call, 0, "pad_s8.c")
+    return plain_op(node, prefix, offsets, pad_s8.prepare(node, g), "tinyaot_pad_s8", "pad_s8.c")
 
 
 def emit_mul(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    """Constant operands are arrays in flash, passed where an arena operand would be."""
     p = mul_s8.prepare(node, g)
-    base = _base(prefix, node)
-    consts, nbytes, operands = "", 0, []
+    base = layer_base(prefix, node)
+    consts, operands = "", []
     for k, (tensor, data) in enumerate(zip(node.inputs, p.constants)):
         if data is None:
-            operands.append(_in(offsets, tensor))
+            operands.append(arena_in(offsets, tensor))
         else:
-            name = f"{base}_operand{k}"
-            consts += c_array(name, data.reshape(-1))
-            nbytes += data.nbytes
-            operands.append(name)
-    tail = (p.input1_offset, p.input2_offset, p.output_offset, p.multiplier, p.shift, p.act_min, p.act_max,
-            _out(offsets, node.outputs[0]))
-    if not p.broadcast:
-        call = _call("tinyaot_mul_s8", *operands, p.size, *tail)
-    else:
-        arrays = [(f"{base}_out_shape", p.out_shape), (f"{base}_a_strides", p.a_strides),
-                  (f"{base}_b_strides", p.b_strides)]
-        for n, a in arrays:
-            consts += c_array(n, np.asarray(a, dtype=np.int32))
-            nbytes += 16
-        call = _call("tinyaot_mul_broadcast_s8", *operands, *(n for n, _ in arrays), *tail)
-    return _emitted(consts, call, nbytes, "mul_s8.c")
+            consts += c_array(f"{base}_operand{k}", data.reshape(-1))
+            operands.append(f"{base}_operand{k}")
+    fn = "tinyaot_mul_broadcast_s8" if p.broadcast else "tinyaot_mul_s8"
+    return kernel_op(p, base, fn, "mul_s8.c", operands, [arena_out(offsets, node.outputs[0])], constants=consts)
 
 
 def emit_lut(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
     p = lut_s8.prepare(node, g)
-    name = f"{_base(prefix, node)}_table"
-    consts = f"/* {p.function}: output for input q at [q + 128] */\n" + c_array(name, p.table)
-    call = _call("tinyaot_lut_s8", _in(offsets, node.inputs[0]), p.size, name, _out(offsets, node.outputs[0]))
-    return _emitted(consts, call, p.table.nbytes, "lut_s8.c")
+    return kernel_op(p, layer_base(prefix, node), "tinyaot_lut_s8", "lut_s8.c", [arena_in(offsets, node.inputs[0])],
+                     [arena_out(offsets, node.outputs[0])],
+                     notes={"table": f"{p.function}: output for input q at [q + 128]"})
 
 
 def emit_relu(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    p = relu_s8.prepare(node, g)
-    call = _call("tinyaot_relu_s8", _in(offsets, node.inputs[0]), p.size, p.multiplier, p.shift,
-                 p.input_zero_point, p.output_zero_point, p.act_min, p.act_max, _out(offsets, node.outputs[0]))
-    return _emitted("", call, 0, "relu_s8.c")
+    return plain_op(node, prefix, offsets, relu_s8.prepare(node, g), "tinyaot_relu_s8", "relu_s8.c")
 
 
 def emit_quantize(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    p = requantize_s8.prepare(node, g)
-    call = _call("tinyaot_requantize_s8", _in(offsets, node.inputs[0]), p.size, p.multiplier, p.shift,
-                 p.input_zero_point, p.output_zero_point, _out(offsets, node.outputs[0]))
-    return _emitted("", call, 0, "requantize_s8.c")
+    return plain_op(node, prefix, offsets, requantize_s8.prepare(node, g), "tinyaot_requantize_s8",
+                    "requantize_s8.c")
 
 
 def emit_transpose(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    p = transpose_s8.prepare(node, g)
-    base = _base(prefix, node)
-    arrays = [(f"{base}_out_shape", p.out_shape), (f"{base}_in_strides", p.in_strides)]
-    consts = "".join(c_array(n, np.asarray(a, dtype=np.int32)) for n, a in arrays)
-    call = _call("tinyaot_transpose_s8", _in(offsets, node.inputs[0]), *(n for n, _ in arrays),
-                 _out(offsets, node.outputs[0]))
-    return _emitted(consts, call, 32, "transpose_s8.c")
+    return plain_op(node, prefix, offsets, transpose_s8.prepare(node, g), "tinyaot_transpose_s8", "transpose_s8.c")
 
 
 EMITTERS = {

@@ -1,59 +1,32 @@
 """Per-op C emitters: constants for flash and one kernel call per node.
 
 Each emitter gets the prepared params the NumPy reference uses, so both backends read the same
-compile-time numbers.
+compile-time numbers, and calls its kernel the one way (codegen/emit.py): inputs, `&<layer>_params`, outputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
 from tinyaot.codegen import emit_conv, emit_io, emit_misc, emit_residual
-from tinyaot.codegen.cformat import c_array, c_ident, c_int
+from tinyaot.codegen.emit import EmittedOp, plain_op
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import fully_connected_s8 as fc
 
-
-@dataclass(frozen=True)
-class EmittedOp:
-    constants: str  # C definitions placed at file scope
-    call: str  # statement(s) inside invoke()
-    const_bytes: int  # flash taken by the constants
-    kernel_file: str | None  # kernel source this op needs
-
-
-def _ptr(arena: str, offset_macro: str, ctype: str, const: bool = False) -> str:
-    q = "const " if const else ""
-    return f"({q}{ctype} *)({arena} + {offset_macro})"
+__all__ = ["EMITTERS", "EmittedOp", "describe"]
 
 
 def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
+    """The input offset folded into the bias at compile time, so the kernel's inner loop is a plain dot."""
     p = fc.prepare(node, g)
-    base = f"{prefix}_{c_ident(node.name)}"
-    bias = p.folded_bias.astype(np.int32)
-    arrays = [
-        (f"{base}_weights", p.weights),
-        (f"{base}_bias", bias),
-        (f"{base}_multiplier", p.multiplier),
-        (f"{base}_shift", p.shift),
-    ]
-    consts = "".join(c_array(n, a) for n, a in arrays)
-    nbytes = sum(a.nbytes for _, a in arrays)
-    x, y = node.inputs[0], node.outputs[0]
-    call = (
-        f"tinyaot_fully_connected_s8({_ptr('arena', offsets[x], 'int8_t', True)},\n"
-        f"                               {base}_weights, {base}_bias, {base}_multiplier, {base}_shift,\n"
-        f"                               {c_int(p.output_offset)}, {c_int(p.act_min)}, {c_int(p.act_max)},\n"
-        f"                               {p.batches}, {p.in_features}, {p.out_features},\n"
-        f"                               {_ptr('arena', offsets[y], 'int8_t')});"
-    )
-    return EmittedOp(consts, call, nbytes, "fully_connected_s8.c")
+    p = replace(p, bias=p.folded_bias.astype(np.int32))
+    return plain_op(node, prefix, offsets, p, "tinyaot_fully_connected_s8", "fully_connected_s8.c")
 
 
 def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
-    return EmittedOp("", "/* a view: same bytes, nothing to do */", 0, None)
+    return EmittedOp("", "/* a view: same bytes, nothing to do */", None)
 
 
 EMITTERS: dict[str, Callable[..., EmittedOp]] = {

@@ -10,6 +10,11 @@
 
 #include <stdint.h>
 
+/* quantize_multiplier(1.0), the requantization that changes nothing (ref/concat_s8.py: IDENTITY): concat copies
+ * such inputs and relu only clamps. */
+#define TINYAOT_IDENTITY_MULTIPLIER 1073741824 /* 2^30 */
+#define TINYAOT_IDENTITY_SHIFT 1
+
 /* (a * b * 2) >> 32 with rounding; the single overflow case saturates. */
 static inline int32_t tinyaot_srdhm(int32_t a, int32_t b)
 {

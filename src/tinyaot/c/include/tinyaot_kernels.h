@@ -2,118 +2,185 @@
  * tinyaot_kernels.h - the int8 kernel library generated models call.
  *
  * Every kernel has a NumPy twin of the same name in tinyaot/ref/ and must match it bit for bit.
- * Layouts: activations are int8, row-major; weights are int8 [out][in]; per-channel requantization
- * parameters are int32 arrays of length out_features, computed at compile time.
+ * Layouts: activations are int8, row-major (NHWC for images); weights are int8 [out][...]; per-channel
+ * requantization parameters are int32 arrays, computed at compile time.
+ *
+ * Calling convention: kernel(input(s), params, output). Inputs and outputs are arena buffers; `params` points to
+ * a `static const tinyaot_<op>_params` in flash that the compiler filled from the reference's Params dataclass of
+ * the same name (ref/<kernel>.py: ConvParams -> tinyaot_conv_params, member for field), so both read the same
+ * numbers; the arrays it points to are in flash too. Kernels copy the members they loop over into locals first:
+ * a store through int8_t * may alias the struct, which would force a reload after every store.
  */
 #ifndef TINYAOT_KERNELS_H
 #define TINYAOT_KERNELS_H
 
 #include <stdint.h>
 
+/* One fully connected layer (Linear). */
+typedef struct {
+    const int8_t *weights;         /* [out_features][in_features], symmetric (zero point 0) */
+    const int32_t *bias;           /* [out_features], with input_offset * sum_k weights[c][k] folded in */
+    const int32_t *multiplier;     /* [out_features], Q31 */
+    const int32_t *shift;          /* [out_features], > 0: left */
+    int32_t output_offset;         /* output zero point */
+    int32_t act_min, act_max;      /* fused activation, int8 units */
+    int32_t batches, in_features, out_features;
+} tinyaot_fully_connected_params;
+
 /*
- * Fully connected (Linear): output[b][c] = clamp(requantize(bias[c] + sum_k input[b][k] * weights[c][k],
+ * Fully connected: output[b][c] = clamp(requantize(bias[c] + sum_k input[b][k] * weights[c][k],
  * multiplier[c], shift[c]) + output_offset, act_min, act_max).
- *
- * bias:        int32, with input_offset * sum_k weights[c][k] already folded in at compile time
- * input:       int8 [batches][in_features]
- * weights:     int8 [out_features][in_features], symmetric (zero point 0)
- * output:      int8 [batches][out_features]; must not overlap input
+ * input: int8 [batches][in_features]; output: int8 [batches][out_features], must not overlap input.
  */
-void tinyaot_fully_connected_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                const int32_t *multiplier, const int32_t *shift,
-                                int32_t output_offset, int32_t act_min, int32_t act_max,
-                                int32_t batches, int32_t in_features, int32_t out_features,
-                                int8_t *output);
+void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output);
+
+/* Geometry and clamp of one max pooling layer. */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;     /* rows / columns of (ignored) padding before the input */
+    int32_t out_h, out_w;
+    int32_t act_min, act_max;      /* fused clamp, in output (= input) units */
+} tinyaot_max_pool2d_params;
 
 /*
  * Max pooling over NHWC: output[b][oy][ox][c] = clamp(max over the window clipped to the input).
- *
- * input:   int8 [batches][in_h][in_w][channels]; output: int8 [batches][out_h][out_w][channels], same qparams
- * window:  rows oy * stride_h - pad_top + [0, kernel_h), columns likewise; padding never wins
- * output must not overlap input.
+ * Window rows oy * stride_h - pad_top + [0, kernel_h), columns likewise; padding never wins. Input and output
+ * share qparams; output must not overlap input.
  */
-void tinyaot_max_pool2d_s8(const int8_t *input, int32_t batches, int32_t in_h, int32_t in_w, int32_t channels,
-                           int32_t kernel_h, int32_t kernel_w, int32_t stride_h, int32_t stride_w,
-                           int32_t pad_top, int32_t pad_left, int32_t out_h, int32_t out_w,
-                           int32_t act_min, int32_t act_max, int8_t *output);
+void tinyaot_max_pool2d_s8(const int8_t *input, const tinyaot_max_pool2d_params *params, int8_t *output);
+
+/* One mean over a run of consecutive axes: the input seen as [outer][count][inner]. */
+typedef struct {
+    int32_t outer;                 /* product of the dims before the averaged axes */
+    int32_t count;                 /* values averaged per output */
+    int32_t inner;                 /* product of the dims after them (the channels of a global pool) */
+    int32_t bias;                  /* -input_zero_point * count */
+    int32_t multiplier, shift;     /* input_scale / output_scale / count (TFLM's folding) */
+    int32_t output_zero_point;
+    int32_t act_min, act_max;
+} tinyaot_mean_params;
 
 /*
- * Mean over a run of consecutive axes (global average pooling: axes 1, 2 of NHWC), TFLM's int8 MEAN:
+ * Mean (global average pooling: axes 1, 2 of NHWC), TFLM's int8 MEAN:
  * output[o][c] = clamp(requantize(bias + sum_s input[o][s][c], multiplier, shift) + output_zero_point).
- *
- * input:   int8 [outer][count][inner]; output: int8 [outer][inner]; must not overlap input
- * bias:    -input_zero_point * count; multiplier/shift: input_scale / output_scale / count (TFLM folding)
+ * output: int8 [outer][inner]; must not overlap input.
  */
-void tinyaot_mean_s8(const int8_t *input, int32_t outer, int32_t count, int32_t inner, int32_t bias,
-                     int32_t multiplier, int32_t shift, int32_t output_zero_point, int32_t act_min,
-                     int32_t act_max, int8_t *output);
+void tinyaot_mean_s8(const int8_t *input, const tinyaot_mean_params *params, int8_t *output);
+
+/* One concatenation of num_inputs tensors. */
+typedef struct {
+    int32_t num_inputs;
+    const int32_t *chunks;           /* [num_inputs]: bytes each input contributes per outer index */
+    const int32_t *multiplier;       /* [num_inputs], Q31 of input_scale / output_scale */
+    const int32_t *shift;            /* [num_inputs] */
+    const int32_t *input_zero_point; /* [num_inputs] */
+    int32_t output_zero_point;
+    int32_t outer;                   /* product of the dims before the axis */
+} tinyaot_concat_params;
 
 /*
  * Concatenation: for o in [0, outer), for each input i, chunks[i] bytes of inputs[i] + o * chunks[i] go to the
  * output, requantized from input i's qparams to the output's (copied when they are equal).
- *
- * inputs:  num_inputs pointers to int8 tensors; multiplier/shift/input_zero_point: int32 [num_inputs]
- * output must not overlap any input.
+ * inputs: num_inputs pointers to int8 tensors; output must not overlap any input.
  */
-void tinyaot_concat_s8(const int8_t *const *inputs, int32_t num_inputs, const int32_t *chunks,
-                       const int32_t *multiplier, const int32_t *shift, const int32_t *input_zero_point,
-                       int32_t output_zero_point, int32_t outer, int8_t *output);
+void tinyaot_concat_s8(const int8_t *const *inputs, const tinyaot_concat_params *params, int8_t *output);
+
+/* One spatial padding of NHWC. */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t pad_top, pad_bottom, pad_left, pad_right;
+    int32_t pad_value;             /* the zero point: padding is real 0 */
+} tinyaot_pad_params;
 
 /*
- * Spatial padding of NHWC with pad_value (the zero point): output is
- * [batches][pad_top + in_h + pad_bottom][pad_left + in_w + pad_right][channels]; must not overlap input.
+ * Spatial padding with pad_value: output is [batches][pad_top + in_h + pad_bottom][pad_left + in_w + pad_right]
+ * [channels]; must not overlap input.
  */
-void tinyaot_pad_s8(const int8_t *input, int32_t batches, int32_t in_h, int32_t in_w, int32_t channels,
-                    int32_t pad_top, int32_t pad_bottom, int32_t pad_left, int32_t pad_right, int32_t pad_value,
-                    int8_t *output);
+void tinyaot_pad_s8(const int8_t *input, const tinyaot_pad_params *params, int8_t *output);
+
+/* One int8 multiply (TFLM's int8 MUL). */
+typedef struct {
+    int32_t out_shape[4];          /* the output shape, left-padded with 1s to 4-D */
+    int32_t a_strides[4];          /* element strides of input1 along the output's axes; 0 where it broadcasts */
+    int32_t b_strides[4];          /* likewise for input2 */
+    int32_t size;                  /* output elements */
+    int32_t input1_offset, input2_offset, output_offset;
+    int32_t multiplier, shift;
+    int32_t act_min, act_max;
+} tinyaot_mul_params;
 
 /*
- * Elementwise multiply, TFLM's int8 MUL: output[i] = clamp(requantize((a[i] + input1_offset) *
- * (b[i] + input2_offset), multiplier, shift) + output_offset, act_min, act_max).
- *
- * tinyaot_mul_s8: a, b and output all hold `size` elements. tinyaot_mul_broadcast_s8: the output is
- * out_shape[4] (row-major) and a/b are read at element strides a_strides/b_strides (0 along broadcast dims).
+ * Elementwise multiply: output[i] = clamp(requantize((input1[i] + input1_offset) * (input2[i] + input2_offset),
+ * multiplier, shift) + output_offset, act_min, act_max).
+ * tinyaot_mul_s8: both operands and the output hold `size` elements (the strides are not read).
+ * tinyaot_mul_broadcast_s8: the output is out_shape (row-major), the operands read at their strides.
  * In place: output may be an operand that has the output's full shape.
  */
-void tinyaot_mul_s8(const int8_t *a, const int8_t *b, int32_t size, int32_t input1_offset, int32_t input2_offset,
-                    int32_t output_offset, int32_t multiplier, int32_t shift, int32_t act_min, int32_t act_max,
-                    int8_t *output);
-void tinyaot_mul_broadcast_s8(const int8_t *a, const int8_t *b, const int32_t *out_shape, const int32_t *a_strides,
-                              const int32_t *b_strides, int32_t input1_offset, int32_t input2_offset,
-                              int32_t output_offset, int32_t multiplier, int32_t shift, int32_t act_min,
-                              int32_t act_max, int8_t *output);
+void tinyaot_mul_s8(const int8_t *input1, const int8_t *input2, const tinyaot_mul_params *params, int8_t *output);
+void tinyaot_mul_broadcast_s8(const int8_t *input1, const int8_t *input2, const tinyaot_mul_params *params,
+                              int8_t *output);
+
+/* One elementwise function as a table. */
+typedef struct {
+    int32_t size;                  /* elements */
+    const int8_t *table;           /* [256]: the output for input q at [q + 128], built at compile time */
+} tinyaot_lut_params;
+
+/* Table lookup: output[i] = table[input[i] + 128]. In place. */
+void tinyaot_lut_s8(const int8_t *input, const tinyaot_lut_params *params, int8_t *output);
+
+/* One standalone ReLU / clamp with rescaling. */
+typedef struct {
+    int32_t size;
+    int32_t multiplier, shift;     /* input_scale / output_scale */
+    int32_t input_zero_point, output_zero_point;
+    int32_t act_min, act_max;
+} tinyaot_relu_params;
 
 /*
- * Table lookup: output[i] = table[input[i] + 128]; table: int8 [256] built at compile time. In place.
+ * ReLU / clamp, TFLM's int8 RELU: output[i] = clamp(requantize(input[i] - input_zero_point, multiplier, shift)
+ * + output_zero_point, act_min, act_max); a pure clamp when the qparams are equal. In place.
  */
-void tinyaot_lut_s8(const int8_t *input, int32_t size, const int8_t *table, int8_t *output);
+void tinyaot_relu_s8(const int8_t *input, const tinyaot_relu_params *params, int8_t *output);
+
+/* One int8 -> int8 requantization (the IR's `quantize` op). */
+typedef struct {
+    int32_t size;
+    int32_t multiplier, shift;     /* input_scale / output_scale */
+    int32_t input_zero_point, output_zero_point;
+} tinyaot_requantize_params;
 
 /*
- * Standalone ReLU / clamp, TFLM's int8 RELU: output[i] = clamp(requantize(input[i] - input_zero_point,
- * multiplier, shift) + output_zero_point, act_min, act_max); a pure clamp when the qparams are equal. In place.
+ * Requantize, TFLM's Requantize: output[i] = clamp(requantize(input[i] - input_zero_point, multiplier, shift)
+ * + output_zero_point, -128, 127). In place.
  */
-void tinyaot_relu_s8(const int8_t *input, int32_t size, int32_t multiplier, int32_t shift, int32_t input_zero_point,
-                     int32_t output_zero_point, int32_t act_min, int32_t act_max, int8_t *output);
+void tinyaot_requantize_s8(const int8_t *input, const tinyaot_requantize_params *params, int8_t *output);
+
+/* One axis permutation of up to 4-D. */
+typedef struct {
+    int32_t out_shape[4];          /* left-padded with 1s to 4-D */
+    int32_t in_strides[4];         /* the input element stride along each output axis */
+} tinyaot_transpose_params;
+
+/* Transpose: the output, row-major, reads the input at in_strides. Output must not overlap input. */
+void tinyaot_transpose_s8(const int8_t *input, const tinyaot_transpose_params *params, int8_t *output);
 
 /*
- * Requantize int8 -> int8 (the IR's `quantize` op), TFLM's Requantize: output[i] = clamp(requantize(
- * input[i] - input_zero_point, multiplier, shift) + output_zero_point, -128, 127). In place.
- */
-void tinyaot_requantize_s8(const int8_t *input, int32_t size, int32_t multiplier, int32_t shift,
-                           int32_t input_zero_point, int32_t output_zero_point, int8_t *output);
-
-/*
- * Axis permutation of up to 4-D int8: output (row-major, out_shape[4]) reads the input at element strides
- * in_strides[4] along each output axis. Output must not overlap input.
- */
-void tinyaot_transpose_s8(const int8_t *input, const int32_t *out_shape, const int32_t *in_strides, int8_t *output);
-
-/*
- * Geometry, offsets and clamp of one convolution (conv2d or depthwise), fixed at compile time.
+ * Geometry, offsets, clamp and constants of one convolution (conv2d or depthwise), fixed at compile time.
  * A tap (ky, kx) of output pixel (oy, ox) reads input row oy * stride_h - pad_top + ky * dilation_h
  * (columns likewise); taps outside the input are skipped (padding with the input zero point).
  */
 typedef struct {
+    const void *weights;           /* int8 [out_c][kernel_h][kernel_w][in_c], symmetric; depthwise: int8
+                                      [1][kernel_h][kernel_w][out_c]; tinyaot_conv2d_patch_s8: int32 words */
+    const int32_t *bias;           /* [out_c] */
+    const int32_t *multiplier;     /* [out_c], Q31 */
+    const int32_t *shift;          /* [out_c], > 0: left */
+    int32_t input_offset;          /* -input zero point, in [-127, 128] */
+    int32_t output_offset;         /* output zero point */
+    int32_t act_min, act_max;      /* fused activation, int8 units */
     int32_t batches, in_h, in_w, in_c;
     int32_t out_h, out_w, out_c;
     int32_t kernel_h, kernel_w;
@@ -121,76 +188,62 @@ typedef struct {
     int32_t dilation_h, dilation_w;
     int32_t pad_top, pad_left;
     int32_t depth_multiplier;      /* depthwise: out_c = in_c * depth_multiplier; 1 for conv2d */
-    int32_t input_offset;          /* -input zero point, in [-127, 128] */
-    int32_t output_offset;         /* output zero point */
-    int32_t act_min, act_max;      /* fused activation, int8 units */
 } tinyaot_conv_params;
 
 /*
  * 2-D convolution (groups = 1), TFLM's ConvPerChannel: output[b][oy][ox][oc] = clamp(requantize(bias[oc] +
  * sum_taps weights[oc][ky][kx][ic] * (input[b][iy][ix][ic] + input_offset), multiplier[oc], shift[oc])
  * + output_offset, act_min, act_max).
- *
- * input:   int8 [batches][in_h][in_w][in_c]; weights: int8 [out_c][kernel_h][kernel_w][in_c], symmetric
- * bias, multiplier, shift: int32 [out_c]; output: int8 [batches][out_h][out_w][out_c], must not overlap input
+ * input: int8 [batches][in_h][in_w][in_c]; output: int8 [batches][out_h][out_w][out_c], must not overlap input.
  */
-void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias, const int32_t *multiplier,
-                       const int32_t *shift, const tinyaot_conv_params *params, int8_t *output);
+void tinyaot_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output);
 
 /*
  * Pointwise conv2d (1x1 kernel, no padding, any stride): as tinyaot_conv2d_s8, with bias[oc] already holding
  * input_offset * sum_ic weights[oc][0][0][ic] (folded at compile time). Output pixels in row-major order.
  */
-void tinyaot_conv2d_1x1_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                           const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                           int8_t *output);
+void tinyaot_conv2d_1x1_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output);
 
 /*
- * conv2d for windows of few bytes (first layers: kernel_h * kernel_w * in_c <= 80, the taps): as tinyaot_conv2d_s8,
- * but each output pixel's window is gathered once (zero point outside the image), widened to int16 with the input
- * offset, and dotted with weights widened at compile time: weights16 is int32 [ceil(out_c / 4)][ceil(taps / 4)][4][2],
- * for output channel 4g + i and taps 4j..4j+3 the words (w[4j] | w[4j+2] << 16, w[4j+1] | w[4j+3] << 16), low halves
- * first, zero beyond taps and out_c (codegen/emit_conv.py: patch_weights). Output pixels in row-major order.
+ * conv2d for windows of few bytes, chosen at compile time when kernel_h * kernel_w > 1, the taps
+ * kernel_h * kernel_w * in_c are at most TINYAOT_CONV_PATCH16_TAPS, and a window row (kernel_w * in_c bytes) is
+ * shorter than TINYAOT_CONV_SHORT_ROW or dilated (first layers: LeNet 5x5x1, KWS 10x4x1, RGB stems 3x3x3).
+ * As tinyaot_conv2d_s8, but each output pixel's window is gathered once (zero point outside the image), widened
+ * to int16 with the input offset, and dotted with weights widened at compile time: weights is int32
+ * [ceil(out_c / 4)][ceil(taps / 4)][4][2], for output channel 4g + i and taps 4j..4j+3 the words
+ * (w[4j] | w[4j+2] << 16, w[4j+1] | w[4j+3] << 16), low halves first, zero beyond taps and out_c
+ * (codegen/emit_conv.py: patch_weights). Output pixels in row-major order.
  */
-void tinyaot_conv2d_patch_s8(const int8_t *input, const int32_t *weights16, const int32_t *bias,
-                             const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                             int8_t *output);
+#define TINYAOT_CONV_PATCH16_TAPS 80  /* window bytes, then widened: 3 bytes of stack per tap */
+#define TINYAOT_CONV_SHORT_ROW 16     /* window rows shorter than this gather into a patch (also in conv2d_s8) */
+void tinyaot_conv2d_patch_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output);
 
 /*
  * Depthwise convolution, TFLM's DepthwiseConvPerChannel: output channel oc = ic * depth_multiplier + m sums
  * weights[0][ky][kx][oc] * (input[b][iy][ix][ic] + input_offset) over the taps, then requantizes as conv2d.
- *
- * weights: int8 [1][kernel_h][kernel_w][out_c]; other arguments as tinyaot_conv2d_s8.
  */
-void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                 const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                                 int8_t *output);
+void tinyaot_depthwise_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output);
 
 /* One output pixel (oy, ox) of tinyaot_depthwise_conv2d_s8 from one batch's image into out (out_c bytes): the
  * step the ring kernel takes; params->batches is not read. */
-void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weights, const int32_t *bias,
-                                       const int32_t *multiplier, const int32_t *shift,
-                                       const tinyaot_conv_params *params, int32_t oy, int32_t ox, int8_t *out);
+void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const tinyaot_conv_params *params, int32_t oy,
+                                       int32_t ox, int8_t *out);
 
 /*
- * In-place ("ring") variants of the two convolutions above: the same integer results, but each output pixel is
+ * In-place ("ring") variants of the convolutions above: the same integer results, but each output pixel is
  * computed into slot q % ring_pixels of the scratch `ring` (int8 [ring_pixels][out_c], the plan's short-lived
  * buffer) and copied to the output ring_pixels - 1 pixels later, so the output may start at the input's
  * address (the compiler chose ring_pixels for this layer's geometry). ring must not overlap input or output.
+ * tinyaot_conv2d_1x1_inplace_s8 is the pointwise one, bias folded as for tinyaot_conv2d_1x1_s8.
  */
-void tinyaot_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                               const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                               int8_t *ring, int32_t ring_pixels, int8_t *output);
-void tinyaot_conv2d_1x1_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                   const int32_t *multiplier, const int32_t *shift,
-                                   const tinyaot_conv_params *params, int8_t *ring, int32_t ring_pixels,
-                                   int8_t *output);  /* pointwise, bias folded as for tinyaot_conv2d_1x1_s8 */
-void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                         const int32_t *multiplier, const int32_t *shift,
-                                         const tinyaot_conv_params *params, int8_t *ring, int32_t ring_pixels,
-                                         int8_t *output);
+void tinyaot_conv2d_inplace_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *ring,
+                               int32_t ring_pixels, int8_t *output);
+void tinyaot_conv2d_1x1_inplace_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *ring,
+                                   int32_t ring_pixels, int8_t *output);
+void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *ring,
+                                         int32_t ring_pixels, int8_t *output);
 
-/* Geometry and clamp of one pooling layer, fixed at compile time. */
+/* Geometry and clamp of one average pooling layer. */
 typedef struct {
     int32_t batches, in_h, in_w, channels;
     int32_t out_h, out_w;
@@ -209,7 +262,7 @@ typedef struct {
  */
 void tinyaot_avg_pool2d_s8(const int8_t *input, const tinyaot_pool_params *params, int8_t *output);
 
-/* Offsets, shifts and Q31 multipliers of one int8 add (TFLM's CalculateOpDataAdd), fixed at compile time. */
+/* Offsets, shifts and Q31 multipliers of one int8 add (TFLM's CalculateOpDataAdd). */
 typedef struct {
     int32_t size;                  /* elements in each input and the output */
     int32_t input1_offset, input2_offset, output_offset;
@@ -227,29 +280,45 @@ typedef struct {
  */
 void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output);
 
-/*
- * A conv2d with a residual add in its epilogue (conv2d_add): output = add(skip, conv) when skip_input is 1,
- * add(conv, skip) when 2, where conv is tinyaot_conv2d_s8's int8 result (conv_params, its own output offset
- * and clamp) and add is tinyaot_add_s8 with add_params (size is ignored: the kernel adds pixel by pixel).
- * skip: int8 with the output's shape. output may be skip itself (in place), never the input.
- */
-void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                           const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *conv_params,
-                           const int8_t *skip, const tinyaot_add_params *add_params, int32_t skip_input,
-                           int8_t *output);
+/* A conv2d with a residual add in its epilogue. */
+typedef struct {
+    tinyaot_conv_params conv;      /* the conv, to its own int8 result (its own output offset and clamp) */
+    tinyaot_add_params add;        /* the add of that result and the skip (size is not read) */
+    int32_t skip_input;            /* 1: the skip is the add's first operand, 2: its second */
+} tinyaot_conv_add_params;
 
 /*
- * Softmax over rows of `depth` values, TFLM's reference int8 Softmax (gemmlowp fixed point); output scale
- * 1/256, zero point -128. input_multiplier / input_left_shift scale input differences to Q5.26; differences
- * below diff_min give -128. input, output: int8 [outer][depth]; output may be the input.
+ * conv2d_add: output = add(skip, conv(input)) when skip_input is 1, add(conv(input), skip) when 2, where conv
+ * is tinyaot_conv2d_s8's int8 result and add is tinyaot_add_s8, computed pixel by pixel.
+ * skip: int8 with the output's shape. output may be skip itself (in place), never the input.
  */
-void tinyaot_softmax_s8(const int8_t *input, int32_t outer, int32_t depth, int32_t input_multiplier,
-                        int32_t input_left_shift, int32_t diff_min, int8_t *output);
+void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
+                           int8_t *output);
+
+/* One softmax over rows (TFLM's reference int8 Softmax). */
+typedef struct {
+    int32_t outer;                 /* rows */
+    int32_t depth;                 /* values per row */
+    int32_t input_multiplier;      /* Q31: input differences scaled to Q5.26 with input_left_shift */
+    int32_t input_left_shift;      /* >= 0 */
+    int32_t diff_min;              /* differences below this give -128 */
+} tinyaot_softmax_params;
+
+/*
+ * Softmax over rows of `depth` values (gemmlowp fixed point); output scale 1/256, zero point -128.
+ * input, output: int8 [outer][depth]; output may be the input.
+ */
+void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, int8_t *output);
+
+/* The model's uint8 input converted to int8. */
+typedef struct {
+    int32_t size;                  /* elements */
+} tinyaot_uint8_to_int8_params;
 
 /*
  * A uint8 model input as int8: output[i] = input[i] - 128 (the zero point moves by -128, the scale stays).
  * May run in place (output == input).
  */
-void tinyaot_uint8_to_int8(const uint8_t *input, int32_t size, int8_t *output);
+void tinyaot_uint8_to_int8(const uint8_t *input, const tinyaot_uint8_to_int8_params *params, int8_t *output);
 
 #endif /* TINYAOT_KERNELS_H */

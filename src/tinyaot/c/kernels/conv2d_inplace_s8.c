@@ -14,9 +14,8 @@
 
 #include "tinyaot_kernels.h"
 
-void tinyaot_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                               const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                               int8_t *ring, int32_t ring_pixels, int8_t *output)
+void tinyaot_conv2d_inplace_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *ring,
+                               int32_t ring_pixels, int8_t *output)
 {
     const int32_t out_c = params->out_c;
     const int32_t delay = ring_pixels - 1;
@@ -32,8 +31,7 @@ void tinyaot_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const
             one.pad_top = params->pad_top - oy * params->stride_h;
             for (ox = 0; ox < params->out_w; ++ox) {
                 one.pad_left = params->pad_left - ox * params->stride_w;
-                tinyaot_conv2d_s8(input + b * image, weights, bias, multiplier, shift, &one,
-                                  ring + (pixel % ring_pixels) * out_c);
+                tinyaot_conv2d_s8(input + b * image, &one, ring + (pixel % ring_pixels) * out_c);
                 if (pixel >= delay) {
                     q = pixel - delay;
                     memcpy(output + q * out_c, ring + (q % ring_pixels) * out_c, (size_t)out_c);
@@ -51,10 +49,8 @@ void tinyaot_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const
  * The pointwise case (1x1 kernel, no padding, every tap inside the image), bias with the input offset folded in
  * as tinyaot_conv2d_1x1_s8 takes it: each pixel is one call of that kernel on the one input pixel it reads.
  */
-void tinyaot_conv2d_1x1_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                   const int32_t *multiplier, const int32_t *shift,
-                                   const tinyaot_conv_params *params, int8_t *ring, int32_t ring_pixels,
-                                   int8_t *output)
+void tinyaot_conv2d_1x1_inplace_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *ring,
+                                   int32_t ring_pixels, int8_t *output)
 {
     const int32_t in_c = params->in_c;
     const int32_t out_c = params->out_c;
@@ -71,8 +67,7 @@ void tinyaot_conv2d_1x1_inplace_s8(const int8_t *input, const int8_t *weights, c
         for (oy = 0; oy < params->out_h; ++oy) {
             const int8_t *row = input + (b * params->in_h + oy * params->stride_h) * params->in_w * in_c;
             for (ox = 0; ox < params->out_w; ++ox) {
-                tinyaot_conv2d_1x1_s8(row + ox * params->stride_w * in_c, weights, bias, multiplier, shift, &one,
-                                      ring + (pixel % ring_pixels) * out_c);
+                tinyaot_conv2d_1x1_s8(row + ox * params->stride_w * in_c, &one, ring + (pixel % ring_pixels) * out_c);
                 if (pixel >= delay) {
                     q = pixel - delay;
                     memcpy(output + q * out_c, ring + (q % ring_pixels) * out_c, (size_t)out_c);

@@ -24,9 +24,9 @@
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
-#define CONV_PATCH_BYTES 96   /* stack bytes for one window: first layers (few channels) fit */
-#define CONV_SHORT_ROW 16     /* rows shorter than this go through the patch */
-#define CONV_PATCH16_TAPS 80  /* tinyaot_conv2d_patch_s8: window bytes, then widened (3 bytes of stack per tap) */
+#define CONV_PATCH_BYTES 96  /* stack bytes for one window: first layers (few channels) fit */
+/* Rows shorter than TINYAOT_CONV_SHORT_ROW go through the patch (tinyaot_kernels.h: the compiler's choice of
+ * tinyaot_conv2d_patch_s8 reads the same limit). */
 
 #if TINYAOT_DSP
 static inline int32_t conv_offset2(int32_t offset)
@@ -169,10 +169,13 @@ static void conv_pixel_contiguous(const int8_t *x, int32_t count, const int8_t *
     }
 }
 
-void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias, const int32_t *multiplier,
-                       const int32_t *shift, const tinyaot_conv_params *params, int8_t *output)
+void tinyaot_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output)
 {
     /* Locals, not params->...: stores through int8_t * may alias the struct, which would force reloads. */
+    const int8_t *const weights = (const int8_t *)params->weights;
+    const int32_t *const bias = params->bias;
+    const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
     const int32_t batches = params->batches;
     const int32_t in_h = params->in_h;
     const int32_t in_w = params->in_w;
@@ -194,7 +197,7 @@ void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t
     const int32_t act_max = params->act_max;
     const int32_t w_per_oc = kernel_h * kernel_w * in_c;
     const int use_patch = w_per_oc <= CONV_PATCH_BYTES && kernel_h * kernel_w > 1
-                          && (kernel_w * in_c < CONV_SHORT_ROW || dilation_w != 1);
+                          && (kernel_w * in_c < TINYAOT_CONV_SHORT_ROW || dilation_w != 1);
     int8_t patch[CONV_PATCH_BYTES];
     int32_t b;
     int32_t oy;
@@ -280,10 +283,12 @@ void tinyaot_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t
     }
 }
 
-void tinyaot_conv2d_1x1_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                           const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                           int8_t *output)
+void tinyaot_conv2d_1x1_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output)
 {
+    const int8_t *const weights = (const int8_t *)params->weights;
+    const int32_t *const bias = params->bias;
+    const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
     const int32_t batches = params->batches;
     const int32_t in_h = params->in_h;
     const int32_t in_w = params->in_w;
@@ -381,10 +386,12 @@ static void dot4_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t 
 }
 #endif
 
-void tinyaot_conv2d_patch_s8(const int8_t *input, const int32_t *weights16, const int32_t *bias,
-                             const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                             int8_t *output)
+void tinyaot_conv2d_patch_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output)
 {
+    const int32_t *const weights16 = (const int32_t *)params->weights;  /* widened at compile time */
+    const int32_t *const bias = params->bias;
+    const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
     const int32_t in_h = params->in_h;
     const int32_t in_w = params->in_w;
     const int32_t in_c = params->in_c;
@@ -400,8 +407,8 @@ void tinyaot_conv2d_patch_s8(const int8_t *input, const int32_t *weights16, cons
     const int32_t taps = kernel_h * kernel_w * in_c;
     const int32_t words = (taps + 3) / 4;
     const int8_t pad_value = (int8_t)(-input_offset);  /* the zero point: widens to 0 */
-    int8_t patch[CONV_PATCH16_TAPS];
-    int32_t patch16[CONV_PATCH16_TAPS / 2];
+    int8_t patch[TINYAOT_CONV_PATCH16_TAPS];
+    int32_t patch16[TINYAOT_CONV_PATCH16_TAPS / 2];
     int8_t *out = output;
     int32_t b, oy, ox, ky, kx, c, j, oc;
     for (b = 0; b < params->batches; ++b) {

@@ -15,10 +15,8 @@
 
 #include "tinyaot_kernels.h"
 
-void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                         const int32_t *multiplier, const int32_t *shift,
-                                         const tinyaot_conv_params *params, int8_t *ring, int32_t ring_pixels,
-                                         int8_t *output)
+void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *ring,
+                                         int32_t ring_pixels, int8_t *output)
 {
     const int32_t out_c = params->out_c;
     const int32_t delay = ring_pixels - 1;
@@ -29,8 +27,7 @@ void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const int8_t *weig
     for (b = 0; b < params->batches; ++b) {
         for (oy = 0; oy < params->out_h; ++oy) {
             for (ox = 0; ox < params->out_w; ++ox) {
-                tinyaot_depthwise_conv2d_pixel_s8(input + b * image, weights, bias, multiplier, shift, params, oy,
-                                                  ox, ring + slot * out_c);
+                tinyaot_depthwise_conv2d_pixel_s8(input + b * image, params, oy, ox, ring + slot * out_c);
                 slot = slot + 1 == ring_pixels ? 0 : slot + 1;  /* also the slot of pixel - delay */
                 if (pixel >= delay) {
                     memcpy(output + (pixel - delay) * out_c, ring + slot * out_c, (size_t)out_c);

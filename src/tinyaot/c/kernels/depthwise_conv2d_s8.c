@@ -297,9 +297,8 @@ static void dw_pixel_generic(const dw_window *win, int32_t oc_first, const int32
     }
 }
 
-void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weights, const int32_t *bias,
-                                       const int32_t *multiplier, const int32_t *shift,
-                                       const tinyaot_conv_params *params, int32_t oy, int32_t ox, int8_t *out)
+void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const tinyaot_conv_params *params, int32_t oy,
+                                       int32_t ox, int8_t *out)
 {
     const int32_t in_w = params->in_w;
     const int32_t in_c = params->in_c;
@@ -324,7 +323,8 @@ void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weight
     if (win.rows > 0) {
         win.in += ((iy0 + ky0 * dilation_h) * in_w + ix0 + kx0 * dilation_w) * in_c;
     }
-    win.w = weights + (ky0 * params->kernel_w + kx0) * out_c;
+    /* The arrays are read from params where they are used: held in locals, GCC would spill them every pixel. */
+    win.w = (const int8_t *)params->weights + (ky0 * params->kernel_w + kx0) * out_c;
     win.in_row_step = dilation_h * in_w * in_c;
     win.w_row_step = params->kernel_w * out_c;
     win.in_col_step = dilation_w * in_c;
@@ -333,15 +333,13 @@ void tinyaot_depthwise_conv2d_pixel_s8(const int8_t *image, const int8_t *weight
     if (params->depth_multiplier == 1 && out_c >= 4 && params->act_min >= -128 && params->act_max <= 127 &&
         params->act_min <= params->act_max) {  /* the word store clamps int8 lanes */
         oc_first = out_c & ~3;
-        dw_pixel_dm1(&win, oc_first, bias, multiplier, shift, params, out);
+        dw_pixel_dm1(&win, oc_first, params->bias, params->multiplier, params->shift, params, out);
     }
 #endif
-    dw_pixel_generic(&win, oc_first, bias, multiplier, shift, params, out);
+    dw_pixel_generic(&win, oc_first, params->bias, params->multiplier, params->shift, params, out);
 }
 
-void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                 const int32_t *multiplier, const int32_t *shift, const tinyaot_conv_params *params,
-                                 int8_t *output)
+void tinyaot_depthwise_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output)
 {
     const int32_t image = params->in_h * params->in_w * params->in_c;
     const int32_t out_c = params->out_c;
@@ -350,8 +348,7 @@ void tinyaot_depthwise_conv2d_s8(const int8_t *input, const int8_t *weights, con
     for (b = 0; b < params->batches; ++b) {
         for (oy = 0; oy < params->out_h; ++oy) {
             for (ox = 0; ox < params->out_w; ++ox) {
-                tinyaot_depthwise_conv2d_pixel_s8(input + b * image, weights, bias, multiplier, shift, params, oy,
-                                                  ox, out);
+                tinyaot_depthwise_conv2d_pixel_s8(input + b * image, params, oy, ox, out);
                 out += out_c;
             }
         }

@@ -45,12 +45,18 @@ static int32_t dot_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t acc)
 }
 #endif
 
-void tinyaot_fully_connected_s8(const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                const int32_t *multiplier, const int32_t *shift,
-                                int32_t output_offset, int32_t act_min, int32_t act_max,
-                                int32_t batches, int32_t in_features, int32_t out_features,
-                                int8_t *output)
+void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output)
 {
+    const int8_t *const weights = params->weights;
+    const int32_t *const bias = params->bias;
+    const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    const int32_t batches = params->batches;
+    const int32_t in_features = params->in_features;
+    const int32_t out_features = params->out_features;
     int32_t b;
     int32_t c;
     for (b = 0; b < batches; ++b) {

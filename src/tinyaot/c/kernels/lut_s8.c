@@ -5,8 +5,10 @@
  */
 #include "tinyaot_kernels.h"
 
-void tinyaot_lut_s8(const int8_t *input, int32_t size, const int8_t *table, int8_t *output)
+void tinyaot_lut_s8(const int8_t *input, const tinyaot_lut_params *params, int8_t *output)
 {
+    const int32_t size = params->size;
+    const int8_t *const table = params->table;
     int32_t i;
     for (i = 0; i < size; ++i) {
         output[i] = table[(int32_t)input[i] + 128];

@@ -7,11 +7,22 @@
  */
 #include "tinyaot_kernels.h"
 
-void tinyaot_max_pool2d_s8(const int8_t *input, int32_t batches, int32_t in_h, int32_t in_w, int32_t channels,
-                           int32_t kernel_h, int32_t kernel_w, int32_t stride_h, int32_t stride_w,
-                           int32_t pad_top, int32_t pad_left, int32_t out_h, int32_t out_w,
-                           int32_t act_min, int32_t act_max, int8_t *output)
+void tinyaot_max_pool2d_s8(const int8_t *input, const tinyaot_max_pool2d_params *params, int8_t *output)
 {
+    const int32_t batches = params->batches;
+    const int32_t in_h = params->in_h;
+    const int32_t in_w = params->in_w;
+    const int32_t channels = params->channels;
+    const int32_t kernel_h = params->kernel_h;
+    const int32_t kernel_w = params->kernel_w;
+    const int32_t stride_h = params->stride_h;
+    const int32_t stride_w = params->stride_w;
+    const int32_t pad_top = params->pad_top;
+    const int32_t pad_left = params->pad_left;
+    const int32_t out_h = params->out_h;
+    const int32_t out_w = params->out_w;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
     int32_t b, oy, ox, ky, kx, c;
     for (b = 0; b < batches; ++b) {
         for (oy = 0; oy < out_h; ++oy) {

@@ -8,10 +8,17 @@
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
-void tinyaot_mean_s8(const int8_t *input, int32_t outer, int32_t count, int32_t inner, int32_t bias,
-                     int32_t multiplier, int32_t shift, int32_t output_zero_point, int32_t act_min,
-                     int32_t act_max, int8_t *output)
+void tinyaot_mean_s8(const int8_t *input, const tinyaot_mean_params *params, int8_t *output)
 {
+    const int32_t outer = params->outer;
+    const int32_t count = params->count;
+    const int32_t inner = params->inner;
+    const int32_t bias = params->bias;
+    const int32_t multiplier = params->multiplier;
+    const int32_t shift = params->shift;
+    const int32_t output_zero_point = params->output_zero_point;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
     int32_t o, c, s;
     for (o = 0; o < outer; ++o) {
         const int8_t *in = input + o * count * inner;

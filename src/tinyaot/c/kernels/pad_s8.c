@@ -8,19 +8,21 @@
 
 #include "tinyaot_kernels.h"
 
-void tinyaot_pad_s8(const int8_t *input, int32_t batches, int32_t in_h, int32_t in_w, int32_t channels,
-                    int32_t pad_top, int32_t pad_bottom, int32_t pad_left, int32_t pad_right, int32_t pad_value,
-                    int8_t *output)
+void tinyaot_pad_s8(const int8_t *input, const tinyaot_pad_params *params, int8_t *output)
 {
-    const size_t row_in = (size_t)in_w * (size_t)channels;
-    const size_t left = (size_t)pad_left * (size_t)channels;
-    const size_t right = (size_t)pad_right * (size_t)channels;
+    const int32_t batches = params->batches;
+    const int32_t in_h = params->in_h;
+    const size_t top = (size_t)params->pad_top;
+    const size_t bottom = (size_t)params->pad_bottom;
+    const size_t row_in = (size_t)params->in_w * (size_t)params->channels;
+    const size_t left = (size_t)params->pad_left * (size_t)params->channels;
+    const size_t right = (size_t)params->pad_right * (size_t)params->channels;
     const size_t row_out = left + row_in + right;
-    const int fill = (int)(uint8_t)(int8_t)pad_value;
+    const int fill = (int)(uint8_t)(int8_t)params->pad_value;
     int32_t b, y;
     for (b = 0; b < batches; ++b) {
-        memset(output, fill, row_out * (size_t)pad_top);
-        output += row_out * (size_t)pad_top;
+        memset(output, fill, row_out * top);
+        output += row_out * top;
         for (y = 0; y < in_h; ++y) {
             memset(output, fill, left);
             memcpy(output + left, input, row_in);
@@ -28,7 +30,7 @@ void tinyaot_pad_s8(const int8_t *input, int32_t batches, int32_t in_h, int32_t 
             input += row_in;
             output += row_out;
         }
-        memset(output, fill, row_out * (size_t)pad_bottom);
-        output += row_out * (size_t)pad_bottom;
+        memset(output, fill, row_out * bottom);
+        output += row_out * bottom;
     }
 }

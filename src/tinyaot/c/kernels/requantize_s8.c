@@ -6,9 +6,13 @@
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
-void tinyaot_requantize_s8(const int8_t *input, int32_t size, int32_t multiplier, int32_t shift,
-                           int32_t input_zero_point, int32_t output_zero_point, int8_t *output)
+void tinyaot_requantize_s8(const int8_t *input, const tinyaot_requantize_params *params, int8_t *output)
 {
+    const int32_t size = params->size;
+    const int32_t multiplier = params->multiplier;
+    const int32_t shift = params->shift;
+    const int32_t input_zero_point = params->input_zero_point;
+    const int32_t output_zero_point = params->output_zero_point;
     int32_t i;
     for (i = 0; i < size; ++i) {
         const int32_t v = tinyaot_requantize((int32_t)input[i] - input_zero_point, multiplier, shift) +

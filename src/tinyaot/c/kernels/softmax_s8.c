@@ -89,9 +89,13 @@ static int32_t sm_count_leading_zeros(uint32_t x)
     return n;
 }
 
-void tinyaot_softmax_s8(const int8_t *input, int32_t outer, int32_t depth, int32_t input_multiplier,
-                        int32_t input_left_shift, int32_t diff_min, int8_t *output)
+void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, int8_t *output)
 {
+    const int32_t outer = params->outer;
+    const int32_t depth = params->depth;
+    const int32_t input_multiplier = params->input_multiplier;
+    const int32_t input_left_shift = params->input_left_shift;
+    const int32_t diff_min = params->diff_min;
     int32_t i;
     for (i = 0; i < outer; ++i) {
         const int8_t *row = input + i * depth;

@@ -6,8 +6,10 @@
  */
 #include "tinyaot_kernels.h"
 
-void tinyaot_transpose_s8(const int8_t *input, const int32_t *out_shape, const int32_t *in_strides, int8_t *output)
+void tinyaot_transpose_s8(const int8_t *input, const tinyaot_transpose_params *params, int8_t *output)
 {
+    const int32_t *const out_shape = params->out_shape;
+    const int32_t *const in_strides = params->in_strides;
     int32_t i0, i1, i2, i3;
     for (i0 = 0; i0 < out_shape[0]; ++i0) {
         for (i1 = 0; i1 < out_shape[1]; ++i1) {

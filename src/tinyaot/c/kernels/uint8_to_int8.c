@@ -4,8 +4,9 @@
  */
 #include "tinyaot_kernels.h"
 
-void tinyaot_uint8_to_int8(const uint8_t *input, int32_t size, int8_t *output)
+void tinyaot_uint8_to_int8(const uint8_t *input, const tinyaot_uint8_to_int8_params *params, int8_t *output)
 {
+    const int32_t size = params->size;
     int32_t i;
     for (i = 0; i < size; ++i) {
         output[i] = (int8_t)((int32_t)input[i] - 128);

@@ -1,0 +1,109 @@
+"""The one calling convention: every kernel takes a `const tinyaot_<op>_params *` filled from its Params dataclass.
+
+The reference's `prepare` makes a frozen Params per node (ref/<kernel>.py); the generated C gets the same numbers
+as a `static const` struct in flash, one designated initializer per field, with the Params' arrays emitted
+beside it and pointed to. The struct's name comes from the dataclass's (ConvParams -> tinyaot_conv_params), its
+members from tinyaot_kernels.h (kernel_header.py); each member is read by name from the Params instance, so a
+field renamed on one side only fails here, and tests/test_kernel_params.py checks the whole header against the
+dataclasses. Fields the C never needs are listed in HOST_ONLY, each with the reason.
+
+Flash sizes are measured from the emitted definitions themselves (`constant_bytes`), not estimated per op.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from tinyaot.codegen.cformat import C_TYPES, c_array, c_int
+from tinyaot.codegen.kernel_header import SCALAR_BYTES, TARGET_POINTER_BYTES, CField, kernel_header
+from tinyaot.errors import TinyAOTError
+
+# Params fields that stay on the host, by dataclass name: field -> why the kernel does not need it.
+HOST_ONLY: dict[str, dict[str, str]] = {
+    "FullyConnectedParams": {"input_offset": "folded into bias at compile time (folded_bias)"},
+    "LutParams": {"function": "named in the table's comment"},
+    "MulParams": {
+        "a_shape": "read through a_strides",
+        "b_shape": "read through b_strides",
+        "broadcast": "chooses tinyaot_mul_s8 or tinyaot_mul_broadcast_s8 at compile time",
+        "constants": "constant operands are emitted as arrays and passed as the operand pointers",
+    },
+    "TransposeParams": {"perm": "folded into in_strides", "in_shape": "folded into in_strides"},
+}
+
+
+class ParamsMismatch(TinyAOTError):
+    """A Params instance does not fit its C struct (a bug in tinyaot: the header and the dataclass drifted)."""
+
+
+def struct_name(params_type: type) -> str:
+    """tinyaot_<snake name>_params from the dataclass name: ConvParams -> tinyaot_conv_params,
+    MaxPool2DParams -> tinyaot_max_pool2d_params, Uint8ToInt8Params -> tinyaot_uint8_to_int8_params."""
+    stem = params_type.__name__.removesuffix("Params")
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])", "_", stem).lower()
+    return f"tinyaot_{snake}_params"
+
+
+def emit_params(p, base: str, notes: dict[str, str] | None = None) -> str:
+    """The arrays of `p` (`static const T <base>_<field>[...]`) and `static const tinyaot_<op>_params
+    <base>_params`, its designated initializer naming every member. `notes`: a comment above an array."""
+    arrays: list[str] = []
+    body = _initializer(p, struct_name(type(p)), base, arrays, notes or {}, "    ")
+    return "".join(arrays) + f"static const {struct_name(type(p))} {base}_params = {body};\n"
+
+
+def _initializer(p, struct: str, base: str, arrays: list[str], notes: dict[str, str], indent: str) -> str:
+    lines = []
+    for f in kernel_header().fields(struct):
+        if not hasattr(p, f.name):
+            raise ParamsMismatch(f"{struct}.{f.name} has no field in {type(p).__name__}")
+        lines.append(f"{indent}.{f.name} = {_value(f, getattr(p, f.name), struct, base, arrays, notes, indent)},")
+    return "{\n" + "\n".join(lines) + f"\n{indent[:-4]}}}"
+
+
+def _value(f: CField, v, struct: str, base: str, arrays: list[str], notes: dict[str, str], indent: str) -> str:
+    where = f"{struct}.{f.name}"
+    if f.nested:
+        if not dataclasses.is_dataclass(v) or struct_name(type(v)) != f.ctype:
+            raise ParamsMismatch(f"{where} is a {f.ctype}, got {type(v).__name__}")
+        return _initializer(v, f.ctype, f"{base}_{f.name}", arrays, {}, indent + "    ")
+    if f.pointer:
+        if not isinstance(v, np.ndarray) or (f.ctype != "void" and C_TYPES.get(str(v.dtype)) != f.ctype):
+            got = f"{v.dtype} array" if isinstance(v, np.ndarray) else type(v).__name__
+            raise ParamsMismatch(f"{where} points to {f.ctype}, got a {got}")
+        name = f"{base}_{f.name}"
+        note = f"/* {notes[f.name]} */\n" if f.name in notes else ""
+        arrays.append(note + c_array(name, v))
+        return name
+    if f.length is not None:
+        if len(v) != f.length:
+            raise ParamsMismatch(f"{where} holds {f.length} values, got {len(v)}")
+        return "{" + ", ".join(_scalar(where, x) for x in v) + "}"
+    return _scalar(where, v)
+
+
+def _scalar(where: str, v) -> str:
+    if not isinstance(v, (int, np.integer)) or not -(2**31) <= int(v) < 2**31:
+        raise ParamsMismatch(f"{where} is an int32_t, got {v!r}")
+    return c_int(int(v))
+
+
+# ---- flash taken by the emitted constants, measured from the emitted definitions ----------------------------
+_DEFINITION = re.compile(r"^static const (\w+) (\w+)(?:\[([^\]]*)\])? =", flags=re.M)
+
+
+def constant_bytes(c_source: str, pointer_bytes: int = TARGET_POINTER_BYTES) -> int:
+    """Bytes of every file-scope `static const` definition in a generated .c: arrays as element count x element
+    size (the count read from the emitted dimension, e.g. `[32 * 784]`), params structs by their layout.
+    tests/test_kernel_params.py checks this against the compiled object's .rodata."""
+    total = 0
+    for ctype, name, dims in _DEFINITION.findall(c_source):
+        size = SCALAR_BYTES.get(ctype) or kernel_header().size(ctype, pointer_bytes)
+        if dims:
+            if not re.fullmatch(r"\s*\d+(\s*\*\s*\d+)*\s*", dims):
+                raise ValueError(f"constant {name}: cannot measure the dimension [{dims}]")
+            size *= int(np.prod([int(d) for d in dims.split("*")], dtype=np.int64))
+        total += size
+    return total
