@@ -176,10 +176,9 @@ def test_the_ir_verifier_names_the_stage_and_the_broken_rule():
 
 
 def test_trait_sets_are_derived_from_the_registry():
-    from tinyaot.quantize import pt2e_lower
     from tinyaot.passes.fuse_activations import FUSABLE_PRODUCERS
     from tinyaot.plan.lifetimes import VIEW_OPS
-    from tinyaot.quantize import lower
+    from tinyaot.quantize import lower, pt2e_lower
     from tinyaot.ref import interpreter
 
     assert lower.INHERIT == {"reshape", "max_pool2d", "avg_pool2d", "pad", "transpose", "relu"}

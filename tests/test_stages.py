@@ -34,7 +34,8 @@ def test_no_stage_imports_a_later_stage():
         stage = rel.parts[0] if len(rel.parts) > 1 else rel.stem
         if stage not in RANK:
             continue  # pipeline, model, cli, demo...: they assemble the stages
-        wrong += [f"{rel}:{line} imports tinyaot.{other}" for line, other in _imports(path) if RANK[other] > RANK[stage]]
+        wrong += [f"{rel}:{line} imports tinyaot.{other}" for line, other in _imports(path)
+                  if RANK[other] > RANK[stage]]
     assert wrong == []
 
 

@@ -52,7 +52,8 @@ def _node(g: Graph, node, quantized: bool) -> list[str]:
     variadic = "..." in spec.operands
     fixed = len(spec.operands) - (1 if variadic else 0)
     if (len(node.inputs) < fixed) if variadic else (len(node.inputs) != fixed):
-        problems.append(f"{node.name} ({node.op}) has {len(node.inputs)} operands; its spec: {', '.join(spec.operands)}")
+        problems.append(f"{node.name} ({node.op}) has {len(node.inputs)} operands; its spec: "
+                        f"{', '.join(spec.operands)}")
     if len(node.outputs) != 1:
         problems.append(f"{node.name} has {len(node.outputs)} outputs; every op has one")
     if quantized:

@@ -67,7 +67,8 @@ def pair(node: Node, name: str, value) -> tuple[int, int]:
     try:
         h, w = (int(v) for v in value)
     except (TypeError, ValueError):
-        raise ModelError(f"{node.op} '{node.name}': attribute '{name}' must be an int or (h, w), got {value!r}") from None
+        raise ModelError(f"{node.op} '{node.name}': attribute '{name}' must be an int or (h, w), "
+                         f"got {value!r}") from None
     return h, w
 
 

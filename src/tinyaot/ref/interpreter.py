@@ -11,8 +11,8 @@ from typing import Callable
 import numpy as np
 
 from tinyaot.ir import Graph, Node
-from tinyaot.plan import MemoryPlan
 from tinyaot.ir.ops import OPS, ops_where
+from tinyaot.plan import MemoryPlan
 from tinyaot.ref.inplace import run_ring
 
 
