@@ -20,9 +20,9 @@ safe too. Typical distances, for a kernel that walks its output in order:
 `streaming_distance` computes the streaming number from the unit sizes. A rule is a promise about the
 C kernel's loop order: change the loop order (e.g. two pixels at a time) and the rule must change too. The
 planners honour the rule only when the input's last reader is this node and the input is not a graph output
-(nor kept by the caller's contract); the verifier re-checks both and the distance for every pair of buffers that share a byte. The reference
-interpreter writes such an output unit by unit, recomputing each unit from the arena as it is at
-that moment, so a rule that is wrong for the kernel at unit granularity gives a wrong answer.
+(nor kept by the caller's contract); the verifier re-checks both and the distance for every pair of buffers
+that share a byte. The reference interpreter writes such an output unit by unit, recomputing each unit from
+the arena as it is at that moment, so a rule that is wrong for the kernel at unit granularity gives a wrong answer.
 """
 from __future__ import annotations
 
