@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import needs_host, shared_file
+from conftest import shared_file
 from mnist_models import MODELS, float_predictions, load_mnist, trained, with_outliers
 from zoo import ZOO, synthetic_data
 from zoo import trained as zoo_trained
@@ -50,7 +50,6 @@ def mnist_runs():
     return data, run
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
 @pytest.mark.parametrize("n_outliers", [1, 2])
@@ -63,7 +62,6 @@ def test_int8_within_1_point_of_float_with_gross_outliers(mnist_runs, name, n_ou
     assert int8_acc >= float_acc - 0.01, f"{name}: int8 {int8_acc:.4f} vs float {float_acc:.4f}"
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
 @pytest.mark.parametrize("n_outliers", [0, 1, 2])
@@ -76,7 +74,6 @@ def test_cnn_int8_within_half_a_point_of_float(mnist_runs, name, n_outliers):
     assert int8_acc >= float_acc - 0.005, f"{name}: int8 {int8_acc:.4f} vs float {float_acc:.4f}"
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
@@ -87,7 +84,6 @@ def test_the_outliers_are_gross_enough_to_break_minmax(mnist_runs, name):
     assert minmax_acc < float_acc - 0.05, f"{name}: min/max kept {minmax_acc:.4f} (float {float_acc:.4f})"
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
 @pytest.mark.parametrize("n_outliers", [1, 2])
@@ -117,7 +113,6 @@ def zoo_sqnr(request):
     return entry, out
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
 def test_default_observer_no_worse_than_minmax_on_the_zoo(zoo_sqnr):

@@ -9,7 +9,6 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import have_m33, needs_host
 
 TINYAOT = [sys.executable, "-m", "tinyaot"]
 
@@ -46,6 +45,7 @@ def model_dir(tmp_path_factory):
 MODEL_ARGS = ["net.py:build", "--calibration", "cal.npy", "--name", "net"]
 
 
+@pytest.mark.arm
 def test_compile_writes_c_and_reports_json(model_dir):
     out = _run(["compile", *MODEL_ARGS, "-o", "gen", "--json"], model_dir)
     info = json.loads(out.stdout)
@@ -54,12 +54,13 @@ def test_compile_writes_c_and_reports_json(model_dir):
     assert {p.name for p in (model_dir / "gen").iterdir()} >= {"net.c", "net.h", "fully_connected_s8.c"}
 
 
+@pytest.mark.arm
 def test_compile_human_output(model_dir):
     out = _run(["compile", "net.py:instance", "--calibration", "cal.npy", "--name", "net2", "-o", "gen2"], model_dir)
     assert "arena" in out.stdout and "lower bound" in out.stdout
 
 
-@needs_host
+@pytest.mark.host
 def test_run_int8_and_float_inputs(model_dir):
     a = json.loads(_run(["run", *MODEL_ARGS, "--input", "x_int8.npy", "--engine", "host", "--json"], model_dir).stdout)
     b = json.loads(_run(["run", *MODEL_ARGS, "--input", "x_int8.npy", "--json"], model_dir).stdout)
@@ -70,6 +71,7 @@ def test_run_int8_and_float_inputs(model_dir):
     assert np.load(model_dir / "y.npy").shape == (5, 4)
 
 
+@pytest.mark.m33
 def test_report_json_and_text(model_dir):
     rep = json.loads(_run(["report", *MODEL_ARGS, "--json"], model_dir).stdout)
     assert rep["lower_bound_bytes"] == 21 and 21 <= rep["arena_bytes"] < 21 + 4  # at most alignment padding
@@ -93,34 +95,44 @@ def test_clear_errors_without_tracebacks(model_dir, args, expect):
     assert "Traceback" not in proc.stderr
 
 
-@needs_host
-@pytest.mark.slow
-def test_demo_json_all_engines_correct(tmp_path):
-    proc = _run(["demo", "--json", "--out", str(tmp_path / "demo")], tmp_path)
+def _demo_json(tmp_path, *flags):
+    proc = _run(["demo", "--json", *flags, "--out", str(tmp_path / "demo")], tmp_path)
     d = json.loads(proc.stdout)
     assert d["all_correct"] is True
     assert d["arena_bytes"] <= 816 and d["lower_bound_bytes"] == 816
     assert d["float_arena_bytes"] == 4 * 816
-    engines = set(d["predictions"])
-    assert {"float PyTorch", "reference", "host C"} <= engines
+    assert {"float PyTorch", "reference", "host C"} <= set(d["predictions"])
     for preds in d["predictions"].values():
         assert preds == [0, 1, 4, 7]
-    if have_m33():
-        assert "Cortex-M33" in engines and d["instructions"] > 25_000 and d["stack_bytes"] > 0
     assert d["code_bytes"] is None or d["flash_bytes"] == d["constant_bytes"] + d["code_bytes"]
     assert (tmp_path / "demo" / "c" / "mnist.c").exists()
     assert json.loads((tmp_path / "demo" / "report.json").read_text())["demo"]["arena_bytes"] == d["arena_bytes"]
     assert "lower bound" in (tmp_path / "demo" / "report.txt").read_text()
+    return d
 
 
-@needs_host
+@pytest.mark.arm
+@pytest.mark.slow
+def test_demo_json_host_engines_correct(tmp_path):
+    d = _demo_json(tmp_path, "--no-m33")
+    assert "Cortex-M33" not in d["predictions"] and d["code_bytes"] > 0
+
+
+@pytest.mark.m33
+@pytest.mark.slow
+def test_demo_json_all_engines_correct(tmp_path):
+    d = _demo_json(tmp_path)
+    assert "Cortex-M33" in d["predictions"] and d["instructions"] > 25_000 and d["stack_bytes"] > 0
+
+
+@pytest.mark.arm
 def test_demo_table(tmp_path):
     proc = _run(["demo", "--no-m33", "--out", str(tmp_path / "demo")], tmp_path)
     assert "predicted digit per engine" in proc.stdout
     assert "816 B" in proc.stdout and "3,264 B" in proc.stdout
 
 
-@pytest.mark.skipif(not have_m33(), reason="arm-none-eabi-gcc / qemu-system-arm missing")
+@pytest.mark.m33
 def test_profile_per_op_instructions(model_dir):
     d = json.loads(_run(["profile", *MODEL_ARGS, "--json"], model_dir).stdout)
     assert [o["op"] for o in d["ops"]] == ["fully_connected", "fully_connected"]
@@ -129,7 +141,7 @@ def test_profile_per_op_instructions(model_dir):
     assert 0 < summed <= d["total_instructions"] < summed + 200  # the rest is the invoke's own call overhead
 
 
-@needs_host
+@pytest.mark.host
 def test_eval_accuracy_agreement_and_layer_errors(model_dir):
     rng = np.random.default_rng(4)
     np.savez(model_dir / "data.npz", x=rng.normal(size=(30, 3, 4)).astype(np.float32), y=rng.integers(0, 4, 30))
@@ -139,6 +151,7 @@ def test_eval_accuracy_agreement_and_layer_errors(model_dir):
     assert [e["op"] for e in d["layers"]["layers"]] == ["fully_connected", "fully_connected"]
 
 
+@pytest.mark.arm
 def test_compile_json_lists_calibration_findings_and_strict_fails(model_dir):
     # cal.npy is i.i.d. Gaussian, the kind of calibration the seed used: it is reported, and --strict refuses it.
     info = json.loads(_run(["compile", *MODEL_ARGS, "-o", "gen3", "--json"], model_dir).stdout)
@@ -149,6 +162,7 @@ def test_compile_json_lists_calibration_findings_and_strict_fails(model_dir):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.arm
 def test_report_with_data_names_the_clipping_layer(model_dir):
     rng = np.random.default_rng(7)
     t = np.linspace(0, 3, 12).reshape(1, 3, 4)
@@ -167,7 +181,7 @@ def test_report_with_data_names_the_clipping_layer(model_dir):
     assert proc.returncode == 2 and "saturate" in proc.stderr
 
 
-@needs_host
+@pytest.mark.host
 def test_eval_confusion_matrix(model_dir):
     rng = np.random.default_rng(4)
     np.savez(model_dir / "data2.npz", x=rng.normal(size=(40, 3, 4)).astype(np.float32), y=rng.integers(0, 4, 40))
@@ -183,6 +197,7 @@ def test_eval_confusion_matrix(model_dir):
     assert proc.returncode == 2 and "40 inputs but 39 labels" in proc.stderr
 
 
+@pytest.mark.arm
 def test_demo_random_calibration_json(tmp_path):
     d = json.loads(_run(["demo", "--json", "--no-m33", "--random-calibration", "--out", str(tmp_path / "d")],
                         tmp_path).stdout)

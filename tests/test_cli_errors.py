@@ -304,6 +304,7 @@ def test_a_bug_keeps_its_traceback_and_says_it_is_a_bug(capsys, monkeypatch):
 # ---- warnings, layout, export, options ----------------------------------------------------------------------
 
 
+@pytest.mark.arm
 def test_warnings_are_one_tidy_line(capsys):
     rc, out, err = cli(capsys, "compile", "nets.py:mlp", "--calibration", "noise.npy", "-o", "gen_mlp")
     assert rc == 0
@@ -312,6 +313,7 @@ def test_warnings_are_one_tidy_line(capsys):
     assert "warning" not in out  # said once, on stderr
 
 
+@pytest.mark.arm
 def test_calibration_of_an_int8_tflite_is_not_used_and_says_so(capsys):
     rc, out, err = cli(capsys, "compile", "fc.tflite", "--calibration", "x8.npy", "-o", "gen_fc")
     assert rc == 0 and "tinyaot: warning: fc.tflite is already quantized (int8): --calibration is not used" in err
@@ -330,6 +332,7 @@ def test_ambiguous_layout_asks_for_layout(capsys, files):
     assert rc == 0 and json.loads(out)["output"] == torch_layout
 
 
+@pytest.mark.arm
 def test_export_pico2_converts_the_calibration_samples(capsys, files):
     from test_pico2 import _vectors
 
@@ -345,6 +348,7 @@ def test_export_pico2_converts_the_calibration_samples(capsys, files):
     np.testing.assert_array_equal(_vectors(files / "p_in")[0], want)
 
 
+@pytest.mark.arm
 def test_copy_to_ram_reaches_the_pico2_export(capsys, monkeypatch):
     import tinyaot.targets.pico2 as pico2
 
@@ -359,6 +363,7 @@ def test_copy_to_ram_reaches_the_pico2_export(capsys, monkeypatch):
     assert rc == 0 and seen == {"copy_to_ram": True}, err
 
 
+@pytest.mark.arm
 def test_contract_options_and_their_cost(capsys):
     for command in ("compile", "run", "report", "export", "profile", "eval"):
         args = build_parser().parse_args([command, "fc.tflite", "--preserve-input", "--separate-output"]
@@ -397,6 +402,7 @@ def test_console_script_warnings_without_file_and_line(files):
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
+@pytest.mark.arm
 def test_stdout_closed_early_is_quiet(files, json_flag):
     proc = subprocess.Popen([str(TINYAOT), "compile", "fc.tflite", "-o", "gen_pipe", *json_flag], cwd=files,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -405,6 +411,7 @@ def test_stdout_closed_early_is_quiet(files, json_flag):
     assert proc.wait(timeout=120) == 141 and err == "", err
 
 
+@pytest.mark.arm
 def test_a_terminal_sees_the_stages(files):
     master, slave = pty.openpty()
     proc = subprocess.Popen([str(TINYAOT), "compile", "fc.tflite", "-o", "gen_tty"], cwd=files,

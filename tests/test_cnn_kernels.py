@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import needs_host, needs_m33
 from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_suite
 
 from tinyaot.errors import ModelError, UnsupportedOpError
@@ -220,7 +219,6 @@ def cases(op: str, n: int, n_samples: int) -> list[tuple[Case, object]]:
 
 
 # ---- reference == host C == Cortex-M33 ----------------------------------------------------------------------
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("op", list(GENERATORS))
 def test_reference_equals_host(op):
@@ -232,7 +230,6 @@ def test_reference_equals_host(op):
     assert len(np.unique(values)) > 100  # the cases exercise the op: outputs vary
 
 
-@needs_m33
 @pytest.mark.m33
 def test_reference_equals_m33(tmp_path):
     cs = [c for op in GENERATORS for c, _ in cases(op, N_M33, S_M33)]
@@ -267,7 +264,8 @@ def test_reference_equals_tflm(op):
             continue
         want = _run_tflm(tb.build(twin), case.samples)
         got = case.reference()
-        assert np.array_equal(got, want), f"{case.name}: reference differs from TFLM, e.g. {got[0][:8]} vs {want[0][:8]}"
+        assert np.array_equal(got, want), (f"{case.name}: reference differs from TFLM, e.g. {got[0][:8]} vs "
+                                           f"{want[0][:8]}")
         checked += 1
     assert checked >= N_TFLM // 2
 

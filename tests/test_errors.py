@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-from conftest import make_mlp, needs_host
+from conftest import make_mlp
 
 import tinyaot
 from tinyaot.errors import ArenaTooSmallError, CalibrationError, ModelError, UnsupportedOpError
@@ -90,7 +90,6 @@ def test_non_finite_weights(bad):
     assert "2_weight" in msg and "non-finite" in msg and "(1, 3)" in msg
 
 
-@needs_host
 @pytest.mark.host
 def test_caller_arena_too_small_is_refused():
     cm = tinyaot.compile(make_mlp([40, 17, 3], True, 1), torch.zeros(1, 40), calibration=torch.randn(50, 40))

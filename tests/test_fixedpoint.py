@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import needs_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,14 +102,12 @@ def test_edge_cases_python(x, m, s, expected):
     assert got == _exact(x, m, s) == expected
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("x,m,s,expected", EDGE_CASES)
 def test_edge_cases_c_matches_python(c_fp, x, m, s, expected):
     assert c_fp.requantize(x, m, s) == int(multiply_by_quantized_multiplier(x, m, s))
 
 
-@needs_host
 @pytest.mark.host
 @settings(max_examples=400, deadline=None)
 @given(
@@ -123,7 +120,6 @@ def test_random_requantize_c_equals_python(c_fp, x, m, s):
     assert c_fp.requantize(x, m, s) == py == _exact(x, m, s)
 
 
-@needs_host
 @pytest.mark.host
 @settings(max_examples=600, deadline=None)
 @given(
@@ -136,7 +132,6 @@ def test_random_requantize_nonneg_c_equals_python(c_fp, x, m, s):
     assert c_fp.requantize_nonneg(x, m, s) == c_fp.requantize(x, m, s) == _exact(x, m, s)
 
 
-@needs_host
 @pytest.mark.host
 def test_requantize_nonneg_exact_halves(c_fp):
     """Every remainder, exact halves included, for small accumulators and both signs."""
@@ -146,14 +141,12 @@ def test_requantize_nonneg_exact_halves(c_fp):
                 assert c_fp.requantize_nonneg(x, m, s) == _exact(x, m, s), (x, m, s)
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("x,m,s,expected", [c for c in EDGE_CASES if c[1] >= 0])
 def test_edge_cases_nonneg_c(c_fp, x, m, s, expected):
     assert c_fp.requantize_nonneg(x, m, s) == expected
 
 
-@needs_host
 @pytest.mark.host
 @settings(max_examples=300, deadline=None)
 @given(a=st.integers(INT32_MIN, INT32_MAX), b=st.integers(INT32_MIN, INT32_MAX), e=st.integers(0, 31))

@@ -313,6 +313,7 @@ def _host_agrees(compiled: list, limit: int) -> int:
     return checked
 
 
+@pytest.mark.host
 def test_mutated_small_graphs_compile_or_raise_a_tinyaot_error():
     start = time.monotonic()
     seeds = seed_models()
@@ -418,9 +419,7 @@ def _expected(cm, method: str, x):
 def _params():
     for method in METHODS:
         for case in BAD_ARRAYS:
-            marks = []
-            if method == "run_host":
-                marks.append(pytest.mark.skipif(not have_host_cc(), reason="no host C compiler (gcc) on PATH"))
+            marks = [pytest.mark.host] if method == "run_host" else []
             yield pytest.param(method, case, marks=marks, id=f"{method}-{case}")
 
 
@@ -440,6 +439,7 @@ def test_bad_arrays_give_a_correct_answer_or_a_tinyaot_error(small, method, case
         assert np.isfinite(np.asarray(got, dtype=np.float64)).all() or method == "float_reference"
 
 
+@pytest.mark.host
 def test_random_arrays_never_raise_anything_but_a_tinyaot_error(small):
     """Random shapes (0 to 5 dims, sizes 1 to 7), dtypes and values (empty and text arrays are cases above):
     every method answers or raises a TinyAOTError."""

@@ -14,11 +14,6 @@ from tinyaot.targets.toolchain import INSTALL_HINT, ToolchainMissing, have_m33_t
 INPUT_SIZE = 16
 OUTPUT_SIZE = INPUT_SIZE + 4  # input ^ 0x5a, then the int32 sum of squares (little-endian)
 
-needs_m33 = pytest.mark.skipif(
-    not have_m33_toolchain(),
-    reason="needs arm-none-eabi-gcc, newlib and qemu-system-arm: " + INSTALL_HINT,
-)
-
 TOY_H = """\
 #ifndef TOY_H
 #define TOY_H
@@ -143,7 +138,6 @@ def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.m33
-@needs_m33
 @pytest.mark.parametrize("dsp", [True, False], ids=["dsp", "nodsp"])
 def test_outputs_match_numpy(toy_dir: Path, tmp_path: Path, dsp: bool) -> None:
     inputs = random_inputs(20)
@@ -155,7 +149,6 @@ def test_outputs_match_numpy(toy_dir: Path, tmp_path: Path, dsp: bool) -> None:
 
 
 @pytest.mark.m33
-@needs_m33
 def test_instruction_count_is_deterministic(toy_dir: Path, tmp_path: Path) -> None:
     inputs = random_inputs(20)
     first = run_m33(toy_dir, "toy", inputs, OUTPUT_SIZE, build_dir=tmp_path / "a")
@@ -167,7 +160,6 @@ def test_instruction_count_is_deterministic(toy_dir: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.m33
-@needs_m33
 def test_dsp_path_changes_the_code(toy_dir: Path, tmp_path: Path) -> None:
     inputs = random_inputs(4)
     with_dsp = run_m33(toy_dir, "toy", inputs, OUTPUT_SIZE, build_dir=tmp_path / "a", dsp=True)
@@ -178,7 +170,6 @@ def test_dsp_path_changes_the_code(toy_dir: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.m33
-@needs_m33
 def test_batches_larger_than_one_run_are_split(toy_dir: Path, tmp_path: Path) -> None:
     from tinyaot.targets import m33
 
@@ -194,7 +185,6 @@ def test_batches_larger_than_one_run_are_split(toy_dir: Path, tmp_path: Path) ->
 
 
 @pytest.mark.m33
-@needs_m33
 def test_fault_raises_with_guest_output(tmp_path: Path) -> None:
     model = write_toy(tmp_path / "model", extra="__builtin_trap();")
     with pytest.raises(M33RunError, match=r"status 99 .*fault in toy_invoke.*UNDEFINSTR") as info:
@@ -203,7 +193,6 @@ def test_fault_raises_with_guest_output(tmp_path: Path) -> None:
 
 
 @pytest.mark.m33
-@needs_m33
 def test_model_error_code_is_reported(tmp_path: Path) -> None:
     model = write_toy(tmp_path / "model", extra="return -7;")
     with pytest.raises(M33RunError, match=r"(?s)status 2 .*ERROR toy_invoke returned -7"):
@@ -211,7 +200,6 @@ def test_model_error_code_is_reported(tmp_path: Path) -> None:
 
 
 @pytest.mark.m33
-@needs_m33
 def test_hang_hits_the_timeout(tmp_path: Path) -> None:
     model = write_toy(tmp_path / "model", extra="for (volatile int i = 0; ; i++) { }")
     with pytest.raises(M33RunError, match="did not finish within 2 s"):
@@ -219,7 +207,6 @@ def test_hang_hits_the_timeout(tmp_path: Path) -> None:
 
 
 @pytest.mark.m33
-@needs_m33
 def test_wrong_output_size_fails_at_compile_time(toy_dir: Path, tmp_path: Path) -> None:
     from tinyaot.targets.m33 import M33BuildError
 
@@ -227,7 +214,6 @@ def test_wrong_output_size_fails_at_compile_time(toy_dir: Path, tmp_path: Path) 
         run_m33(toy_dir, "toy", random_inputs(1), OUTPUT_SIZE + 1, build_dir=tmp_path)
 
 
-@pytest.mark.m33
 def test_missing_compiler_names_the_install_command(
     toy_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -263,7 +249,6 @@ def _disassembly(elf: Path) -> str:
 
 
 @pytest.mark.m33
-@needs_m33
 def test_m33_target_builds_once_and_runs_in_memory_sources(tmp_path: Path) -> None:
     """Sources held only in memory are written under build_dir; one build serves several runs."""
     from tinyaot.targets.base import Artifact, Target

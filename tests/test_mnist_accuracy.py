@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-from conftest import needs_host, shared_file
+from conftest import shared_file
 
 import tinyaot
 
@@ -39,7 +39,6 @@ def mnist_run():
     return cm, x_test, y_test, float_pred
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
 def test_int8_accuracy_holds_on_host_c(mnist_run):
@@ -54,7 +53,6 @@ def test_int8_accuracy_holds_on_host_c(mnist_run):
     assert agreement >= 0.97
 
 
-@needs_host
 @pytest.mark.host
 def test_reference_equals_host_on_real_digits(mnist_run):
     cm, x_test, _, _ = mnist_run

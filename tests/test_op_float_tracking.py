@@ -124,6 +124,7 @@ class ScalarArithmetic(nn.Module):
         return (1 - z * 0.5) - 0.25
 
 
+@pytest.mark.host
 def test_python_scalar_arithmetic_compiles_to_tables():
     torch.manual_seed(0)
     model = ScalarArithmetic().eval()

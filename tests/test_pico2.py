@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import have_m33, needs_m33
+from conftest import have_m33
 
 import tinyaot
 from tinyaot.demo_model import build_seed_mlp, calibration_digits, demo_digits
@@ -163,8 +163,7 @@ def test_cmake_asks_for_the_cmake_the_sdk_needs(project):
     assert not re.search(r"^pico_set_binary_type", cmake, re.MULTILINE)
 
 
-@needs_m33
-@pytest.mark.m33
+@pytest.mark.arm
 def test_the_stack_is_sized_from_the_measured_call_graph(project, seed):
     cm, _, _ = seed
     out, _ = project
@@ -191,8 +190,7 @@ def test_without_the_cross_compiler_the_stack_is_the_documented_default(seed, tm
     assert not re.search(r"@[A-Z_]+@", readme)
 
 
-@needs_m33
-@pytest.mark.m33
+@pytest.mark.arm
 def test_a_stack_beyond_the_scratch_bank_is_refused(seed, tmp_path, monkeypatch):
     cm, x_q, _ = seed
     monkeypatch.setattr(pico2, "SDK_STACK_BYTES", pico2.CORE0_STACK_LIMIT_BYTES)
@@ -310,8 +308,7 @@ def _project_c_files(out: Path) -> list[Path]:
     return [out / "app.c", out / "test_vectors.c", *sorted((out / "model").glob("*.c"))]
 
 
-@needs_m33
-@pytest.mark.m33
+@pytest.mark.arm
 def test_sources_compile_warning_free_with_rp2350_flags(project, tmp_path):
     out, _ = project
     gcc = shutil.which("arm-none-eabi-gcc")
@@ -333,7 +330,6 @@ def test_sources_compile_warning_free_with_rp2350_flags(project, tmp_path):
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
-@needs_m33
 @pytest.mark.m33
 def test_app_on_qemu_m33_equals_the_reference(project, seed, tmp_path):
     cm, x_q, labels = seed
@@ -358,7 +354,6 @@ def test_app_on_qemu_m33_equals_the_reference(project, seed, tmp_path):
     assert app <= run.stack_bound  # the export's figure leaves out only the board's print callback
 
 
-@needs_m33
 @pytest.mark.m33
 def test_the_app_target_runs_only_the_embedded_vectors(project, tmp_path):
     from tinyaot.targets.base import RunResult, Target

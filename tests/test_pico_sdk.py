@@ -44,7 +44,7 @@ TOOLS = {
 }
 BUILD_TIMEOUT = 900
 
-pytestmark = [pytest.mark.m33, pytest.mark.slow]
+pytestmark = [pytest.mark.arm, pytest.mark.slow]
 
 # The SDK's call graph, for the stack the firmware needs (gcc -fcallgraph-info=su on every file of the build).
 # Calls through function pointers may go to any of these: from main (app.c's print and clock callbacks, the

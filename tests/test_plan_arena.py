@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 import pytest
 import torch
-from conftest import make_mlp, needs_host, random_int8
+from conftest import make_mlp, random_int8
 
 import tinyaot
 from tinyaot.errors import ArenaTooSmallError
@@ -29,7 +29,6 @@ def test_alignment_16_plan_and_header(mlp16):
     assert "__attribute__((aligned(AL16_ARENA_ALIGNMENT)))" in files["al16.c"]
 
 
-@needs_host
 @pytest.mark.host
 def test_caller_arena_is_checked_at_init(mlp16):
     from tinyaot.targets.host import build_shared_library
@@ -52,7 +51,6 @@ def test_caller_arena_is_checked_at_init(mlp16):
     assert static_base % 16 == 0
 
 
-@needs_host
 @pytest.mark.host
 def test_alignment_16_runs_bit_exact_with_static_and_caller_arenas(mlp16):
     x = random_int8((40, 21), 5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import needs_host, random_int8, shared_file
+from conftest import random_int8, shared_file
 
 import tinyaot
 from tinyaot.demo_model import build_seed_mlp, calibration_digits
@@ -69,7 +69,6 @@ def test_mlperf_overlapped_plan_equals_a_plan_without_overlap(key):
     np.testing.assert_array_equal(Interpreter(g, cm.plan).run(x), Interpreter(g, disjoint).run(x))
 
 
-@needs_host
 @pytest.mark.host
 def test_resnet_overlapped_plan_runs_bit_exact_in_c():
     cm = _mlperf("resnet")

@@ -5,6 +5,7 @@ import copy
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plan_graphs import GraphBuilder, branchy_concat_graph, branchy_graph
@@ -119,6 +120,7 @@ def test_random_dags_never_worse_than_source_and_plans_verify(g):
     assert plan.lower_bound == result.peak <= plan.arena_bytes
 
 
+@pytest.mark.host
 def test_branchy_concat_model_reordered_runs_bit_exact_in_reference_and_c():
     from conftest import have_host_cc
 

@@ -22,7 +22,7 @@ from functools import cache, reduce
 
 import numpy as np
 import pytest
-from conftest import have_host_cc, needs_host, needs_m33, random_int8, shared_file
+from conftest import have_host_cc, random_int8, shared_file
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchao", reason="torchao (the PT2E quantization flow) is not installed")
@@ -256,7 +256,6 @@ def test_deep_dscnn_each_kernel_within_one_step(mnist_dscnn):
               f"chained {r.chained_equal:.2%} (max {r.chained_max_steps})")
 
 
-@needs_host
 @pytest.mark.host
 def test_deep_dscnn_keeps_pt2e_predictions_and_accuracy(mnist_dscnn):
     gm, cm, x, labels, float_pred = mnist_dscnn
@@ -287,7 +286,6 @@ class Branchy(nn.Module):
         return self.fc(y.mean((2, 3)))
 
 
-@needs_host
 @pytest.mark.host
 def test_branches_gates_concat_and_mean():
     example = torch.zeros(1, 2, 8, 8)
@@ -309,7 +307,6 @@ def test_branches_gates_concat_and_mean():
 
 
 # ---- every engine gives the same bytes ---------------------------------------------------------------------------
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("per", PER)
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
@@ -318,7 +315,6 @@ def test_host_c_equals_reference(kind, per):
     np.testing.assert_array_equal(cm.run(x[:60], engine="host"), cm.run(x[:60], engine="reference"))
 
 
-@needs_m33
 @pytest.mark.m33
 @pytest.mark.parametrize("kind, per", [("mlp", "per_tensor"), ("cnn", "per_channel")])
 def test_m33_equals_reference(kind, per):
@@ -372,6 +368,7 @@ def test_uint8_activations_become_int8_with_shifted_zero_points():
     np.testing.assert_array_equal(cm.run(cm.quantize_input(images)).argmax(-1), labels)
 
 
+@pytest.mark.host
 def test_narrow_activation_range_clamps_like_pt2e():
     """quant_min = -127: PT2E's quantize never emits -128, so neither may the kernels."""
     example = torch.zeros(1, 28, 28)

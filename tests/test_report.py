@@ -11,7 +11,6 @@ import zlib
 import numpy as np
 import pytest
 import torch
-from conftest import needs_m33
 
 import tinyaot
 from tinyaot.demo_model import build_seed_mlp, calibration_digits
@@ -26,6 +25,7 @@ def seed():
     return tinyaot.compile(build_seed_mlp(), torch.from_numpy(cal[:1]), calibration=cal, name="mnist")
 
 
+@pytest.mark.arm
 def test_seed_report_table_and_numbers(seed):
     rep = MemoryReport.of(seed)
     assert rep.arena_bytes == rep.lower_bound_bytes == 816
@@ -43,6 +43,7 @@ def test_seed_report_table_and_numbers(seed):
     assert f"{rep.constant_bytes:,} B" in reasons and f"{rep.float_weight_bytes:,} B" in reasons
 
 
+@pytest.mark.arm
 def test_svg_has_one_rect_per_buffer_and_marks_bound_and_arena(seed):
     rep = MemoryReport.of(seed)
     root = ET.fromstring(rep.svg())
@@ -103,6 +104,7 @@ def _png_pixels(data: bytes) -> np.ndarray:
     return out.reshape(h, w, bpp)
 
 
+@pytest.mark.arm
 def test_html_renders_in_headless_chromium(seed, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
@@ -127,6 +129,7 @@ def test_html_renders_in_headless_chromium(seed, tmp_path):
         assert near.sum() > 200, f"colour {rgb} missing from the rendered picture"
 
 
+@pytest.mark.arm
 def test_cli_report_writes_the_picture_and_json(tmp_path):
     from tinyaot.cli import main
 
@@ -152,7 +155,6 @@ def test_cli_report_writes_the_picture_and_json(tmp_path):
     assert len(d["tensors"]) == 4 and d["tensors"][0]["op"] == "input"
 
 
-@needs_m33
 @pytest.mark.m33
 def test_honest_ram_includes_the_measured_stack(seed):
     rep = MemoryReport.of(seed, measure_stack=True)

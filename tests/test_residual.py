@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import needs_host, random_int8, shared_file
+from conftest import random_int8, shared_file
 
 import tinyaot
 from tinyaot.frontend.tflite import from_tflite
@@ -102,7 +102,6 @@ def test_a_fused_node_without_its_attrs_is_refused():
             Node(node.op, node.name, node.inputs, node.outputs, {k: v for k, v in node.attrs.items() if k != missing})
 
 
-@needs_host
 @pytest.mark.host
 def test_resnet8_fused_in_c_equals_the_reference():
     cm = _resnet()

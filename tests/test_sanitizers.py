@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_host, random_int8
+from conftest import random_int8
 
 from tinyaot.errors import TinyAOTError
 from tinyaot.targets import host
@@ -59,7 +59,6 @@ except ImportError:  # no torch: the zoo tests below are skipped as an empty par
     ZOO = []
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("entry", ZOO, ids=[e.name for e in ZOO])
 def test_zoo_model_is_clean_under_asan_and_ubsan(entry):
@@ -73,7 +72,6 @@ def test_zoo_model_is_clean_under_asan_and_ubsan(entry):
     np.testing.assert_array_equal(got, want)
 
 
-@needs_host
 @pytest.mark.host
 def test_the_sanitized_runner_does_report_an_out_of_bounds_write(tmp_path):
     """The harness can fail: a model whose C writes one byte past the arena is caught by ASan (a test that could
@@ -105,7 +103,7 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path / "cache" / "host"
 
 
-@needs_host
+@pytest.mark.host
 def test_cache_location_comes_from_tinyaot_cache_dir(cache_dir, monkeypatch):
     lib = host.build_shared_library(_sources(1), "m")
     assert lib.parent.parent == cache_dir and lib.is_file()
@@ -117,7 +115,7 @@ def test_cache_location_comes_from_tinyaot_cache_dir(cache_dir, monkeypatch):
     assert host.cache_root() == cache_dir.parent.parent / "xdg" / "tinyaot"  # default: the user's cache dir
 
 
-@needs_host
+@pytest.mark.host
 def test_cache_evicts_the_least_recently_used_beyond_its_bounds(cache_dir):
     libs = [host.build_shared_library(_sources(i), "m") for i in range(5)]
     now = time.time()
@@ -138,7 +136,7 @@ def test_cache_evicts_the_least_recently_used_beyond_its_bounds(cache_dir):
     assert host.CACHE_MAX_ENTRIES == 200 and host.CACHE_MAX_BYTES == 256 * 2**20
 
 
-@needs_host
+@pytest.mark.host
 def test_every_new_build_keeps_the_cache_bounded(cache_dir, monkeypatch):
     monkeypatch.setattr(host, "CACHE_MAX_ENTRIES", 2)
     monkeypatch.setattr(host, "CACHE_GRACE_SECONDS", 0)
@@ -158,7 +156,7 @@ print(lib, ctypes.CDLL(str(lib)).m_value())
 """
 
 
-@needs_host
+@pytest.mark.host
 def test_concurrent_processes_building_the_same_entry_agree(cache_dir):
     """Four processes build the same library at once: each gets a complete library at the same path, and no
     temporary directory is left behind (builds are renamed into place in one step)."""
@@ -184,7 +182,7 @@ def test_every_host_error_is_a_tinyaot_error():
     assert issubclass(host.HostCompilerMissing, TinyAOTError)
 
 
-@needs_host
+@pytest.mark.host
 def test_the_host_target_runs_a_build_with_any_arena():
     """HostTarget: one build, runs with the static arena or a caller's; the engine "host" is the same."""
     from test_fuzz import seed_models
@@ -206,7 +204,7 @@ def test_the_host_target_runs_a_build_with_any_arena():
         target.run(lib, x, arena_bytes=cm.arena_bytes - 1)
 
 
-@needs_host
+@pytest.mark.host
 def test_host_model_checks_the_row_size_it_copies():
     """HostModel.run copies input_size bytes per row: rows of another size were read past their end before."""
     from test_fuzz import seed_models

@@ -26,7 +26,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import have_host_cc, needs_host, shared_file
+from conftest import have_host_cc, shared_file
 from mlperf_inputs import CAL_SEED, EVAL_SEED, KWS_INPUT, ad_inputs, ic_inputs, kws_inputs, kws_real_input
 from tflite_builder import Model, Op, T, build, load, run_tflm
 
@@ -323,7 +323,6 @@ def test_ptq_of_the_float_model_tracks_float(key):
         assert int(np.argmax(cm.run_float(_real_kws()))) == KWS_ON
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("key", list(FLOAT))
 def test_ptq_model_reference_equals_host_c(key):
@@ -341,6 +340,7 @@ def test_ptq_model_reference_equals_host_c(key):
 
 @pytest.mark.filterwarnings("ignore:.*look like random noise:UserWarning")  # they are: hand-built nets, no data
 @pytest.mark.parametrize("key", list(HAND_BUILT))
+@pytest.mark.host
 def test_ptq_of_hand_built_float_models_tracks_float(key):
     model, x = _hand_built(key)
     cm = tinyaot.compile(model, calibration=x[:40], name=f"hand_{key}")

@@ -9,7 +9,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import have_host_cc, needs_host, needs_m33, random_int8, shared_file
+from conftest import have_host_cc, random_int8, shared_file
 from mlperf_inputs import ad_inputs
 from tflite_builder import Model, Op, T, build, run_tflm
 
@@ -59,7 +59,6 @@ def test_reference_equals_tflm(key):
     assert len(np.unique(want)) > 5  # outputs vary: a constant output would hide a broken kernel
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.parametrize("key", list(MODELS))
 def test_host_c_equals_tflm(key):
@@ -67,7 +66,6 @@ def test_host_c_equals_tflm(key):
     np.testing.assert_array_equal(cm.run(x, engine="host").reshape(len(x), -1), want)
 
 
-@needs_m33
 @pytest.mark.m33
 @pytest.mark.parametrize("key", list(MODELS))
 def test_cortex_m33_equals_tflm(key):
@@ -89,6 +87,7 @@ def test_ad_fully_connected_multipliers_match_tflm_on_many_inputs():
     np.testing.assert_array_equal(Interpreter(cm.graph, disjoint).run(x).reshape(len(x), -1), want)
 
 
+@pytest.mark.host
 def test_kws_real_input_is_the_word_on():
     cm, x, want = _case("kws")
     assert int(np.argmax(want[0])) == KWS_ON
@@ -122,6 +121,7 @@ def test_kws_graph_is_int8_nhwc_with_tflm_padding():
     assert y.qparams.scale == (1 / 256,) and y.qparams.zero_point == (-128,)
 
 
+@pytest.mark.arm
 def test_compiled_tflite_model_degrades_gracefully_without_a_float_graph():
     cm, _, _ = _case("ad")
     assert cm.float_graph is None
@@ -145,6 +145,7 @@ def test_bytes_and_path_compile_alike_and_calibration_is_ignored(tmp_path):
     np.testing.assert_array_equal(cm_path.run(x), cm_bytes.run(x))
 
 
+@pytest.mark.arm
 def test_cli_compiles_a_tflite_file(tmp_path, capsys):
     from tinyaot.cli import main
 
@@ -372,6 +373,7 @@ def _many_ops_model() -> bytes:
     return build(Model(tensors, ops, [0], [22]))
 
 
+@pytest.mark.host
 def test_a_model_with_every_imported_op_matches_tflm_on_every_engine():
     model = _many_ops_model()
     g = from_tflite(model)

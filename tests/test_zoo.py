@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from conftest import have_m33, needs_host, shared_file
+from conftest import shared_file
 from zoo import ZOO, LeNet5, synthetic_data, trained
 
 import tinyaot
@@ -24,20 +24,23 @@ def compiled(request):
     return entry, model, cm, x[200:], y[200:]
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
-def test_bit_exact_on_every_engine(compiled):
+def test_bit_exact_on_the_host(compiled):
     entry, model, cm, x, _ = compiled
     xq = cm.quantize_input(cm.to_model_layout(x[:N_BITEXACT]))
-    ref = cm.run(xq, engine="reference")
-    np.testing.assert_array_equal(cm.run(xq, engine="host"), ref)
-    if have_m33():
-        np.testing.assert_array_equal(cm.run(xq, engine="m33"), ref)
-        assert cm.last_m33.instructions > 0
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), cm.run(xq, engine="reference"))
 
 
-@needs_host
+@pytest.mark.m33
+@pytest.mark.slow
+def test_bit_exact_on_the_m33(compiled):
+    entry, model, cm, x, _ = compiled
+    xq = cm.quantize_input(cm.to_model_layout(x[:N_BITEXACT]))
+    np.testing.assert_array_equal(cm.run(xq, engine="m33"), cm.run(xq, engine="reference"))
+    assert cm.last_m33.instructions > 0
+
+
 @pytest.mark.host
 @pytest.mark.slow
 def test_int8_agrees_with_float(compiled):
@@ -53,6 +56,7 @@ def test_int8_agrees_with_float(compiled):
         assert rel < 0.05, f"{entry.name}: relative error {rel:.3f}"
 
 
+@pytest.mark.arm
 def test_plan_never_above_the_layer_by_layer_bound(compiled):
     entry, model, cm, *_ = compiled
     assert cm.arena_bytes <= cm.lower_bound_bytes
@@ -87,7 +91,6 @@ def test_nchw_input_option_adds_exactly_one_transpose():
     np.testing.assert_array_equal(nchw.run(xq_nchw), nhwc.run(xq))
 
 
-@needs_host
 @pytest.mark.host
 @pytest.mark.slow
 def test_lenet_on_mnist_keeps_accuracy():

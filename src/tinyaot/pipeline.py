@@ -297,10 +297,11 @@ def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model
     """Findings become warnings (errors when strict); data= runs the trust check. `said`: findings already
     raised as warnings by an earlier stage, kept in cm.findings."""
     new = list(findings)
+    cm.findings = list(said) + new  # before the check: its diagnosis reads them (noise-like samples, ...)
     if data is not None:
         _say(opts.progress, "checking the int8 model on the data= samples")
         cm.check = cm.check_data(data, float_model=float_model)
         new += cm.check.findings
-    cm.findings = list(said) + new
+        cm.findings += cm.check.findings
     raise_or_warn(new, opts.strict, cm.name)
     return cm
