@@ -450,12 +450,10 @@ def _summary(cm) -> dict:
 
 
 def _contract(cm, args) -> dict:
-    """What --preserve-input / --separate-output cost in arena bytes (when the library reports it)."""
-    c = getattr(cm, "contract", None)
-    if c is None or not (args.preserve_input or args.separate_output):
+    """What --preserve-input / --separate-output cost in arena bytes."""
+    if not (args.preserve_input or args.separate_output):
         return {}
-    cost = {"arena_bytes": cm.arena_bytes, "cost_bytes": cm.arena_bytes - c.unconstrained_arena_bytes}
-    return {"contract": cost | c.to_dict()}
+    return {"contract": cm.contract.to_dict()}
 
 
 def _print_contract(c, info: dict) -> None:

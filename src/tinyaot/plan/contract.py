@@ -109,12 +109,14 @@ class ContractReport:
         }
 
     def __str__(self) -> str:
-        inp = "survives invoke" if self.input_preserved else "is overwritten by invoke"
-        out = "shares bytes with the input" if self.output_overlaps_input else "is apart from the input"
+        inp = "survives invoke" if self.input_preserved else "is overwritten by invoke (preserve_input keeps it)"
+        out = ("shares bytes with the input: copy it before writing the next input (separate_output keeps them "
+               "apart)" if self.output_overlaps_input else "does not share bytes with the input")
         asked = [n for n, on in (("preserve_input", self.preserve_input),
                                  ("separate_output", self.separate_output)) if on]
-        cost = f"; {', '.join(asked)} costs {self.cost_bytes:,} B of arena" if asked else ""
-        return f"input {inp}; output {out}{cost}"
+        cost = (f"; {' + '.join(asked)} costs {self.cost_bytes:,} B (arena {self.unconstrained_arena_bytes:,} B "
+                "without it)") if asked else ""
+        return f"buffer contract: the input {inp}; the output {out}{cost}"
 
 
 def contract_report(plan, g, unconstrained_arena_bytes: int | None = None) -> ContractReport:

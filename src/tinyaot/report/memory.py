@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tinyaot.plan.contract import ContractReport
 from tinyaot.plan.lifetimes import busiest_step_text
 
 
@@ -52,7 +53,7 @@ class MemoryReport:
     float_tensors: tuple[TensorRow, ...] = ()
     float_reasons: tuple[str, ...] = ()
     overlap_note: str = ""  # why the arena is below the layer-by-layer bound, if it is
-    contract: dict | None = None  # plan.contract.ContractReport.to_dict(): input kept? output apart? cost
+    contract: ContractReport | None = None  # input kept? output apart? what preserve/separate cost
 
     @property
     def ram_bytes(self) -> int | None:
@@ -85,12 +86,13 @@ class MemoryReport:
             float_lower_bound_bytes=cm.float_plan.lower_bound, float_n_steps=cm.float_plan.n_steps,
             float_tensors=tensor_rows(cm.float_plan, float_graph),
             float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
-            contract=cm.contract.to_dict(),
+            contract=cm.contract,
         )
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["ram_bytes"] = self.ram_bytes
+        d["contract"] = self.contract.to_dict() if self.contract is not None else None  # with its cost
         return d
 
     # ---- text --------------------------------------------------------------------------------
@@ -109,7 +111,7 @@ class MemoryReport:
         if self.overlap_note:
             yield self.overlap_note
         if self.contract is not None:
-            yield _contract_text(self.contract)
+            yield str(self.contract)
         if self.source_lower_bound is not None and self.source_lower_bound != self.lower_bound_bytes:
             yield (f"op order chosen by {self.schedule} search: lower bound {self.lower_bound_bytes:,} B "
                    f"(the source order needs {self.source_lower_bound:,} B)")
@@ -294,13 +296,3 @@ def _io(shape, qparams, layout) -> dict:
         d["layout"] = layout
     return d
 
-
-def _contract_text(c: dict) -> str:
-    """The buffer contract in one line, and what preserve_input / separate_output cost."""
-    inp = "survives invoke" if c["input_preserved"] else "is overwritten by invoke (preserve_input keeps it)"
-    out = ("shares bytes with the input: copy it before writing the next input (separate_output keeps them "
-           "apart)" if c["output_overlaps_input"] else "does not share bytes with the input")
-    asked = [k for k in ("preserve_input", "separate_output") if c[k]]
-    cost = (f"; {' + '.join(asked)} costs {c['cost_bytes']:,} B (arena {c['unconstrained_arena_bytes']:,} B "
-            "without it)") if asked else ""
-    return f"buffer contract: the input {inp}; the output {out}{cost}"
