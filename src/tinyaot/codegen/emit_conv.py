@@ -1,4 +1,5 @@
-"""C emitters of the CNN ops (conv2d, depthwise_conv2d, avg_pool2d, add, softmax).
+"""C emitters of the weighted ops whose kernel is chosen at compile time (fully_connected, conv2d); the other CNN
+ops take the generic call (codegen/ops.py).
 
 Each calls the op's reference `prepare`, so the C reads exactly the numbers the NumPy reference uses, and
 passes the Params to the one calling convention (emit.kernel_op): a `static const` params struct in flash,
@@ -10,10 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op
+from tinyaot.codegen.emit import plain_op
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import add_s8, avg_pool2d_s8, conv2d_s8, depthwise_conv2d_s8, softmax_s8
+from tinyaot.ref import conv2d_s8, fully_connected_s8
 from tinyaot.ref.conv2d_s8 import ConvParams
 
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
@@ -32,6 +33,13 @@ def conv_kernel(p: ConvParams, ring: bool = False) -> tuple[ConvParams, str]:
     if not ring and uses_patch_kernel(p):
         return replace(p, weights=patch_weights(p.weights)), "tinyaot_conv2d_patch_s8"
     return p, f"tinyaot_conv2d{suffix}"
+
+
+def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+    """The input offset folded into the bias at compile time, so the kernel's inner loop is a plain dot."""
+    p = fully_connected_s8.prepare(node, g)
+    p = replace(p, bias=p.folded_bias.astype(np.int32))
+    return plain_op(node, prefix, offsets, p, "tinyaot_fully_connected_s8", "fully_connected_s8.c")
 
 
 def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
@@ -74,32 +82,3 @@ def _pointwise_bias(p) -> np.ndarray | None:
     if folded.min(initial=0) < -(2**31) or folded.max(initial=0) >= 2**31:
         return None
     return folded.astype(np.int32)
-
-
-def emit_depthwise_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, depthwise_conv2d_s8.prepare(node, g), "tinyaot_depthwise_conv2d_s8",
-                  "depthwise_conv2d_s8.c")
-
-
-def emit_avg_pool2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, avg_pool2d_s8.prepare(node, g), "tinyaot_avg_pool2d_s8",
-                  "avg_pool2d_s8.c")
-
-
-def emit_add(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    a, b = node.inputs
-    return kernel_op(add_s8.prepare(node, g), layer_base(prefix, node), "tinyaot_add_s8", "add_s8.c",
-                     [arena_in(offsets, a), arena_in(offsets, b)], [arena_out(offsets, node.outputs[0])])
-
-
-def emit_softmax(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, softmax_s8.prepare(node, g), "tinyaot_softmax_s8", "softmax_s8.c")
-
-
-EMITTERS = {
-    "conv2d": emit_conv2d,
-    "depthwise_conv2d": emit_depthwise_conv2d,
-    "avg_pool2d": emit_avg_pool2d,
-    "add": emit_add,
-    "softmax": emit_softmax,
-}

@@ -5,29 +5,31 @@ the ring: its arena buffer and its size in pixels, both the plan's; the call is 
 """
 from __future__ import annotations
 
+from importlib import import_module
+
 from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base
 from tinyaot.codegen.emit_conv import conv_kernel
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import conv2d_s8, depthwise_conv2d_s8
+from tinyaot.ir.ops import OPS, OpSpec
 
-RING_KERNELS = {
-    "conv2d": (conv2d_s8.prepare, "conv2d_inplace_s8.c"),
-    "depthwise_conv2d": (depthwise_conv2d_s8.prepare, "depthwise_conv2d_inplace_s8.c"),
-}
+
+def ring_kernel(spec: OpSpec) -> str:
+    """The ring twin of an op's kernel: ref conv2d_s8 -> tinyaot_conv2d_inplace_s8 in conv2d_inplace_s8.c."""
+    return f"{spec.ref.removesuffix('_s8')}_inplace_s8"
+
 
 # A ring kernel calls its plain twin once per pixel, so the generated sources carry both.
-KERNEL_DEPS = {kernel_file: (kernel_file.replace("_inplace", ""),) for _, kernel_file in RING_KERNELS.values()}
+KERNEL_DEPS = {f"{ring_kernel(s)}.c": (f"{s.ref}.c",) for s in OPS.values() if s.ring}
 KERNEL_DEPS["conv2d_add_s8.c"] = ("conv2d_s8.c", "add_s8.c")  # codegen/emit_residual.py
 
 
 def emit_ring(node: Node, g: Graph, prefix: str, offsets: dict[str, str], ring):
     """One conv / depthwise conv through its ring: `ring` is the plan's RingVariant for this node."""
-    prepare, kernel_file = RING_KERNELS[node.op]
-    p = prepare(node, g)
-    if node.op == "conv2d":
+    spec = OPS[node.op]
+    p = import_module(f"tinyaot.ref.{spec.ref}").prepare(node, g)
+    kernel_file, fn = f"{ring_kernel(spec)}.c", f"tinyaot_{ring_kernel(spec)}"
+    if node.op == "conv2d":  # picks its kernel (pointwise or general) at compile time
         p, fn = conv_kernel(p, ring=True)
-    else:
-        fn = "tinyaot_depthwise_conv2d_inplace_s8"
     where = "over its input" if ring.distance <= 0 else f"{ring.distance} B below its input"
     return kernel_op(p, layer_base(prefix, node), fn, kernel_file, [arena_in(offsets, node.inputs[0])],
                      [arena_out(offsets, ring.scratch), str(ring.ring_pixels), arena_out(offsets, node.outputs[0])],

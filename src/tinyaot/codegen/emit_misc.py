@@ -1,31 +1,14 @@
-"""C emitters of the byte-moving, elementwise and reduction int8 ops (pooling, mean, concat, pad, mul, lut,
-relu, transpose, quantize). Each calls the op's reference `prepare`, so C and NumPy read the same numbers, and
-passes the Params to the one calling convention (emit.kernel_op)."""
+"""C emitters of the int8 ops that need more than the generic call (codegen/ops.py): concat (a pointer array),
+mul (constant operands in flash, a broadcast kernel), lut (its table annotated). Each calls the op's reference
+`prepare`, so C and NumPy read the same numbers, and passes the Params to the one calling convention
+(emit.kernel_op)."""
 from __future__ import annotations
 
 from tinyaot.codegen.cformat import c_array
-from tinyaot.codegen.emit import LINE, EmittedOp, arena_in, arena_out, c_call, kernel_op, layer_base, plain_op
+from tinyaot.codegen.emit import LINE, EmittedOp, arena_in, arena_out, c_call, kernel_op, layer_base
 from tinyaot.codegen.params import emit_params
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import (
-    concat_s8,
-    lut_s8,
-    max_pool2d_s8,
-    mean_s8,
-    mul_s8,
-    pad_s8,
-    relu_s8,
-    requantize_s8,
-    transpose_s8,
-)
-
-
-def emit_max_pool2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, max_pool2d_s8.prepare(node, g), "tinyaot_max_pool2d_s8", "max_pool2d_s8.c")
-
-
-def emit_mean(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, mean_s8.prepare(node, g), "tinyaot_mean_s8", "mean_s8.c")
+from tinyaot.ref import concat_s8, lut_s8, mul_s8
 
 
 def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
@@ -39,8 +22,6 @@ def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
     return EmittedOp(emit_params(p, base), call, "concat_s8.c")
 
 
-def emit_pad(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, pad_s8.prepare(node, g), "tinyaot_pad_s8", "pad_s8.c")
 
 
 def emit_mul(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
@@ -63,29 +44,3 @@ def emit_lut(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
     return kernel_op(p, layer_base(prefix, node), "tinyaot_lut_s8", "lut_s8.c", [arena_in(offsets, node.inputs[0])],
                      [arena_out(offsets, node.outputs[0])],
                      notes={"table": f"{p.function}: output for input q at [q + 128]"})
-
-
-def emit_relu(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, relu_s8.prepare(node, g), "tinyaot_relu_s8", "relu_s8.c")
-
-
-def emit_quantize(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, requantize_s8.prepare(node, g), "tinyaot_requantize_s8",
-                    "requantize_s8.c")
-
-
-def emit_transpose(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
-    return plain_op(node, prefix, offsets, transpose_s8.prepare(node, g), "tinyaot_transpose_s8", "transpose_s8.c")
-
-
-EMITTERS = {
-    "max_pool2d": emit_max_pool2d,
-    "mean": emit_mean,
-    "concat": emit_concat,
-    "pad": emit_pad,
-    "mul": emit_mul,
-    "lut": emit_lut,
-    "relu": emit_relu,
-    "quantize": emit_quantize,
-    "transpose": emit_transpose,
-}

@@ -1,49 +1,54 @@
-"""Per-op C emitters: constants for flash and one kernel call per node.
+"""Per-op C emitters, derived from the op registry: constants for flash and one kernel call per node.
 
-Each emitter gets the prepared params the NumPy reference uses, so both backends read the same
-compile-time numbers, and calls its kernel the one way (codegen/emit.py): inputs, `&<layer>_params`, outputs.
+An op's emitter is the generic one (its reference `prepare`, C kernel `tinyaot_<ref>` in `<ref>.c`, called with
+the node's arena inputs, `&<layer>_params` and its output) unless its spec names a module with its own
+`emit_<op>` (a kernel chosen at compile time, constant operands, a pointer array). Either way the C reads the
+compile-time numbers the NumPy reference uses.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import partial
+from importlib import import_module
 from typing import Callable
 
-import numpy as np
-
-from tinyaot.codegen import emit_conv, emit_io, emit_misc, emit_residual
-from tinyaot.codegen.emit import EmittedOp, plain_op
+from tinyaot.codegen.emit import EmittedOp, arena_in, arena_out, kernel_op, layer_base
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import fully_connected_s8 as fc
+from tinyaot.ir.ops import OPS, OpSpec
 
-__all__ = ["EMITTERS", "EmittedOp", "describe"]
+__all__ = ["EMITTERS", "EmittedOp", "describe", "emitter"]
+
+C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t"}
 
 
-def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
-    """The input offset folded into the bias at compile time, so the kernel's inner loop is a plain dot."""
-    p = fc.prepare(node, g)
-    p = replace(p, bias=p.folded_bias.astype(np.int32))
-    return plain_op(node, prefix, offsets, p, "tinyaot_fully_connected_s8", "fully_connected_s8.c")
+def emit_kernel(spec: OpSpec, node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
+    """`tinyaot_<ref>(inputs..., &params, output)`: the call every op gets unless its spec says otherwise."""
+    p = import_module(f"tinyaot.ref.{spec.ref}").prepare(node, g)
+    inputs = [arena_in(offsets, t, C_TYPES[g.tensor(t).dtype]) for t in node.inputs if not g.tensor(t).is_const]
+    return kernel_op(p, layer_base(prefix, node), f"tinyaot_{spec.ref}", f"{spec.ref}.c", inputs,
+                     [arena_out(offsets, node.outputs[0])])
 
 
 def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
     return EmittedOp("", "/* a view: same bytes, nothing to do */", None)
 
 
-EMITTERS: dict[str, Callable[..., EmittedOp]] = {
-    "fully_connected": emit_fully_connected,
-    "reshape": emit_view,
-    **emit_conv.EMITTERS,
-    **emit_misc.EMITTERS,
-    **emit_io.EMITTERS,
-    "conv2d_add": emit_residual.emit_conv2d_add,
-}
+def emitter(spec: OpSpec) -> Callable[..., EmittedOp]:
+    """The op's C emitter, read from its spec."""
+    if spec.view:
+        return emit_view
+    if spec.emit:
+        return getattr(import_module(f"tinyaot.codegen.{spec.emit}"), f"emit_{spec.name}")
+    return partial(emit_kernel, spec)
+
+
+EMITTERS: dict[str, Callable[..., EmittedOp]] = {s.name: emitter(s) for s in OPS.values() if s.view or s.ref}
 
 
 def describe(node: Node, g: Graph) -> str:
     """A one-line comment naming the layer, what it computes and where it came from."""
     if node.op == "fully_connected":
         w = g.tensor(node.inputs[1])
-        what = f"Linear {w.shape[1]} -> {w.shape[0]}" + clamp_text(node.attrs.get("clamp"))
+        what = f"{OPS[node.op].title} {w.shape[1]} -> {w.shape[0]}" + clamp_text(node.attrs.get("clamp"))
     else:
         src, dst = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
         what = f"{_op_title(node, g)}, {_dims(src.shape)} -> {_dims(dst.shape)}" + clamp_text(node.attrs.get("clamp"))
@@ -61,15 +66,11 @@ def _dims(shape) -> str:
 def _op_title(node: Node, g: Graph) -> str:
     """'Conv2d 3x3 /2' style: kernel size and stride where the op has them."""
     a = node.attrs
-    kernel = None
-    if node.op in ("conv2d", "depthwise_conv2d"):
-        w = g.tensor(node.inputs[1]).shape
-        kernel = (w[1], w[2])
-    elif node.op in ("max_pool2d", "avg_pool2d"):
-        kernel = a.get("kernel")
-        kernel = (kernel, kernel) if isinstance(kernel, int) else kernel
-    title = {"conv2d": "Conv2d", "depthwise_conv2d": "DepthwiseConv2d", "max_pool2d": "MaxPool",
-             "avg_pool2d": "AvgPool"}.get(node.op, node.op)
+    kernel = a.get("kernel")  # pooling
+    if OPS[node.op].weight_axis is not None and len(g.tensor(node.inputs[1]).shape) == 4:  # convs
+        kernel = g.tensor(node.inputs[1]).shape[1:3]
+    kernel = (kernel, kernel) if isinstance(kernel, int) else kernel
+    title = OPS[node.op].title or node.op
     if node.op == "lut":
         title = f"lut({a.get('function')})"
     if kernel:

@@ -269,6 +269,9 @@ class OpSpec:
     overlap: str | None = None  # in-place rule family (plan/overlap.py): elementwise | window | residual
     macs: str | None = None  # work measure (report/macs.py): dense | conv | depthwise
     ref: str | None = None  # reference kernel module ref/<ref>.py (prepare + <ref>); None for views
+    emit: str | None = None  # codegen/<emit>.py:emit_<op>, when the generic call (inputs, &params, outputs) of
+    #                           C kernel tinyaot_<ref> in c/kernels/<ref>.c is not enough
+    title: str | None = None  # how the generated C's layer comments name the op ("Conv2d 3x3 /2")
 
     @property
     def has_clamp(self) -> bool:
@@ -282,16 +285,19 @@ def _spec(name, operands, attrs, doc, qparams, **traits) -> OpSpec:
 _SPECS = (
     _spec("fully_connected", ("x", "weight[out, in]", "bias[out]"), ClampAttrs,
           "y = x @ weight.T + bias over the last axis", WEIGHTED, weight_axis=0, fuses_clamp=True, macs="dense",
-          ref="fully_connected_s8"),
+          ref="fully_connected_s8", emit="emit_conv", title="Linear"),
     _spec("conv2d", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]"), ConvAttrs, "2-D convolution, groups = 1",
-          WEIGHTED, weight_axis=0, fuses_clamp=True, ring=True, overlap="window", macs="conv", ref="conv2d_s8"),
+          WEIGHTED, weight_axis=0, fuses_clamp=True, ring=True, overlap="window", macs="conv", ref="conv2d_s8",
+          emit="emit_conv", title="Conv2d"),
     _spec("depthwise_conv2d", ("x NHWC", "weight[1, kh, kw, in * multiplier]", "bias[in * multiplier]"),
           DepthwiseAttrs, "depthwise convolution (groups = in_channels)", WEIGHTED, weight_axis=3,
-          fuses_clamp=True, ring=True, overlap="window", macs="depthwise", ref="depthwise_conv2d_s8"),
+          fuses_clamp=True, ring=True, overlap="window", macs="depthwise", ref="depthwise_conv2d_s8",
+          title="DepthwiseConv2d"),
     _spec("max_pool2d", ("x NHWC",), MaxPoolAttrs, "max pooling; padding never wins; output keeps the input's "
-          "qparams", INHERIT, fuses_clamp=True, overlap="window", ref="max_pool2d_s8"),
+          "qparams", INHERIT, fuses_clamp=True, overlap="window", ref="max_pool2d_s8",
+          title="MaxPool"),
     _spec("avg_pool2d", ("x NHWC",), AvgPoolAttrs, "average pooling", INHERIT, fuses_clamp=True,
-          overlap="window", ref="avg_pool2d_s8"),
+          overlap="window", ref="avg_pool2d_s8", title="AvgPool"),
     _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
           "pooling); clamp optional", OWN, rescales=True, ref="mean_s8"),
     _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (broadcast not needed)", OWN,
@@ -299,11 +305,14 @@ _SPECS = (
     _spec("conv2d_add", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]", "skip (the output's shape)"),
           ConvAddAttrs, "add(skip, conv2d(x)) fused (passes/fuse_residual.py): the conv rounds to conv_qparams "
           "and conv_clamp, then int8 add with clamp; skip_input 1|2 is the skip's operand slot", AFTER_LOWERING,
-          overlap="residual", macs="conv", ref="conv2d_add_s8"),
+          overlap="residual", macs="conv", ref="conv2d_add_s8",
+          emit="emit_residual"),
     _spec("mul", ("a", "b"), ClampAttrs, "elementwise multiply with rescaling; NumPy broadcasting up to 4-D; one "
-          "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8"),
+          "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8",
+          emit="emit_misc"),
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
-          "are requantized", OWN, rescales=True, ref="concat_s8"),
+          "are requantized", OWN, rescales=True, ref="concat_s8",
+          emit="emit_misc"),
     _spec("pad", ("x NHWC",), PadAttrs, "zero padding (pads with the zero point), padding (top, bottom, left, "
           "right) >= 0", INHERIT, ref="pad_s8"),
     _spec("softmax", ("x",), SoftmaxAttrs, "softmax over the last axis; int8 output scale 1/256, zp -128",
@@ -311,7 +320,8 @@ _SPECS = (
     _spec("lut", ("x",), LutAttrs, "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, "
           "hardswish, hardsigmoid, silu, gelu (erf form), gelu_tanh (the real function, rounded), affine "
           "(x * scale_by + offset), or tflm_logistic, tflm_tanh, tflm_hard_swish (TFLite Micro's integer kernels, "
-          "bit-exact); clamp optional", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="lut_s8"),
+          "bit-exact); clamp optional", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="lut_s8",
+          emit="emit_misc"),
     _spec("relu", ("x",), ReluAttrs, "standalone clamp when it cannot fuse into a producer; clamp required; "
           "rescales if qparams differ", INHERIT, rescales=True, overlap="elementwise", ref="relu_s8"),
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),

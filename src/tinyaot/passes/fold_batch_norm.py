@@ -8,8 +8,9 @@ import numpy as np
 
 from tinyaot.errors import UnsupportedOpError
 from tinyaot.ir import Graph, Node, Tensor
+from tinyaot.ir.ops import OPS, WEIGHTED, ops_where
 
-FOLDABLE = {"conv2d", "fully_connected", "depthwise_conv2d"}
+FOLDABLE = ops_where(qparams=WEIGHTED)  # a per-output-channel weight (along spec.weight_axis) and a bias
 
 
 def fold_batch_norm(g: Graph) -> Graph:
@@ -32,10 +33,9 @@ def fold_batch_norm(g: Graph) -> Graph:
 def _fold_into(g: Graph, producer: Node, scale: np.ndarray, shift: np.ndarray) -> None:
     w = g.tensor(producer.inputs[1])
     b = g.tensor(producer.inputs[2])
-    if producer.op == "depthwise_conv2d":
-        w.data = (w.data * scale.reshape(1, 1, 1, -1)).astype(np.float32)
-    else:
-        w.data = (w.data * scale.reshape((-1,) + (1,) * (w.data.ndim - 1))).astype(np.float32)
+    shape = [1] * w.data.ndim
+    shape[OPS[producer.op].weight_axis] = -1
+    w.data = (w.data * scale.reshape(shape)).astype(np.float32)
     b.data = (b.data * scale + shift).astype(np.float32)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from tinyaot.diagnostics import Finding
 from tinyaot.ir import Graph
+from tinyaot.ir.ops import OPS
 from tinyaot.quantize.observers import Calibration
 
 MIN_SAMPLES = 32  # fewer and the ranges are a guess
@@ -163,7 +164,7 @@ def _dead(g: Graph, calib: Calibration) -> list[Finding]:
     out = []
     for node in g.nodes:
         s = calib.stats.get(node.outputs[0])
-        if s is None or node.op in ("reshape", "transpose") or not (s.lo == 0.0 and s.hi == 0.0):
+        if s is None or OPS[node.op].moves_only or not (s.lo == 0.0 and s.hi == 0.0):
             continue
         why = " (its ReLU never fires)" if node.attrs.get("clamp") and node.attrs["clamp"][0] == 0 else ""
         out.append(Finding("dead_activation", node.name,

@@ -1,6 +1,7 @@
 """Float evaluation of a float Graph in NumPy (NHWC), for calibration and per-layer error reports.
 
-These are the real-valued definitions of the IR ops; the int8 kernels in `ref/` approximate them.
+`real_<op>` is the real-valued definition of each IR op, which the int8 kernels in `ref/` approximate; the
+table the evaluator runs is built from the op registry, so an op without its definition fails at import.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import AFTER_LOWERING, FLOAT_ONLY, OPS
 
 
 def _clamp(node: Node, y: np.ndarray) -> np.ndarray:
@@ -20,7 +22,7 @@ def _clamp(node: Node, y: np.ndarray) -> np.ndarray:
     return np.clip(y, clamp[0], clamp[1])
 
 
-def _fully_connected(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_fully_connected(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     x, w, b = args
     return _clamp(node, x @ w.T + b)
 
@@ -39,7 +41,7 @@ def _windows(x: np.ndarray, kh: int, kw: int, stride, dilation, padding, value: 
     return win
 
 
-def _conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     x, w, b = args  # w: [out, kh, kw, in]
     a = node.attrs
     win = _windows(x, w.shape[1], w.shape[2], a["stride"], a.get("dilation", (1, 1)), a["padding"])
@@ -47,7 +49,7 @@ def _conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, y)
 
 
-def _depthwise_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_depthwise_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     x, w, b = args  # w: [1, kh, kw, in * m]
     a = node.attrs
     m = a.get("depth_multiplier", 1)
@@ -57,14 +59,14 @@ def _depthwise_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarra
     return _clamp(node, y)
 
 
-def _max_pool2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_max_pool2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     kh, kw = a["kernel"]
     win = _windows(args[0], kh, kw, a["stride"], (1, 1), a["padding"], value=-np.inf)
     return _clamp(node, win.max(axis=(4, 5)))
 
 
-def _avg_pool2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_avg_pool2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     kh, kw = a["kernel"]
     x = args[0]
@@ -77,27 +79,27 @@ def _avg_pool2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, total / count)
 
 
-def _mean(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_mean(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return args[0].mean(axis=tuple(node.attrs["axes"]), keepdims=node.attrs.get("keepdims", False))
 
 
-def _add(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_add(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, args[0] + args[1])
 
 
-def _mul(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_mul(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, args[0] * args[1])
 
 
-def _concat(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_concat(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return np.concatenate(args, axis=node.attrs["axis"])
 
 
-def _pad(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_pad(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _pad_nhwc(args[0], node.attrs["padding"])
 
 
-def _softmax(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_softmax(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     z = args[0] * node.attrs.get("beta", 1.0)
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -123,7 +125,7 @@ LUT_FUNCTIONS.update({"tflm_logistic": LUT_FUNCTIONS["sigmoid"], "tflm_tanh": np
                       "tflm_hard_swish": LUT_FUNCTIONS["hardswish"]})
 
 
-def _lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     if a["function"] == "affine":
         y = args[0] * a["scale_by"] + a["offset"]
@@ -132,43 +134,39 @@ def _lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, y)
 
 
-def _relu(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_relu(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, args[0])
 
 
-def _transpose(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_transpose(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return np.transpose(args[0], node.attrs["perm"])  # perm[0] == 0: the batch stays first
 
 
-def _identity(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_quantize(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     """quantize (int8 -> int8 with other qparams) changes no real value."""
     return args[0]
 
 
-def _reshape(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_reshape(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     x = args[0]
     out_shape = g.tensor(node.outputs[0]).shape
     return x.reshape((x.shape[0],) + tuple(out_shape[1:]))
 
 
-FLOAT_OPS: dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]] = {
-    "fully_connected": _fully_connected,
-    "conv2d": _conv2d,
-    "depthwise_conv2d": _depthwise_conv2d,
-    "max_pool2d": _max_pool2d,
-    "avg_pool2d": _avg_pool2d,
-    "mean": _mean,
-    "add": _add,
-    "mul": _mul,
-    "concat": _concat,
-    "pad": _pad,
-    "softmax": _softmax,
-    "lut": _lut,
-    "relu": _relu,
-    "transpose": _transpose,
-    "reshape": _reshape,
-    "quantize": _identity,
-}
+def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]]:
+    """real_<op> for every op a float model can hold (the registry's lowered ops), found by name."""
+    table = {}
+    for s in OPS.values():
+        if s.qparams in (AFTER_LOWERING, FLOAT_ONLY):
+            continue
+        if f"real_{s.name}" not in globals():
+            raise RuntimeError(f"quantize/float_eval.py has no real_{s.name}: every lowered op needs its real "
+                             "definition (calibration runs it)")
+        table[s.name] = globals()[f"real_{s.name}"]
+    return table
+
+
+FLOAT_OPS = _real_definitions()
 
 
 def evaluate(g: Graph, x: np.ndarray) -> dict[str, np.ndarray]:

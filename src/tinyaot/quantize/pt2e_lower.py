@@ -172,7 +172,7 @@ class _Lowering:
                 raise self.float_error(node, "its output is never quantized")
             w, b = self.weights(node, in_qps[0])
             self.emit(node, op, [node.inputs[0], w, b], out, info.qparams(), node.attrs, info)
-        elif op in ("avg_pool2d", "mean") and _is_global(node, self.g):
+        elif _is_global(node, self.g):
             self.global_average(node, in_qps[0], info)
         elif op in RESCALING:
             if info is None:
@@ -286,7 +286,8 @@ def _is_global(node: Node, g: Graph) -> bool:
         return False
     if node.op == "mean":
         return tuple(sorted(int(a) % 4 for a in node.attrs.get("axes", ()))) == (1, 2) and out[-1] == shape[3]
-    return (tuple(node.attrs.get("kernel", ())) == tuple(shape[1:3]) and not any(node.attrs.get("padding", (0,) * 4))
+    return (node.op == "avg_pool2d" and tuple(node.attrs.get("kernel", ())) == tuple(shape[1:3])
+            and not any(node.attrs.get("padding", (0,) * 4))
             and tuple(out[1:3]) == (1, 1))
 
 

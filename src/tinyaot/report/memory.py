@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tinyaot.ir.ops import OPS
 from tinyaot.plan.contract import ContractReport
 from tinyaot.plan.lifetimes import busiest_step_text
 
@@ -239,7 +240,7 @@ def float_reasons(cm) -> list[str]:
         out.append(f"overlap: the int8 plan writes {n8} outputs over their dying inputs, the fp32 plan {n32} (the "
                    "streaming distances come from tinyaot's int8 kernels; there are no fp32 kernels to stream).")
     kinds = Counter(n.op for n in cm.graph.nodes)
-    copies = {k: v for k, v in kinds.items() if k in ("quantize", "dequantize", "transpose")}
+    copies = {k: v for k, v in kinds.items() if k == "quantize" or OPS[k].moves_only and not OPS[k].view}
     listed = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items()))
     if copies:
         out.append(f"run-time copies in the int8 graph: {copies} (ops: {listed}).")
