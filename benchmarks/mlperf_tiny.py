@@ -1,7 +1,8 @@
 """MLPerf Tiny reference models through tinyaot: MACs, arena vs its lower bound vs the smallest arena TFLite Micro
-accepts, flash, and Cortex-M33 instructions per inference (exact, QEMU -icount), one row per model.
+accepts, flash, and Cortex-M33 instructions per inference (exact, QEMU -icount), one row per model and compile
+mode (--optimize speed: int16 conv weights and the pairs kernel; size: int8 weights).
 
-    .venv/bin/python benchmarks/mlperf_tiny.py [--shared PATH] [--no-m33] [--json]
+    .venv/bin/python benchmarks/mlperf_tiny.py [--shared PATH] [--no-m33] [--json] [--optimize speed size]
 
 The models are read from shared/models/mlperf_tiny (next to the repository, or --shared / TINYAOT_SHARED).
 TFLM's arena is found by bisection over `arena_size` of the tflite-micro Python interpreter (reference kernels);
@@ -70,12 +71,12 @@ def tflm_min_arena(model: bytes, x: np.ndarray) -> int | None:
     return hi
 
 
-def measure(name: str, path: Path, use_m33: bool) -> dict:
-    cm = tinyaot.compile(path, name=path.stem.split("_")[0].lower())
+def measure(name: str, path: Path, use_m33: bool, optimize: str = "speed") -> dict:
+    cm = tinyaot.compile(path, name=path.stem.split("_")[0].lower(), optimize=optimize)
     x = np.random.default_rng(0).integers(-128, 128, size=cm.input_shape, dtype=np.int16).astype(np.int8)
     macs = graph_macs(cm.graph)
     row = {
-        "model": name, "file": path.name, "macs": macs, "arena_bytes": cm.arena_bytes,
+        "model": name, "file": path.name, "optimize": optimize, "macs": macs, "arena_bytes": cm.arena_bytes,
         "lower_bound_bytes": cm.lower_bound_bytes, "tflm_min_arena_bytes": tflm_min_arena(path.read_bytes(), x),
         "constant_bytes": cm.constant_bytes, "code_bytes": cm.code_bytes, "m33_instructions": None,
         "instructions_per_mac": None, "m33_stack_bytes": None,
@@ -103,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shared", default=os.environ.get("TINYAOT_SHARED", str(repo.parent / "shared")))
     ap.add_argument("--no-m33", action="store_true", help="skip the emulated Cortex-M33 (instruction counts)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--optimize", nargs="+", default=["speed", "size"], choices=["speed", "size"],
+                    help="the compile modes to measure (default both)")
     args = ap.parse_args(argv)
     folder = Path(args.shared) / "models" / "mlperf_tiny"
     if not folder.is_dir():
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         from tinyaot.targets.toolchain import have_m33_toolchain
 
         use_m33 = have_m33_toolchain()
-    rows = [measure(name, folder / fname, use_m33) for name, fname in MODELS.items()]
+    rows = [measure(name, folder / fname, use_m33, mode) for name, fname in MODELS.items() for mode in args.optimize]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -121,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     t = Table(title="MLPerf Tiny on tinyaot (int8; arena and flash in bytes; Cortex-M33 instructions per inference)")
-    cols = [("model", "model"), ("MACs", "macs"), ("arena", "arena_bytes"), ("lower bound", "lower_bound_bytes"),
-            ("TFLM arena", "tflm_min_arena_bytes"), ("flash consts", "constant_bytes"), ("code", "code_bytes"),
-            ("M33 instr", "m33_instructions"), ("instr/MAC", "instructions_per_mac"), ("stack", "m33_stack_bytes")]
+    cols = [("model", "model"), ("optimize", "optimize"), ("MACs", "macs"), ("arena", "arena_bytes"),
+            ("lower bound", "lower_bound_bytes"), ("TFLM arena", "tflm_min_arena_bytes"),
+            ("flash consts", "constant_bytes"), ("code", "code_bytes"), ("M33 instr", "m33_instructions"),
+            ("instr/MAC", "instructions_per_mac"), ("stack", "m33_stack_bytes")]
     for title, _ in cols:
         t.add_column(title, justify="left" if title == "model" else "right")
     for r in rows:

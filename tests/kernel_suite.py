@@ -41,10 +41,11 @@ class Case:
     name: str  # a C identifier, unique in the suite
     graph: Graph
     samples: list[np.ndarray]  # one int8 array (S, *shape) per graph input
+    optimize: str = "size"  # plan/kernels.py: "speed" gives qualifying convs the pairs kernel
     plan: MemoryPlan = field(init=False)
 
     def __post_init__(self):
-        self.plan = plan(self.graph)
+        self.plan = plan(self.graph, optimize=self.optimize)
 
     @property
     def n_samples(self) -> int:
@@ -135,14 +136,14 @@ def run_host(cases: list[Case]) -> list[np.ndarray]:
     return split_outputs(cases, host.run(pack_inputs(cases)))
 
 
-def run_m33_suite(cases: list[Case], directory: Path):
+def run_m33_suite(cases: list[Case], directory: Path, dsp: bool = True):
     from tinyaot.targets.m33 import run_m33
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for fname, text in suite_sources(cases).items():
         (directory / fname).write_text(text)
-    result = run_m33(directory, "suite", pack_inputs(cases), sum(c.out_bytes() for c in cases))
+    result = run_m33(directory, "suite", pack_inputs(cases), sum(c.out_bytes() for c in cases), dsp=dsp)
     return split_outputs(cases, result.outputs), result
 
 

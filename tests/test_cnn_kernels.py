@@ -307,6 +307,62 @@ def test_softmax_output_is_a_distribution():
     assert np.abs(y - want).max() <= 1 and abs(int(y.sum()) - 256) <= 5
 
 
+
+# ---- add: the compile-time tables and the sum's fast requantization equal TFLM's definition -------------------
+ALL_A, ALL_B = (v.reshape(-1).astype(np.int8) for v in np.meshgrid(np.arange(-128, 128), np.arange(-128, 128),
+                                                                     indexing="ij"))
+ADD_FAST = ((0.0512, -3), (0.0213, 7), (0.0437, -10), RELU)  # (scale, zero point) of a, b, y; the clamp
+ADD_EXACT = ((0.05, -3), (0.02, 7), (0.04, -10), None)  # exact ties of both signs: no single-rounding form
+
+
+def _add_graph(qa, qb, qy, clamp, shape=(1, 4)):
+    return one_op_graph("add", [act("a", shape, *qa), act("b", shape, *qb)], act("y", shape, *qy), {"clamp": clamp})
+
+
+def test_add_tables_and_sum_requantization_equal_the_definition_on_every_pair():
+    from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier as mbqm
+    from tinyaot.ref import add_s8
+
+    q = np.arange(-128, 128, dtype=np.int64)
+    graphs = [one_op_graph("add", *GENERATORS["add"](np.random.default_rng(k))[:3]) for k in range(72)]
+    paths = set()
+    for g in [*graphs, _add_graph(*ADD_FAST), _add_graph(*ADD_EXACT)]:
+        p = add_s8.prepare(g.nodes[0], g)
+        for table, off, m, sh in ((p.input1_table, p.input1_offset, p.input1_multiplier, p.input1_shift),
+                                  (p.input2_table, p.input2_offset, p.input2_multiplier, p.input2_shift)):
+            assert table.dtype == np.int32 and np.array_equal(table, mbqm((q + off) << p.left_shift, m, sh))
+        assert np.array_equal(add_s8.add_s8_tables(ALL_A, ALL_B, p), add_s8.add_s8_elementwise(ALL_A, ALL_B, p))
+        paths.add(p.sum_multiplier != 0)
+    assert paths == {True, False}
+
+
+@pytest.mark.host
+def test_add_c_equals_the_definition_on_every_pair_on_the_host():
+    """Both requantizations of the sum in the C kernel, on all 65536 input pairs."""
+    from tinyaot.ref import add_s8
+
+    for config, fast in ((ADD_FAST, True), (ADD_EXACT, False)):
+        g = _add_graph(*config, shape=(1, ALL_A.size))
+        p = add_s8.prepare(g.nodes[0], g)
+        assert (p.sum_multiplier != 0) == fast
+        (got,) = run_host([Case("add_all", g, [ALL_A[None], ALL_B[None]])])
+        assert np.array_equal(got[0], add_s8.add_s8_elementwise(ALL_A, ALL_B, p)), config
+
+
+@pytest.mark.m33
+def test_add_c_equals_the_definition_on_every_pair_on_the_m33(tmp_path):
+    """The DSP path too: full int8 range (SSAT), a fused clamp, and the exact fallback."""
+    from tinyaot.ref import add_s8
+
+    configs = [ADD_FAST, (*ADD_FAST[:3], None), ADD_EXACT]
+    cs = [Case(f"add_all{i}", _add_graph(*c, shape=(1, ALL_A.size)), [ALL_A[None], ALL_B[None]])
+          for i, c in enumerate(configs)]
+    got, _ = run_m33_suite(cs, tmp_path / "suite")
+    for c, out in zip(cs, got):
+        p = add_s8.prepare(c.graph.nodes[0], c.graph)
+        assert np.array_equal(out[0], add_s8.add_s8_elementwise(ALL_A, ALL_B, p)), c.name
+
+
 def _prepare(op, ins, out, attrs):
     g = one_op_graph(op, ins, out, attrs)
     return KERNELS[op][0](g.nodes[0], g)

@@ -20,10 +20,11 @@ RESNET = "models/mlperf_tiny/pretrainedResnet_quant.tflite"
 _cache: dict = {}
 
 
-def _resnet():
-    if "cm" not in _cache:
-        _cache["cm"] = tinyaot.compile(str(shared_file(RESNET)), name="resnet")
-    return _cache["cm"]
+def _resnet(optimize: str = "size"):
+    """size: the int8-weight kernels this file's plan figures are about; speed is checked once below."""
+    if optimize not in _cache:
+        _cache[optimize] = tinyaot.compile(str(shared_file(RESNET)), name="resnet", optimize=optimize)
+    return _cache[optimize]
 
 
 def _trace(g, plan, x) -> dict[str, np.ndarray]:
@@ -44,6 +45,17 @@ def test_resnet8_holds_two_feature_maps():
     src = cm.c_sources.files["resnet.c"]
     assert src.count("tinyaot_conv2d_add_s8(") == 3 and "tinyaot_add_s8(" not in src
     assert {"conv2d_add_s8.c", "conv2d_s8.c", "add_s8.c"} <= set(cm.c_sources.files)
+
+
+def test_resnet8_speed_plan_adds_only_the_work_buffers():
+    """optimize="speed" (the default): the same fused blocks through the pairs kernel, every conv with its
+    work buffer at its own step; 752 B more than size mode (the work buffers that no gap holds)."""
+    cm = _resnet("speed")
+    assert [n.name for n in cm.graph.nodes if n.op == "conv2d_add"] == ["add_3", "add_7", "add_11"]
+    assert len(cm.plan.kernels) == 9 and cm.plan.variants == ()
+    assert cm.arena_bytes == 33_520 and cm.lower_bound_bytes == 49_152
+    src = cm.c_sources.files["resnet.c"]
+    assert src.count("tinyaot_conv2d_add_pairs_s8(") == 3 and src.count("tinyaot_conv2d_pairs_s8(") == 6
 
 
 def test_fusion_changes_no_bit():

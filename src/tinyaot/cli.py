@@ -153,6 +153,9 @@ def _add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "arena may grow; the summary says by how much)")
     p.add_argument("--separate-output", action="store_true", help="keep the output's bytes apart from the "
                    "input's (the arena may grow; the summary says by how much)")
+    p.add_argument("--optimize", default="speed", choices=["speed", "size"],
+                   help="speed (default): convs run through int16 weights widened at compile time (about twice "
+                   "their weight flash, a small work buffer in the arena); size: int8 weights, the smallest flash")
     if data:
         p.add_argument("--float-model", help="with --data and an int8 .tflite: the float .tflite it was converted "
                        "from, to compare outputs with")
@@ -362,6 +365,8 @@ def _compile_options(args) -> dict:
     for flag in ("preserve_input", "separate_output"):
         if getattr(args, flag, False):
             options[flag] = True
+    if getattr(args, "optimize", "speed") != "speed":
+        options["optimize"] = args.optimize
     if _accepts(compile_model, "progress"):
         options["progress"] = lambda stage: _stage(args, f"compiling {args.model}: {stage}")
     return options

@@ -21,6 +21,7 @@ from tinyaot.passes.input_layout import accept_nchw_input
 from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
+from tinyaot.plan.kernels import check_optimize
 from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
 from tinyaot.quantize.dequantize import dequantized_graph
@@ -74,14 +75,15 @@ def import_float_model(model, example_input) -> Graph:
     return from_torch(model, example_input)
 
 
-def plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
+def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "size"):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
-    (reorders g.nodes), overlaps, placement; every plan verified. contract: keep the input / output apart."""
+    (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
+    output apart; optimize: "speed" or "size" (plan/kernels.py)."""
     fused = fuse_residual_adds(g)
     if fused is None:
-        return plan_graph(g, alignment=alignment, contract=contract)
-    fused_plan = plan_graph(fused, alignment=alignment, contract=contract)
-    plain_plan = plan_graph(g, alignment=alignment, contract=contract)
+        return plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
+    fused_plan = plan_graph(fused, alignment=alignment, contract=contract, optimize=optimize)
+    plain_plan = plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
     if fused_plan.arena_bytes >= plain_plan.arena_bytes:
         return plain_plan
     g.nodes[:], g.tensors = fused.nodes, fused.tensors
@@ -102,7 +104,7 @@ def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
     return plan(g.replace(tensors=tensors), alignment, contract)
 
 
-def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None):
+def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None, optimize: str = "size"):
     """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
     plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
     says what the contract costs). `g` itself is left as it was."""
@@ -111,8 +113,8 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None):
     planned = g.replace()
     free = None
     if contract.any:
-        free = plan(planned, alignment).arena_bytes
-    memory = plan(planned, alignment, contract)  # last: planning reorders `planned` to this plan's order
+        free = plan(planned, alignment, optimize=optimize).arena_bytes
+    memory = plan(planned, alignment, contract, optimize)  # last: planning reorders `planned` to this plan's order
     verify_graph(planned, "planning", quantized=True)
     return planned, memory, free
 
@@ -131,7 +133,7 @@ def _say(progress, message: str) -> None:
 
 
 def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: Contract | None = None,
-                   progress=None) -> CompiledModel:
+                   progress=None, optimize: str = "speed") -> CompiledModel:
     """An int8 .tflite model is already quantized: import it and go straight to planning."""
     from tinyaot.frontend.tflite import from_tflite
 
@@ -139,13 +141,13 @@ def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: 
     _say(progress, "importing the .tflite model")
     int8_graph = from_tflite(model)
     return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
-                              reference_graph=dequantized_graph(int8_graph))
+                              check_optimize(optimize), reference_graph=dequantized_graph(int8_graph))
 
 
 def _plan_and_generate(name: str, float_graph, int8_graph: Graph, alignment: int, contract: Contract, progress,
-                       **extra) -> CompiledModel:
+                       optimize: str, **extra) -> CompiledModel:
     """The stages after quantization, the same for every front end: plan, plan the fp32 twin, generate C."""
-    planned, memory, free = plan_stage(int8_graph, alignment, contract, progress)
+    planned, memory, free = plan_stage(int8_graph, alignment, contract, progress, optimize)
     twin = float_plan(float_graph if float_graph is not None else planned, alignment, contract)
     cm = CompiledModel(name, float_graph, planned, memory, twin, unconstrained_arena_bytes=free,
                        c_sources=codegen_stage(planned, memory, name, progress), **extra)
@@ -153,7 +155,8 @@ def _plan_and_generate(name: str, float_graph, int8_graph: Graph, alignment: int
 
 
 def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: int = 4,
-                 input_layout: str = "NHWC", contract: Contract | None = None, progress=None) -> CompiledModel:
+                 input_layout: str = "NHWC", contract: Contract | None = None, progress=None,
+                 optimize: str = "speed") -> CompiledModel:
     """A PT2E-converted GraphModule is already quantized: lower its q/dq patterns to int8 and go to planning."""
     from tinyaot.frontend.pt2e import from_pt2e
     from tinyaot.quantize.pt2e_lower import lower_pt2e
@@ -170,7 +173,7 @@ def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: i
     _say(progress, "lowering to int8 with the PT2E graph's own qparams")
     int8_graph = lower_pt2e(g, act_q, weight_q)
     return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
-                              reference_graph=dequantized_graph(int8_graph))
+                              check_optimize(optimize), reference_graph=dequantized_graph(int8_graph))
 
 
 def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
@@ -197,7 +200,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
                   alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
                   observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
                   float_model=None, preserve_input: bool = False, separate_output: bool = False,
-                  progress=None) -> CompiledModel:
+                  optimize: str = "speed", progress=None) -> CompiledModel:
     """Compile a model to int8 C.
 
     example_input and calibration are in PyTorch's layout (e.g. NCHW); for a float .tflite, in its own (NHWC).
@@ -212,10 +215,12 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
 
     The smallest arena lets invoke overwrite the input and put the output over it. preserve_input=True keeps the
     input's bytes intact across invoke; separate_output=True keeps the output apart from the input (double
-    buffering); cm.contract says what holds and what it cost. progress is called with each stage's name.
+    buffering); cm.contract says what holds and what it cost. optimize="speed" (default) runs the convs that
+    qualify through int16 weights widened at compile time (faster, twice their weight flash, a small work buffer
+    in the arena); "size" keeps int8 weights. progress is called with each stage's name.
     """
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
-                    Contract(bool(preserve_input), bool(separate_output)), progress)
+                    Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize))
     if input_dtype not in ("int8", "uint8"):
         raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
     if is_tflite(model):
@@ -223,7 +228,8 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
 
         if is_float_tflite(model):
             return _compile_float_tflite(model, calibration, data, opts)
-        cm = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract, progress=progress)
+        cm = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract, progress=progress,
+                            optimize=opts.optimize)
         if calibration is not None:
             warnings.warn("calibration is ignored: this .tflite model is already int8", stacklevel=3)
         return _finish(cm, [], data, opts, float_model=float_model)
@@ -233,7 +239,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
         if calibration is not None:
             warnings.warn("calibration is ignored: a PT2E-converted graph is already quantized", stacklevel=3)
         cm = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
-                          contract=opts.contract, progress=progress)
+                          contract=opts.contract, progress=progress, optimize=opts.optimize)
         return _finish(cm, check_pt2e_example(example_input, cm), data, opts)
     _say(progress, "importing the PyTorch model (torch.export)")
     float_graph = float_passes(import_float_model(model, example_input), input_layout)
@@ -259,6 +265,7 @@ class _Options:
     strict: bool
     contract: Contract
     progress: object  # callable(str) or None
+    optimize: str = "speed"
 
 
 def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
@@ -289,7 +296,7 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
         int8_graph = accept_uint8_input(int8_graph)
     raise_or_warn(findings, opts.strict, opts.name)  # said before the later stages, which may refuse the model
     cm = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
-                            calibration=calib)
+                            opts.optimize, calibration=calib)
     return _finish(cm, [], data, opts, said=findings)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
+from tinyaot.codegen.emit_conv import emit_pairs
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
 from tinyaot.codegen.ops import EMITTERS, describe
 from tinyaot.codegen.params import constant_bytes
@@ -64,6 +65,9 @@ def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan
     ring = plan.variant_of(node.name)
     if ring is not None:
         return emit_ring(node, g, prefix, offsets, ring)
+    choice = plan.kernel_of(node.name)
+    if choice is not None:
+        return emit_pairs(node, g, prefix, offsets, choice)
     return EMITTERS[node.op](node, g, prefix, offsets)
 
 

@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from tinyaot.codegen.emit import plain_op
+from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import conv2d_s8, fully_connected_s8
+from tinyaot.ref import conv2d_add_s8, conv2d_s8, fully_connected_s8
 from tinyaot.ref.conv2d_s8 import ConvParams
 
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
@@ -40,6 +40,42 @@ def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, s
     p = fully_connected_s8.prepare(node, g)
     p = replace(p, bias=p.folded_bias.astype(np.int32))
     return plain_op(node, prefix, offsets, p, "tinyaot_fully_connected_s8", "fully_connected_s8.c")
+
+
+def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice):
+    """The plan's pairs kernel (plan/kernels.py) for a conv2d or conv2d_add: weights widened to int16 pairs at
+    compile time, the work buffer the plan placed for this layer."""
+    work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
+    base = layer_base(prefix, node)
+    if node.op == "conv2d_add":
+        p = conv2d_add_s8.prepare(node, g)
+        p = replace(p, conv=replace(p.conv, weights=pair_weights(p.conv.weights, choice.taps_padded)))
+        x, skip = node.inputs[0], node.inputs[3]
+        return kernel_op(p, base, "tinyaot_conv2d_add_pairs_s8", "conv2d_pairs_s8.c",
+                         [arena_in(offsets, x), arena_in(offsets, skip)], [work, arena_out(offsets, node.outputs[0])],
+                         comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
+    p = conv2d_s8.prepare(node, g)
+    p = replace(p, weights=pair_weights(p.weights, choice.taps_padded))
+    return kernel_op(p, base, "tinyaot_conv2d_pairs_s8", "conv2d_pairs_s8.c", [arena_in(offsets, node.inputs[0])],
+                     [work, arena_out(offsets, node.outputs[0])])
+
+
+def pair_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
+    """conv weights [out_c][kh][kw][in_c] -> the pairs kernel's int32 words [out_c / 4][taps_padded / 2][4]
+    (layout in tinyaot_kernels.h): word 2j of channel i holds taps 4j and 4j + 2, word 2j + 1 taps 4j + 1 and 4j + 3.
+
+    >>> pair_weights(np.array([[[[1, 2, 3, -4, 5]]]], dtype=np.int8), 8)[0, :, 0].tolist()
+    [196609, -262142, 5, 0]
+    """
+    out_c, taps = weights.shape[0], int(np.prod(weights.shape[1:]))
+    groups = -(-out_c // 4)
+    w = np.zeros((groups * 4, taps_padded), dtype=np.int64)
+    w[:out_c, :taps] = weights.reshape(out_c, taps)
+    w = w.reshape(groups, 4, taps_padded // 4, 4)  # [g][i][j][tap in quad]
+    even = (w[..., 0] & 0xFFFF) | (w[..., 2] << 16)
+    odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
+    words = np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1)  # [g][j][even/odd][i]
+    return words.reshape(groups, taps_padded // 2, 4).astype(np.int32)
 
 
 def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):

@@ -19,18 +19,24 @@ __all__ = [
 ]
 
 
-def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None) -> MemoryPlan:
-    """Schedule (reorders g.nodes when that lowers the peak), find the allowed overlaps, place, verify.
+def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None,
+               optimize: str = "size") -> MemoryPlan:
+    """Schedule (reorders g.nodes when that lowers the peak), choose kernels, find the allowed overlaps, place,
+    verify.
 
-    contract (plan.contract.Contract) keeps the input intact across invoke and/or the output apart from it."""
+    contract (plan.contract.Contract) keeps the input intact across invoke and/or the output apart from it;
+    optimize "speed" gives the convs that qualify the pairs kernel and its work buffer (plan/kernels.py)."""
     from dataclasses import replace
 
     from tinyaot.plan.contract import Contract
+    from tinyaot.plan.kernels import kernel_choices, work_buffers
     from tinyaot.plan.schedule import schedule
 
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     buffers = buffers_of(g)
+    kernels = kernel_choices(g, optimize, {t for b in buffers for t in b.tensors}, alignment)
+    buffers = buffers + work_buffers(g, kernels)
     owner = {t: b.name for b in buffers for t in b.tensors}
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
     hows = ("output-early", "input-late") if contract.separate_output and not contract.keep_input else ("",)
@@ -41,6 +47,9 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
         if not contract_problems(plain):
             plans.insert(0, plain)
     plan = min(plans, key=lambda p: p.arena_bytes)  # the first wins ties
+    rings = {v.node for v in plan.variants}
+    plan = replace(plan, kernels=tuple(k for k in kernels if k.node not in rings))
+    verify_plan(plan)
     if chosen is not None:
         plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
     return plan
@@ -53,9 +62,10 @@ def _place(g, buffers, contract, how, input_buf, output_buf, alignment, exact) -
     from tinyaot.plan.inplace import plan_with_rings
 
     buffers, pinned = with_contract(buffers, len(g.nodes), input_buf, output_buf, contract, how or "output-early")
-    plan = plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=buffer_overlaps(g, buffers, pinned),
-                       exact=exact)
-    plan = plan_with_rings(g, buffers, plan, exact=exact)  # in-place conv kernels where they shrink the arena
+    pairs = frozenset(b.producer for b in buffers if b.scratch)  # the nodes with a pairs kernel's work buffer
+    plan = plan_memory(buffers, len(g.nodes), alignment=alignment,
+                       overlaps=buffer_overlaps(g, buffers, pinned, pairs), exact=exact)
+    plan = plan_with_rings(g, buffers, plan, exact=exact, keep=pairs)  # ring kernels where they shrink the arena
     plan = replace(plan, input_buffer=input_buf, output_buffer=output_buf, keep_input=contract.keep_input,
                    separate_output=contract.separate_output)
     verify_plan(plan)

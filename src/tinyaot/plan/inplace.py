@@ -114,13 +114,14 @@ def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def plan_with_rings(g: Graph, buffers: list[Buffer], baseline: MemoryPlan, exact: bool = True) -> MemoryPlan:
+def plan_with_rings(g: Graph, buffers: list[Buffer], baseline: MemoryPlan, exact: bool = True,
+                    keep=frozenset()) -> MemoryPlan:
     """Plan again with ring variants (rings as scratch buffers, ring distances as rules) and keep the result
     only if its arena is smaller than `baseline`'s. A ring pays off only where the drift it removes matters
     downstream, so the candidates are the variants with rings up to each ring size (smallest first), placed by
     the heuristics; the exact solver then places the best set. Variants whose output the plan did not put over
     its input are dropped. The lower bound reported stays the graph's own (no scratch)."""
-    variants = choose_variants(g, baseline.overlaps)
+    variants = [v for v in choose_variants(g, baseline.overlaps) if v.node not in keep]  # `keep`: pairs kernels
     best = baseline
     for limit in sorted({v.ring_bytes for v in variants}):
         chosen = [v for v in variants if v.ring_bytes <= limit]
@@ -138,6 +139,8 @@ def plan_with_rings(g: Graph, buffers: list[Buffer], baseline: MemoryPlan, exact
 def plan_rings(buffers: list[Buffer], baseline: MemoryPlan, variants: list[RingVariant], exact: bool) -> MemoryPlan:
     """Place `buffers` plus the rings of `variants` under the ring rules; keep the variants the placement uses."""
     by_pair = {(v.input, v.output): v for v in variants}
+    rings = {v.node for v in variants}
+    buffers = [b for b in buffers if not (b.scratch and b.producer in rings)]  # a ring node's kernel has no work
     ring_rules = tuple(
         replace(o, distance=by_pair[o.input, o.output].distance, units=by_pair[o.input, o.output].pixels)
         if (o.input, o.output) in by_pair else o

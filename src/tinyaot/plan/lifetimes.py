@@ -76,8 +76,9 @@ def live_bytes(buffers: list[Buffer], n_steps: int) -> list[int]:
 
 
 def lower_bound(buffers: list[Buffer], n_steps: int) -> int:
-    """No placement of these lifetimes can use fewer bytes than the busiest step holds."""
-    return max(live_bytes(buffers, n_steps), default=0)
+    """No placement of these lifetimes can use fewer bytes than the busiest step holds; the bound is the graph's
+    own, without kernels' scratch (rings, work buffers)."""
+    return max(live_bytes([b for b in buffers if not b.scratch], n_steps), default=0)
 
 
 def busiest_step_text(plan) -> str:

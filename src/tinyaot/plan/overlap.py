@@ -91,18 +91,33 @@ def _first_valid(origin: np.ndarray, dilation: int, kernel: int, size: int) -> n
     return np.where((k0 < kernel) & (first < size), first, size)
 
 
-def window_rules(node: Node, g: Graph) -> list[OverlapRule]:
+def window_rules(node: Node, g: Graph, pairs: bool = False) -> list[OverlapRule]:
     """conv2d / depthwise_conv2d / pools whose C kernel walks output pixels in row-major order, channels
     innermost, reading each pixel's window (tinyaot's kernels do): output pixel q may be written once it
     lies below the first input byte that any pixel >= q still reads. Exact for that loop order at pixel
-    granularity (conservative within a pixel); emulated row by row."""
+    granularity (conservative within a pixel); emulated row by row.
+
+    pairs: the pairs kernel (plan/kernels.py) reads both windows of a pixel pair before writing either pixel,
+    so pixel q only has to clear what the pixels after its pair read (after its row, when the pair spans two
+    rows: that keeps the row-by-row emulation exact)."""
     found = window_need(node, g)
     if found is None:
         return []
     need, oc = found
     x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
     ends = (np.arange(need.size) + 1) * oc  # output bytes written up to and including pixel q
+    if pairs:
+        need = np.append(need, x.nbytes)[pair_ends(y.shape)]
     return [OverlapRule(x.name, y.name, int(np.max(ends - need)), y.shape[0] * y.shape[1])]
+
+
+def pair_ends(shape) -> np.ndarray:
+    """For each output pixel of an NHWC tensor, the first pixel after both its pair (pairs within each image;
+    an odd last pixel is a pair by itself) and its row, whichever comes first."""
+    n, h, w = shape[0], shape[1], shape[2]
+    q = np.arange(h * w)
+    ends = np.minimum(np.minimum(q - q % 2 + 2, h * w), (q // w + 1) * w)
+    return (np.arange(n)[:, None] * h * w + ends[None, :]).reshape(-1)
 
 
 def window_need(node: Node, g: Graph) -> tuple[np.ndarray, int] | None:
@@ -130,11 +145,11 @@ def window_need(node: Node, g: Graph) -> tuple[np.ndarray, int] | None:
     return np.minimum.accumulate(start[::-1])[::-1], oc
 
 
-def residual_rules(node: Node, g: Graph) -> list[OverlapRule]:
+def residual_rules(node: Node, g: Graph, pairs: bool = False) -> list[OverlapRule]:
     """conv2d_add: the conv's input streams as for conv2d; the skip's bytes of a pixel are read right before
     the sum is written over them, so the output may sit exactly over the skip (distance 0). Emulated row by
     row like the conv (each output byte depends on the skip byte under it only)."""
-    rules = window_rules(node, g)
+    rules = window_rules(node, g, pairs)
     skip, y = g.tensor(node.inputs[3]), g.tensor(node.outputs[0])
     if not skip.is_const and skip.shape == y.shape and len(y.shape) == 4 and skip.itemsize == y.itemsize == 1:
         rules.append(OverlapRule(skip.name, y.name, 0, y.shape[0] * y.shape[1]))
@@ -152,10 +167,13 @@ OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
 }
 
 
-def overlap_rules(node: Node, g: Graph) -> list[OverlapRule]:
-    """The overlaps `node` allows between its inputs and outputs (empty for ops that have not opted in)."""
+def overlap_rules(node: Node, g: Graph, pairs: bool = False) -> list[OverlapRule]:
+    """The overlaps `node` allows between its inputs and outputs (empty for ops that have not opted in);
+    pairs: as run by the pairs kernel."""
     fn = OVERLAP_OPS.get(node.op)
-    return list(fn(node, g)) if fn is not None else []
+    if fn is None:
+        return []
+    return list(fn(node, g, pairs)) if pairs else list(fn(node, g))
 
 
 @dataclass(frozen=True)
@@ -169,7 +187,7 @@ class Overlap:
     units: int
 
 
-def buffer_overlaps(g: Graph, buffers, pinned=frozenset()) -> tuple[Overlap, ...]:
+def buffer_overlaps(g: Graph, buffers, pinned=frozenset(), pairs=frozenset()) -> tuple[Overlap, ...]:
     """Every rule of every node whose preconditions hold in this schedule: the input's bytes die at the node
     (no later reader, not a graph output, not `pinned` by the caller's contract) and the output's bytes are
     born there (not a view of older bytes)."""
@@ -177,7 +195,7 @@ def buffer_overlaps(g: Graph, buffers, pinned=frozenset()) -> tuple[Overlap, ...
     out_bufs = {by_tensor[n].name for n in g.outputs if n in by_tensor} | set(pinned)
     found: dict[tuple[str, str], Overlap] = {}
     for step, node in enumerate(g.nodes):
-        for rule in overlap_rules(node, g):
+        for rule in overlap_rules(node, g, node.name in pairs):
             src, dst = by_tensor.get(rule.input), by_tensor.get(rule.output)
             if src is None or dst is None or src.name == dst.name or src.name in out_bufs:
                 continue

@@ -33,6 +33,7 @@ class MemoryPlan:
     output_buffer: str = ""
     keep_input: bool = False  # asked: no other buffer may share a byte with the input
     separate_output: bool = False  # asked: the output may not share a byte with the input
+    kernels: tuple = ()  # KernelChoice per layer run by a kernel with a work buffer (plan/kernels.py)
 
     def buffer_of(self, tensor: str) -> Buffer:
         for b in self.buffers:
@@ -48,6 +49,10 @@ class MemoryPlan:
         a, b = self.buffer_of_name(ov.input), self.buffer_of_name(ov.output)
         oa, ob = self.offsets[a.name], self.offsets[b.name]
         return oa < ob + b.nbytes and ob < oa + a.nbytes and a.nbytes > 0 and b.nbytes > 0
+
+    def kernel_of(self, node: str):
+        """The KernelChoice for this node (the pairs kernel and its work buffer), or None."""
+        return next((k for k in self.kernels if k.node == node), None)
 
     def variant_of(self, node: str):
         """The RingVariant chosen for this node, or None (the plain kernel)."""

@@ -47,6 +47,7 @@ def verify_plan(plan) -> None:
             )
     for v in getattr(plan, "variants", ()):
         problems += _ring_broken(plan, v, rules)
+    problems += _work_broken(plan)
     problems += contract_problems(plan)
     if problems:
         raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
@@ -72,6 +73,24 @@ def contract_problems(plan) -> list[str]:
     if plan.separate_output and inp.name != out.name and share(inp, out):
         problems.append(f"the output {out.name} shares bytes with the input {inp.name}, which was asked apart")
     return problems
+
+
+def _work_broken(plan) -> list[str]:
+    """A kernel's work buffer exists, has the bytes the kernel uses, lives only at its node's step, and the
+    node has no ring kernel too."""
+    by_name = {b.name: b for b in plan.buffers}
+    rings = {v.node for v in getattr(plan, "variants", ())}
+    out = []
+    for k in getattr(plan, "kernels", ()):
+        work = by_name.get(k.work)
+        if work is None:
+            out.append(f"{k.kernel} kernel of {k.node} has no work buffer {k.work} in the plan")
+        elif work.nbytes < k.work_bytes or work.first != work.last or work.producer != k.node or not work.scratch:
+            out.append(f"work buffer {k.work} of {k.node}: {work.nbytes} B at steps {work.first}-{work.last} by "
+                       f"{work.producer}, expected {k.work_bytes} B scratch at {k.node}'s step only")
+        if k.node in rings:
+            out.append(f"{k.node} has both a ring and a {k.kernel} kernel")
+    return out
 
 
 def _ring_broken(plan, v, rules) -> list[str]:

@@ -2,10 +2,15 @@
 
 Both inputs are shifted left by 20 bits, each scaled to half the larger input scale, summed, then
 scaled to the output (CalculateOpDataAdd: left_shift 20 and three Q31 multipliers, all < 1).
+
+A scaled input depends on its int8 value only, so prepare tabulates both (256 int32 each, 2 KB of flash per add)
+and the kernel's per-element work is two table loads, an add and the sum's requantization. When a cheaper
+single-multiply form of that requantization equals the exact one on every sum the two tables can make (checked
+exhaustively here), prepare hands it to the kernel as sum_multiplier / sum_bias / sum_shift.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -32,6 +37,46 @@ class AddParams:
     output_shift: int
     act_min: int
     act_max: int
+    # int32 [256]: input q's scaled value at index q + 128; functions of the fields above, so out of eq / hash
+    input1_table: np.ndarray = field(compare=False, repr=False)
+    input2_table: np.ndarray = field(compare=False, repr=False)
+    # clamp((((sum * sum_multiplier) >> 32) + sum_bias) >> sum_shift) == the exact output for every possible sum;
+    # sum_multiplier 0: no such form, the kernel requantizes with output_multiplier / output_shift
+    sum_multiplier: int
+    sum_bias: int
+    sum_shift: int
+
+
+def input_table(offset: int, multiplier: int, shift: int) -> np.ndarray:
+    """TFLM's scaled input for every int8 value q (at index q + 128)."""
+    q = np.arange(-128, 128, dtype=np.int64)
+    return multiply_by_quantized_multiplier((q + offset) << LEFT_SHIFT, multiplier, shift).astype(np.int32)
+
+
+def fast_sum_requantize(t1: np.ndarray, t2: np.ndarray, multiplier: int, shift: int, offset: int, act_min: int,
+                        act_max: int) -> tuple[int, int, int]:
+    """(m, bias, s) with clamp((((sum * m) >> 32) + bias) >> s) equal to TFLM's clamped output for every sum
+    t1[i] + t2[j], else (0, 0, 0): one multiply-high, add and shift instead of the double rounding. Each sum
+    bounds the rounding constant bias * 2^32 from both sides (one where the clamp decides); a bias between all
+    of them is exact by construction, checked on every sum here so that the kernel need not."""
+    n = 31 - shift  # the exact form's total right shift
+    if multiplier <= 0 or not 32 <= n <= 55:
+        return 0, 0, 0
+    sums = np.unique(t1.astype(np.int64)[:, None] + t2.astype(np.int64)[None, :])
+    want = np.clip(multiply_by_quantized_multiplier(sums, multiplier, shift) + offset, act_min, act_max)
+    x = sums * multiplier  # |sums| < 2^28, |want| <= 128, n <= 55: no int64 overflow below
+    # want * 2^n <= x + bias * 2^32 < (want + 1) * 2^n, one side only where the clamp decides
+    lower = np.where(want > act_min, (want << n) - x, np.iinfo(np.int64).min)
+    upper = np.where(want < act_max, ((want + 1) << n) - x, np.iinfo(np.int64).max)
+    lo, hi = int(lower.max()), int(upper.min())
+    nominal = ((1 << (n - 1)) + (offset << n)) >> 32  # round half up, offset folded in
+    bias = min(max(nominal, -(-lo // (1 << 32))), (hi - 1) >> 32)
+    if not lo <= bias << 32 < hi or not -(2**31) <= bias < 2**31:
+        return 0, 0, 0
+    high = (x >> 32) + bias
+    if high.min() < -(2**31) or high.max() >= 2**31:  # the kernel's int32 add must not wrap
+        return 0, 0, 0
+    return multiplier, bias, n - 32
 
 
 def _smaller_than_one(real: float, what: str, node: Node) -> tuple[int, int]:
@@ -55,12 +100,26 @@ def prepare(node: Node, g: Graph) -> AddParams:
     m2, s2 = _smaller_than_one(sb / twice_max, "input 2", node)
     mo, so_ = _smaller_than_one(twice_max / ((1 << LEFT_SHIFT) * so), "output", node)
     act_min, act_max = activation_range(node.attrs.get("clamp"), so, y.qparams.zero_point[0])
+    off1, off2, off_out = -int(a.qparams.zero_point[0]), -int(b.qparams.zero_point[0]), int(y.qparams.zero_point[0])
+    t1, t2 = input_table(off1, m1, s1), input_table(off2, m2, s2)
+    fm, fb, fs = fast_sum_requantize(t1, t2, mo, so_, off_out, act_min, act_max)
     return AddParams(
-        size=a.size, input1_offset=-int(a.qparams.zero_point[0]), input2_offset=-int(b.qparams.zero_point[0]),
-        output_offset=int(y.qparams.zero_point[0]), left_shift=LEFT_SHIFT, input1_multiplier=m1, input1_shift=s1,
-        input2_multiplier=m2, input2_shift=s2, output_multiplier=mo, output_shift=so_, act_min=act_min,
-        act_max=act_max,
+        size=a.size, input1_offset=off1, input2_offset=off2, output_offset=off_out, left_shift=LEFT_SHIFT,
+        input1_multiplier=m1, input1_shift=s1, input2_multiplier=m2, input2_shift=s2, output_multiplier=mo,
+        output_shift=so_, act_min=act_min, act_max=act_max, input1_table=t1, input2_table=t2, sum_multiplier=fm,
+        sum_bias=fb, sum_shift=fs,
     )
+
+
+def add_s8_tables(a: np.ndarray, b: np.ndarray, p: AddParams) -> np.ndarray:
+    """The C kernel's algorithm: table lookups, then the fast or the exact requantization of the sum."""
+    s = (p.input1_table[a.reshape(-1).astype(np.intp) + 128].astype(np.int64)
+         + p.input2_table[b.reshape(-1).astype(np.intp) + 128])
+    if p.sum_multiplier:
+        out = (((s * p.sum_multiplier) >> 32) + p.sum_bias) >> p.sum_shift
+    else:
+        out = multiply_by_quantized_multiplier(s, p.output_multiplier, p.output_shift) + p.output_offset
+    return np.clip(out, p.act_min, p.act_max).astype(np.int8)
 
 
 def add_s8_elementwise(a: np.ndarray, b: np.ndarray, p: AddParams) -> np.ndarray:
@@ -77,12 +136,13 @@ def add_s8_elementwise(a: np.ndarray, b: np.ndarray, p: AddParams) -> np.ndarray
 def _table(p: AddParams) -> np.ndarray:
     values = np.arange(-128, 128, dtype=np.int64)
     a, b = np.meshgrid(values, values, indexing="ij")
-    return add_s8_elementwise(a, b, p).reshape(256, 256)
+    return add_s8_tables(a, b, p).reshape(256, 256)
 
 
 def add_s8(a: np.ndarray, b: np.ndarray, p: AddParams) -> np.ndarray:
-    """add_s8_elementwise read from its 256 x 256 table of every int8 pair (the output is a function of the
-    two input bytes only): the same bits, fast enough for the interpreter's unit-by-unit in-place emulation."""
+    """add_s8_tables read from its 256 x 256 table of every int8 pair (the output is a function of the two input
+    bytes only): the same bits, fast enough for the interpreter's unit-by-unit in-place emulation.
+    tests/test_misc_kernels.py checks add_s8_tables against the definition add_s8_elementwise on all pairs."""
     table = _table(p).reshape(-1)
     ua = np.ascontiguousarray(a, dtype=np.int8).reshape(-1).view(np.uint8) ^ np.uint8(0x80)  # a + 128
     ub = np.ascontiguousarray(b, dtype=np.int8).reshape(-1).view(np.uint8) ^ np.uint8(0x80)

@@ -59,6 +59,25 @@ static inline int32_t tinyaot_requantize_nonneg(int32_t x, int32_t multiplier, i
 }
 
 /*
+ * tinyaot_requantize_nonneg for a right shift (right = -shift in [1, 31]) and |x| < 2^30, which the compiler
+ * proves per layer before it picks a kernel that calls this. (2x * multiplier + 2^31) >> 32 is the rounded high
+ * half h; the divide by 2^right rounding half away from zero is (h - (h < 0) + 2^(right - 1)) >> right. h has
+ * x's sign except when it rounds to 0, where taking the 1 off or not gives 0 either way (right >= 1), so the
+ * correction reads x: SMMLAR adds it and the half into the high half in one instruction.
+ */
+static inline int32_t tinyaot_requantize_right(int32_t x, int32_t multiplier, int32_t right)
+{
+    const int32_t correction = (1 << (right - 1)) + (x >> 31);
+    int32_t high;
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(high) : "r"(x + x), "r"(multiplier), "r"(correction));
+#else
+    high = (int32_t)((uint64_t)((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31) + correction;
+#endif
+    return high >> right;
+}
+
+/*
  * x * multiplier * 2^(shift - 31): the requantization step of every int8 kernel. Negative multipliers
  * (QuantizeMultiplier never makes them) take the literal TFLM path.
  */

@@ -262,7 +262,10 @@ typedef struct {
  */
 void tinyaot_avg_pool2d_s8(const int8_t *input, const tinyaot_pool_params *params, int8_t *output);
 
-/* Offsets, shifts and Q31 multipliers of one int8 add (TFLM's CalculateOpDataAdd). */
+/*
+ * Offsets, shifts and Q31 multipliers of one int8 add (TFLM's CalculateOpDataAdd), and each input's scaled value
+ * tabulated at compile time: 2 x 256 int32 in flash, 2 KB per add layer.
+ */
 typedef struct {
     int32_t size;                  /* elements in each input and the output */
     int32_t input1_offset, input2_offset, output_offset;
@@ -271,12 +274,17 @@ typedef struct {
     int32_t input2_multiplier, input2_shift;
     int32_t output_multiplier, output_shift;
     int32_t act_min, act_max;
+    const int32_t *input1_table;   /* [256]: requantize((q + input1_offset) << left_shift, ...) at q + 128 */
+    const int32_t *input2_table;   /* [256]: the same for input2 */
+    /* 0, or a form the compiler proved exact on every sum of the tables: (((sum * sum_multiplier) >> 32)
+     * + sum_bias) >> sum_shift is the output before the clamp (output_offset included) */
+    int32_t sum_multiplier, sum_bias, sum_shift;
 } tinyaot_add_params;
 
 /*
  * Elementwise add, TFLM's int8 Add: output[i] = clamp(requantize(requantize((input1[i] + input1_offset) <<
  * left_shift, input1_multiplier, input1_shift) + requantize(... input2 ...), output_multiplier, output_shift)
- * + output_offset). In place: output may be input1 or input2.
+ * + output_offset), the inner two read from the tables. In place: output may be input1 or input2.
  */
 void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output);
 
@@ -294,6 +302,22 @@ typedef struct {
  */
 void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
                            int8_t *output);
+
+/*
+ * The speed kernels of conv2d and conv2d_add (conv2d_pairs_s8.c): the same results, two output pixels at a time
+ * through an int16 matrix microkernel. weights is int32 [ceil(out_c / 4)][taps_padded / 2][4] with
+ * taps_padded = kernel_h * kernel_w * in_c rounded up to 8: for output channel 4g + i and taps 4j..4j+3 the
+ * words (w[4j] | w[4j+2] << 16) at [g][2j][i] and (w[4j+1] | w[4j+3] << 16) at [g][2j+1][i], low halves first,
+ * zero beyond the taps and out_c (codegen/emit_conv.py: pair_weights). work is the plan's buffer for this layer,
+ * TINYAOT_CONV_PAIRS_WORK_BYTES(...) bytes, 4-byte aligned, overlapping neither input nor output. Chosen at
+ * compile time only where every shift is negative and every accumulator fits in 31 bits
+ * (tinyaot_requantize_right). Output pixels in row-major order, a pair written after both windows are read.
+ */
+#define TINYAOT_CONV_PAIRS_TAPS(kernel_h, kernel_w, in_c) (((kernel_h) * (kernel_w) * (in_c) + 7) / 8 * 8)
+#define TINYAOT_CONV_PAIRS_WORK_BYTES(taps_padded, out_c) (5 * (taps_padded) + 2 * (out_c))
+void tinyaot_conv2d_pairs_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work, int8_t *output);
+void tinyaot_conv2d_add_pairs_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
+                                 int32_t *work, int8_t *output);
 
 /* One softmax over rows (TFLM's reference int8 Softmax). */
 typedef struct {

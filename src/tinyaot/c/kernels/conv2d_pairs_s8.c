@@ -1,0 +1,293 @@
+/*
+ * conv2d_pairs_s8.c - int8 conv2d two output pixels at a time through an int16 matrix microkernel: the kernel
+ * the compiler picks when optimizing for speed. Twin of ref/conv2d_s8.py (TFLite Micro's ConvPerChannel); it
+ * gives the bytes conv2d_s8.c gives.
+ *
+ * Per pair of output pixels (row-major; an odd last pixel is paired with itself), both windows are widened
+ * once into the work buffer, an arena tensor the memory plan sizes per layer: word m of a pixel holds the
+ * taps (4j, 4j + 2) for m = 2j and (4j + 1, 4j + 3) for m = 2j + 1 (what SXTAB16 makes of four bytes), each
+ * x + input_offset as int16, taps outside the image and the tail up to taps_padded 0. The words of the two
+ * pixels are interleaved, so one LDRD reads word m of both. The weights were widened and laid out the same
+ * way at compile time: [out_c / 4][taps_padded / 2][4 channels] words. Then mat4x2 accumulates four output
+ * channels of both pixels: per word pair of each channel pair, one LDRD of weights and four SMLAD.
+ *
+ * Both windows are in the work buffer before either output pixel is written, so every plan that is valid for
+ * conv2d_s8.c's order (an output pixel written while its own window is read) is valid here.
+ *
+ * Requantization is tinyaot_requantize_right: the compiler picks this kernel only when every channel's shift
+ * is a right shift and every accumulator provably fits in 31 bits, where it equals TFLM's double rounding.
+ */
+#include "tinyaot_dsp.h"
+#include "tinyaot_fixedpoint.h"
+#include "tinyaot_kernels.h"
+
+#if TINYAOT_DSP
+/*
+ * acc[0..3] (pixel 0, channels 0..3) and acc[4..7] (pixel 1) += the dot products of `words` (a multiple of 4)
+ * interleaved activation words with the group's weight words. Every register is in use (8 accumulators, two
+ * pointers, two activation and two weight words), so the end pointer lives on the stack and is reloaded into
+ * a free register once per four words. Per four words: 12 LDRD, 32 SMLAD, 3 loop instructions (64 MACs).
+ */
+#define ASM_ARG __attribute__((unused)) /* read by the asm body from r0-r3 (AAPCS), not by C */
+__attribute__((naked, noinline)) static void mat4x2_s16(const int32_t *a ASM_ARG, const int32_t *w ASM_ARG,
+                                                        int32_t words ASM_ARG, int32_t *acc ASM_ARG)
+{
+    __asm__ volatile(
+        "add r2, r0, r2, lsl #3\n\t"
+        "push {r2-r11, lr}\n\t"
+        "ldm r3, {r4-r11}\n"
+        "1:\n\t"
+        ".rept 4\n\t"
+        "ldrd r2, r3, [r0], #8\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "smlad r8, r3, r12, r8\n\t"
+        "smlad r5, r2, lr, r5\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "smlad r10, r3, r12, r10\n\t"
+        "smlad r7, r2, lr, r7\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        ".endr\n\t"
+        "ldr r2, [sp]\n\t"
+        "cmp r0, r2\n\t"
+        "bne 1b\n\t"
+        "ldr r3, [sp, #4]\n\t"
+        "stm r3, {r4-r11}\n\t"
+        "pop {r2-r11, pc}\n\t");
+}
+
+/* Four window bytes -> their two activation words (+ input_offset, the SXTAB16 pairing). */
+static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
+{
+    dst[0] = __sxtab16(offset2, v);
+    dst[2] = tinyaot_sxtab16_ror8(offset2, v);
+}
+#else
+static inline int32_t pairs_lo16(int32_t v)
+{
+    return (int32_t)((uint32_t)v << 16) >> 16;
+}
+
+static inline int32_t pairs_hi16(int32_t v)
+{
+    return v >> 16;
+}
+
+/* The portable definition of mat4x2_s16 above. */
+static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc)
+{
+    int32_t m;
+    int32_t i;
+    int32_t p;
+    for (m = 0; m < words; ++m) {
+        for (p = 0; p < 2; ++p) {
+            for (i = 0; i < 4; ++i) {
+                acc[4 * p + i] += pairs_lo16(a[2 * m + p]) * pairs_lo16(w[4 * m + i])
+                                  + pairs_hi16(a[2 * m + p]) * pairs_hi16(w[4 * m + i]);
+            }
+        }
+    }
+}
+
+static inline int32_t pairs_pack16(int32_t lo, int32_t hi)
+{
+    return (int32_t)(((uint32_t)hi << 16) | (uint32_t)(uint16_t)lo);
+}
+
+static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
+{
+    const int32_t offset = pairs_lo16(offset2);
+    const int32_t b0 = (int32_t)(int8_t)(v & 0xFF);
+    const int32_t b1 = (int32_t)(int8_t)((v >> 8) & 0xFF);
+    const int32_t b2 = (int32_t)(int8_t)((v >> 16) & 0xFF);
+    const int32_t b3 = (int32_t)(int8_t)(((uint32_t)v >> 24) & 0xFF);
+    dst[0] = pairs_pack16(b0 + offset, b2 + offset);
+    dst[2] = pairs_pack16(b1 + offset, b3 + offset);
+}
+#endif
+
+static inline int32_t pairs_read4(const int8_t *p)
+{
+#if TINYAOT_DSP
+    return tinyaot_read_s8x4(p);
+#else
+    return (int32_t)((uint32_t)(uint8_t)p[0] | ((uint32_t)(uint8_t)p[1] << 8) | ((uint32_t)(uint8_t)p[2] << 16)
+                     | ((uint32_t)(uint8_t)p[3] << 24));
+#endif
+}
+
+static inline int32_t pairs_offset2(int32_t offset)
+{
+    return (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
+}
+
+/* First and one-past-last kernel index whose tap origin + k * dilation lies in [0, size). */
+static void pairs_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size, int32_t *first,
+                             int32_t *end)
+{
+    int32_t lo = 0;
+    int32_t hi = 0;
+    if (origin < 0) {
+        lo = (-origin + dilation - 1) / dilation;
+    }
+    if (size - 1 - origin >= 0) {
+        hi = (size - 1 - origin) / dilation + 1;
+    }
+    *first = lo < kernel ? lo : kernel;
+    *end = hi < kernel ? hi : kernel;
+    if (*end < *first) {
+        *end = *first;
+    }
+}
+
+/*
+ * The activation words of output pixel `pixel` (0 or 1 of the pair) into `a`. Channels a multiple of four:
+ * straight from the input, a tap row at a time. Otherwise the window's bytes go through `patch` first (outside
+ * taps and the tail hold the input zero point, which widens to 0).
+ */
+static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int32_t taps_padded, int32_t oy,
+                         int32_t ox, int32_t pixel, int8_t *patch, int32_t *a)
+{
+    const int32_t in_c = p->in_c;
+    const int32_t offset2 = pairs_offset2(p->input_offset);
+    const int32_t iy0 = oy * p->stride_h - p->pad_top;
+    const int32_t ix0 = ox * p->stride_w - p->pad_left;
+    int32_t *dst = a + pixel;
+    int32_t ky, kx, c, ky0, ky1, kx0, kx1;
+    pairs_valid_taps(iy0, p->dilation_h, p->kernel_h, p->in_h, &ky0, &ky1);
+    pairs_valid_taps(ix0, p->dilation_w, p->kernel_w, p->in_w, &kx0, &kx1);
+    if ((in_c & 3) == 0) {
+        for (ky = 0; ky < p->kernel_h; ++ky) {
+            for (kx = 0; kx < p->kernel_w; ++kx) {
+                if (ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1) {
+                    const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx * p->dilation_w)
+                                                * in_c;
+                    for (c = 0; c < in_c; c += 4) {
+                        widen4(pairs_read4(src + c), offset2, dst);
+                        dst += 4;
+                    }
+                } else {
+                    for (c = 0; c < in_c; c += 4) {
+                        dst[0] = 0;
+                        dst[2] = 0;
+                        dst += 4;
+                    }
+                }
+            }
+        }
+        for (c = p->kernel_h * p->kernel_w * in_c; c < taps_padded; c += 4) {
+            dst[0] = 0;
+            dst[2] = 0;
+            dst += 4;
+        }
+        return;
+    }
+    {
+        const int8_t pad_value = (int8_t)(-p->input_offset);
+        int8_t *b = patch;
+        for (ky = 0; ky < p->kernel_h; ++ky) {
+            for (kx = 0; kx < p->kernel_w; ++kx) {
+                if (ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1) {
+                    const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx * p->dilation_w)
+                                                * in_c;
+                    for (c = 0; c < in_c; ++c) {
+                        *b++ = src[c];
+                    }
+                } else {
+                    for (c = 0; c < in_c; ++c) {
+                        *b++ = pad_value;
+                    }
+                }
+            }
+        }
+        while (b < patch + taps_padded) {
+            *b++ = pad_value;
+        }
+        for (c = 0; c < taps_padded; c += 4) {
+            widen4(pairs_read4(patch + c), offset2, dst);
+            dst += 4;
+        }
+    }
+}
+
+/* Every output channel of the pair whose windows are in `a`, to out0 and out1 (the same pointer when the
+ * pair's second pixel is a copy of the first). Locals, not p->...: the int8 stores may alias the struct. */
+static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32_t taps_padded, int8_t *out0,
+                           int8_t *out1)
+{
+    const int32_t *w = (const int32_t *)p->weights;
+    const int32_t *const bias = p->bias;
+    const int32_t *const multiplier = p->multiplier;
+    const int32_t *const shift = p->shift;
+    const int32_t words = taps_padded / 2;
+    const int32_t out_c = p->out_c;
+    const int32_t output_offset = p->output_offset;
+    const int32_t act_min = p->act_min;
+    const int32_t act_max = p->act_max;
+    int32_t oc, i;
+    for (oc = 0; oc < out_c; oc += 4) {
+        const int32_t n = out_c - oc < 4 ? out_c - oc : 4;
+        int32_t acc[8];
+        for (i = 0; i < 4; ++i) {
+            acc[i] = i < n ? bias[oc + i] : 0;
+            acc[4 + i] = acc[i];
+        }
+        mat4x2_s16(a, w, words, acc);
+        w += 4 * words;
+        for (i = 0; i < n; ++i) {
+            const int32_t m = multiplier[oc + i];
+            const int32_t right = -shift[oc + i];
+            const int32_t y0 = tinyaot_requantize_right(acc[i], m, right) + output_offset;
+            const int32_t y1 = tinyaot_requantize_right(acc[4 + i], m, right) + output_offset;
+            out0[oc + i] = (int8_t)tinyaot_clamp(y0, act_min, act_max);
+            out1[oc + i] = (int8_t)tinyaot_clamp(y1, act_min, act_max);
+        }
+    }
+}
+
+/* Work buffer: the pair's activation words (4 * taps_padded bytes), then a window's bytes (taps_padded). */
+static void pairs_run(const int8_t *input, const tinyaot_conv_params *p, int32_t *work, int8_t *output,
+                      const int8_t *skip, const tinyaot_conv_add_params *add)
+{
+    const int32_t taps_padded = (p->kernel_h * p->kernel_w * p->in_c + 7) & ~7;
+    const int32_t pixels = p->out_h * p->out_w;
+    const int32_t out_c = p->out_c;
+    int8_t *const patch = (int8_t *)(work + taps_padded);
+    int8_t *const sums = patch + taps_padded;  /* conv2d_add: the conv's own int8 output of the pair */
+    int32_t b, q;
+    for (b = 0; b < p->batches; ++b) {
+        const int8_t *image = input + b * p->in_h * p->in_w * p->in_c;
+        int8_t *out = output + b * pixels * out_c;
+        for (q = 0; q < pixels; q += 2) {
+            const int second = q + 1 < pixels;
+            const int32_t q1 = second ? q + 1 : q;
+            int8_t *dst = add != 0 ? sums : out + q * out_c;
+            pairs_window(image, p, taps_padded, q / p->out_w, q % p->out_w, 0, patch, work);
+            pairs_window(image, p, taps_padded, q1 / p->out_w, q1 % p->out_w, 1, patch, work);
+            pairs_channels(work, p, taps_padded, dst, second ? dst + out_c : dst);
+            if (add != 0) {
+                const int8_t *s = skip + (b * pixels + q) * out_c;
+                tinyaot_add_params both = add->add;
+                both.size = (second ? 2 : 1) * out_c;
+                if (add->skip_input == 1) {
+                    tinyaot_add_s8(s, sums, &both, out + q * out_c);
+                } else {
+                    tinyaot_add_s8(sums, s, &both, out + q * out_c);
+                }
+            }
+        }
+    }
+}
+
+void tinyaot_conv2d_pairs_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work, int8_t *output)
+{
+    pairs_run(input, params, work, output, 0, 0);
+}
+
+void tinyaot_conv2d_add_pairs_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
+                                 int32_t *work, int8_t *output)
+{
+    pairs_run(input, &params->conv, work, output, skip, params);
+}

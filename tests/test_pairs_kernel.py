@@ -1,0 +1,159 @@
+"""The speed kernel of conv2d / conv2d_add (c/kernels/conv2d_pairs_s8.c, chosen by plan/kernels.py): every
+geometry the pairs path meets (1x1, 3x3 with padding, strides, dilation, channels not a multiple of 4 that go
+through the byte patch, odd pixel counts, out_c tails, batches), NumPy reference == host C == Cortex-M33 (DSP
+and portable) on every byte; where the plan puts it; and the fast requantization it relies on."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_suite
+
+from tinyaot.codegen import generate_c
+from tinyaot.ir import Node, QParams, Tensor
+from tinyaot.ir.ops import RELU
+
+N_SAMPLES = 3
+
+
+def _samples(shape, rng) -> np.ndarray:
+    x = rng.integers(-128, 128, size=(N_SAMPLES, *shape))
+    edge = rng.random(x.shape) < 0.1
+    x[edge] = rng.choice([-128, 127], size=int(edge.sum()))
+    return x.astype(np.int8)
+
+
+def conv_case(k: int, residual: bool = False) -> Case:
+    rng = np.random.default_rng(9700 + k + 100 * residual)
+    n = 2 if k % 7 == 3 else 1
+    kh, kw = [(1, 1), (3, 3), (3, 3), (5, 5), (3, 1), (10, 4), (2, 2), (3, 3)][k % 8]
+    c_in = int(rng.choice([1, 3, 4, 8, 12, 16, 5]))
+    c_out = c_in if residual else int(rng.choice([1, 4, 5, 7, 8, 16, 19]))
+    sh, sw = (1, 1) if residual else (int(v) for v in rng.integers(1, 3, size=2))
+    dh, dw = (2, 1) if k % 8 == 7 else (1, 1)
+    h, w = (int(v) for v in rng.integers(max(kh * dh - 1, 1), max(kh * dh - 1, 1) + 7, size=2))
+    th, tw = (kh - 1) * dh, (kw - 1) * dw
+    pad = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
+    oh, ow = (h + pad[0] + pad[1] - (kh - 1) * dh - 1) // sh + 1, (w + pad[2] + pad[3] - (kw - 1) * dw - 1) // sw + 1
+    s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 128))
+    w_scales = [float(np.float32(10 ** rng.uniform(-3, -1.5))) for _ in range(c_out)]
+    weights = rng.integers(-127, 128, size=(c_out, kh, kw, c_in)).astype(np.int8)
+    bias = rng.integers(-20_000, 20_000, size=c_out).astype(np.int32)
+    x = act("x", (n, h, w, c_in), s_in, z_in)
+    wt = Tensor("w", weights.shape, "int8", data=weights, qparams=QParams(tuple(w_scales), (0,) * c_out, 0))
+    bt = Tensor("b", (c_out,), "int32", data=bias, qparams=QParams(tuple(s_in * s for s in w_scales), (0,) * c_out, 0))
+    taps = kh * kw * c_in
+    out_scale = float(np.float32(s_in * np.mean(w_scales) * np.sqrt(taps) * 10 ** rng.uniform(0.5, 2.0)))
+    y = act("y", (n, oh, ow, c_out), out_scale, int(rng.integers(-40, 40)))
+    attrs = {"stride": (sh, sw), "padding": pad, "dilation": (dh, dw), "clamp": RELU if k % 3 == 0 else None}
+    g = one_op_graph("conv2d", [x, wt, bt], y, attrs)
+    if residual:
+        from tinyaot.passes.fuse_residual import fuse_residual_adds
+
+        s = act("s", y.shape, float(np.float32(out_scale * 1.3)), int(rng.integers(-20, 20)))
+        z = act("z", y.shape, float(np.float32(out_scale * 1.7)), int(rng.integers(-20, 20)))
+        g.add_tensor(s)
+        g.add_tensor(z)
+        g.inputs.append("s")
+        g.nodes.append(Node("add", "add_0", ["s", "y"] if k % 2 else ["y", "s"], ["z"], {}))
+        g.outputs = ["z"]
+        g = fuse_residual_adds(g)
+        assert g is not None and [nd.op for nd in g.nodes] == ["conv2d_add"]
+        samples = [_samples(x.shape, rng), _samples(s.shape, rng)]
+    else:
+        samples = [_samples(x.shape, rng)]
+    return Case(f"pairs{'_res' if residual else ''}{k}", g, samples, optimize="speed")
+
+
+CONVS = [conv_case(k) for k in range(32)]
+RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
+CASES = CONVS + RESIDUAL
+
+
+def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():
+    for case in CASES:
+        (choice,) = case.plan.kernels
+        work = case.plan.buffer_of_name(choice.work)
+        assert work.scratch and work.nbytes == choice.work_bytes and choice.work_bytes >= 5 * choice.taps_padded
+        c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
+        assert "_pairs_s8(" in c, case.name
+    shapes = {(c.graph.nodes[0].attrs["padding"] != (0, 0, 0, 0), c.graph.tensor(c.graph.inputs[0]).shape[3] % 4 == 0,
+               c.graph.tensor(c.graph.outputs[0]).shape[1] * c.graph.tensor(c.graph.outputs[0]).shape[2] % 2)
+              for c in CASES}
+    assert all({s[i] for s in shapes} == {0, 1} for i in range(3)) and len(shapes) >= 7  # padded or not, patch
+    # or direct windows, even or odd pixel counts: each met, and nearly every combination
+
+
+def test_size_keeps_the_int8_kernels():
+    from tinyaot.pipeline import plan
+
+    case = CONVS[1]
+    sized = plan(case.graph, optimize="size")
+    assert sized.kernels == () and "_pairs_s8(" not in generate_c(case.graph, sized, "m").files["m.c"]
+
+
+def test_pairs_kernel_needs_right_shifts_and_word_alignment():
+    from tinyaot.pipeline import plan
+
+    case = conv_case(1)
+    g = case.graph
+    y = g.tensor("y")
+    g.tensors["y"] = Tensor("y", y.shape, "int8", qparams=QParams.per_tensor(1e-6, 0))  # multiplier > 1: left shift
+    assert plan(g, optimize="speed").kernels == ()
+    assert plan(conv_case(1).graph, optimize="speed", alignment=2).kernels == ()
+
+
+@pytest.mark.host
+def test_pairs_reference_equals_host():
+    got = run_host(CASES)
+    bad = mismatches(CASES, got)
+    assert not bad, "host C differs from the NumPy reference: " + "; ".join(bad[:5])
+    values = np.concatenate([o.reshape(-1) for o in got])
+    assert len(np.unique(values)) > 200
+
+
+@pytest.mark.m33
+@pytest.mark.parametrize("dsp", [True, False], ids=["dsp", "portable"])
+def test_pairs_reference_equals_m33(tmp_path, dsp):
+    got, _ = run_m33_suite(CASES, tmp_path / "suite", dsp=dsp)
+    bad = mismatches(CASES, got)
+    assert not bad, f"Cortex-M33 ({'DSP' if dsp else 'portable'} path) differs from the NumPy reference: " + \
+        "; ".join(bad[:5])
+
+
+@pytest.mark.host
+def test_fast_requantization_equals_tflm_double_rounding(tmp_path):
+    """tinyaot_requantize_right == tinyaot_requantize_nonneg (tested against TFLM's definition in
+    test_fixedpoint.py) for |x| < 2^30 and right shifts 1..31: random values plus exact halves and zeros."""
+    import ctypes
+    import subprocess
+    from importlib import resources
+
+    include = resources.files("tinyaot").joinpath("c", "include")
+    src = tmp_path / "rq.c"
+    src.write_text('#include "tinyaot_fixedpoint.h"\n'
+                   "int check(const int32_t *x, const int32_t *m, const int32_t *s, int n) {\n"
+                   "    int i;\n    for (i = 0; i < n; ++i) {\n"
+                   "        if (tinyaot_requantize_right(x[i], m[i], -s[i])\n"
+                   "            != tinyaot_requantize_nonneg(x[i], m[i], s[i])) { return i; }\n"
+                   "    }\n    return -1;\n}\n")
+    so = tmp_path / "rq.so"
+    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", f"-I{include}",
+                    str(src), "-o", str(so)], check=True)
+    lib = ctypes.CDLL(str(so))
+    rng = np.random.default_rng(5)
+    n = 400_000
+    s = -rng.integers(1, 32, size=n).astype(np.int32)
+    m = rng.integers(2**30, 2**31, size=n).astype(np.int32)
+    x = rng.integers(-(2**30) + 1, 2**30, size=n).astype(np.int32)
+    small = rng.random(n) < 0.5
+    x[small] = rng.integers(-3000, 3000, size=int(small.sum()))
+    x[:1000] = 0
+    half = rng.random(n) < 0.2  # x * m lands on an exact half of the final shift
+    x[half] = np.sign(rng.standard_normal(int(half.sum()))).astype(np.int32) * (1 << (-s[half] - 1)).astype(np.int32)
+    m[half] = 2**30
+    ptr = ctypes.POINTER(ctypes.c_int32)
+    lib.check.argtypes = [ptr, ptr, ptr, ctypes.c_int]
+    lib.check.restype = ctypes.c_int
+    arrays = [np.ascontiguousarray(a) for a in (x, m, s)]
+    first = lib.check(*(a.ctypes.data_as(ptr) for a in arrays), n)
+    assert first == -1, f"differs at x={x[first]}, multiplier={m[first]}, shift={s[first]}"
