@@ -41,7 +41,7 @@ class Case:
     name: str  # a C identifier, unique in the suite
     graph: Graph
     samples: list[np.ndarray]  # one int8 array (S, *shape) per graph input
-    optimize: str = "size"  # plan/kernels.py: "speed" gives qualifying convs the pairs kernel
+    optimize: str = "memory"  # plan/kernels.py: the plain int8 kernels; "speed" / "size" the pairs kernels
     plan: MemoryPlan = field(init=False)
 
     def __post_init__(self):

@@ -23,10 +23,11 @@ KWS = "models/mlperf_tiny/kws_ref_model.tflite"
 _cache: dict = {}
 
 
-def _kws():
-    if "kws" not in _cache:
-        _cache["kws"] = tinyaot.compile(str(shared_file(KWS)), name="kws")
-    return _cache["kws"]
+def _kws(optimize: str = "memory"):
+    """memory: the plain int8 kernels, whose rings this file is about; the speed plan is checked once below."""
+    if optimize not in _cache:
+        _cache[optimize] = tinyaot.compile(str(shared_file(KWS)), name="kws", optimize=optimize)
+    return _cache[optimize]
 
 
 def _trace(g, plan, x) -> dict[str, np.ndarray]:
@@ -54,6 +55,23 @@ def test_kws_fits_one_feature_map_plus_one_ring():
     src = cm.c_sources.files["kws.c"]
     assert src.count("tinyaot_depthwise_conv2d_inplace_s8(") == 4 and src.count("tinyaot_conv2d_1x1_inplace_s8(") == 4
     assert "tinyaot_conv2d_patch_s8(" in src  # the first layer keeps a plain kernel (its ring would not pay)
+
+
+def test_kws_speed_plan_runs_the_pointwise_convs_in_place_without_a_ring():
+    """The pairs kernel reads a pixel pair before writing it, so its 1x1 convs (64 -> 64 channels) may write
+    exactly over their input (distance 0) with no ring; the depthwise convs keep their rings: the same 8,448 B."""
+    cm = _kws("speed")
+    plan = cm.plan
+    assert cm.arena_bytes == 8_448 and cm.lower_bound_bytes == 16_000
+    assert {cm.graph.producer(v.output).op for v in plan.variants} == {"depthwise_conv2d"}
+    pairs = {k.node for k in plan.kernels if k.kernel == "pairs"}
+    assert pairs == {n.name for n in cm.graph.nodes if n.op == "conv2d"}
+    in_place = [n for n in cm.graph.nodes if n.name in pairs and n.name != "conv2d_0"]
+    assert len(in_place) == 4
+    for n in in_place:
+        assert plan.offset_of(n.outputs[0]) == plan.offset_of(n.inputs[0])
+    src = cm.c_sources.files["kws.c"]
+    assert src.count("tinyaot_conv2d_pairs_s8(") == 5 and "tinyaot_conv2d_1x1_inplace_s8(" not in src
 
 
 def test_ring_distances_follow_the_geometry():

@@ -22,7 +22,7 @@ def _samples(shape, rng) -> np.ndarray:
     return x.astype(np.int8)
 
 
-def conv_case(k: int, residual: bool = False) -> Case:
+def conv_case(k: int, residual: bool = False, optimize: str = "speed") -> Case:
     rng = np.random.default_rng(9700 + k + 100 * residual)
     n = 2 if k % 7 == 3 else 1
     kh, kw = [(1, 1), (3, 3), (3, 3), (5, 5), (3, 1), (10, 4), (2, 2), (3, 3)][k % 8]
@@ -61,34 +61,68 @@ def conv_case(k: int, residual: bool = False) -> Case:
         samples = [_samples(x.shape, rng), _samples(s.shape, rng)]
     else:
         samples = [_samples(x.shape, rng)]
-    return Case(f"pairs{'_res' if residual else ''}{k}", g, samples, optimize="speed")
+    tag = ("_res" if residual else "") + ("_w8" if optimize == "size" else "")
+    return Case(f"pairs{tag}{k}", g, samples, optimize=optimize)
+
+
+def fc_case(k: int, c_in: int | None = None, optimize: str = "speed") -> Case:
+    """Fully connected through the wide kernel: in_features a multiple of 8, out_features with tails, batches."""
+    rng = np.random.default_rng(9900 + k)
+    n = 2 if k % 5 == 2 else 1
+    c_in, c_out = c_in or 8 * int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 9, 16, 21]))
+    s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 128))
+    w_scales = [float(np.float32(10 ** rng.uniform(-3, -1.5))) for _ in range(c_out)]
+    weights = rng.integers(-127, 128, size=(c_out, c_in)).astype(np.int8)
+    bias = rng.integers(-20_000, 20_000, size=c_out).astype(np.int32)
+    x = act("x", (n, c_in), s_in, z_in)
+    wt = Tensor("w", weights.shape, "int8", data=weights, qparams=QParams(tuple(w_scales), (0,) * c_out, 0))
+    bt = Tensor("b", (c_out,), "int32", data=bias, qparams=QParams(tuple(s_in * s for s in w_scales), (0,) * c_out, 0))
+    out_scale = float(np.float32(s_in * np.mean(w_scales) * np.sqrt(c_in) * 10 ** rng.uniform(0.5, 2.0)))
+    y = act("y", (n, c_out), out_scale, int(rng.integers(-40, 40)))
+    g = one_op_graph("fully_connected", [x, wt, bt], y, {"clamp": RELU if k % 3 == 0 else None})
+    return Case(f"wide{'_w8' if optimize == 'size' else ''}{k}", g, [_samples(x.shape, rng)], optimize=optimize)
 
 
 CONVS = [conv_case(k) for k in range(32)]
 RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
-CASES = CONVS + RESIDUAL
+FCS = [fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
+SIZE = [conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]
+CASES = CONVS + RESIDUAL + FCS + SIZE
+
+
+def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
+    for case in FCS:
+        (choice,) = case.plan.kernels
+        size = case.optimize == "size"
+        assert choice.kernel == ("wide_w8" if size else "wide") and choice.work == ""
+        assert not any(b.scratch for b in case.plan.buffers)
+        c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
+        assert ("tinyaot_fully_connected_wide_w8_s8(" if size else "tinyaot_fully_connected_wide_s8(") in c
+    assert fc_case(0, c_in=12).plan.kernels == ()  # not a multiple of 8: the plain kernel
 
 
 def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():
-    for case in CASES:
+    for case in CONVS + RESIDUAL + SIZE:
         (choice,) = case.plan.kernels
+        size = any(case is c for c in SIZE)
+        assert choice.kernel == ("pairs_w8" if size else "pairs")
         work = case.plan.buffer_of_name(choice.work)
         assert work.scratch and work.nbytes == choice.work_bytes and choice.work_bytes >= 5 * choice.taps_padded
         c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
-        assert "_pairs_s8(" in c, case.name
+        assert ("_pairs_w8_s8(" if size else "_pairs_s8(") in c, case.name
     shapes = {(c.graph.nodes[0].attrs["padding"] != (0, 0, 0, 0), c.graph.tensor(c.graph.inputs[0]).shape[3] % 4 == 0,
                c.graph.tensor(c.graph.outputs[0]).shape[1] * c.graph.tensor(c.graph.outputs[0]).shape[2] % 2)
-              for c in CASES}
+              for c in CONVS + RESIDUAL}
     assert all({s[i] for s in shapes} == {0, 1} for i in range(3)) and len(shapes) >= 7  # padded or not, patch
     # or direct windows, even or odd pixel counts: each met, and nearly every combination
 
 
-def test_size_keeps_the_int8_kernels():
+def test_memory_mode_keeps_the_plain_int8_kernels():
     from tinyaot.pipeline import plan
 
     case = CONVS[1]
-    sized = plan(case.graph, optimize="size")
-    assert sized.kernels == () and "_pairs_s8(" not in generate_c(case.graph, sized, "m").files["m.c"]
+    plain = plan(case.graph, optimize="memory")
+    assert plain.kernels == () and "_pairs" not in generate_c(case.graph, plain, "m").files["m.c"]
 
 
 def test_pairs_kernel_needs_right_shifts_and_word_alignment():

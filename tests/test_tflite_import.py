@@ -154,7 +154,7 @@ def test_cli_compiles_a_tflite_file(tmp_path, capsys):
     info = json.loads(capsys.readouterr().out)
     assert 0 < info["arena_bytes"] <= info["lower_bound_bytes"]  # streamed convs overlap: below layer-by-layer
     assert info["input"]["shape"] == [1, 49, 10, 1] and info["input"]["zero_point"] == 83
-    assert (tmp_path / "kws" / "kws.c").is_file() and (tmp_path / "kws" / "conv2d_s8.c").is_file()
+    assert (tmp_path / "kws" / "kws.c").is_file() and (tmp_path / "kws" / "conv2d_pairs_s8.c").is_file()
 
 
 # ---- boundaries: a float-interface model becomes an int8-interface model -----------------------------

@@ -153,9 +153,11 @@ def _add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "arena may grow; the summary says by how much)")
     p.add_argument("--separate-output", action="store_true", help="keep the output's bytes apart from the "
                    "input's (the arena may grow; the summary says by how much)")
-    p.add_argument("--optimize", default="speed", choices=["speed", "size"],
-                   help="speed (default): convs run through int16 weights widened at compile time (about twice "
-                   "their weight flash, a small work buffer in the arena); size: int8 weights, the smallest flash")
+    p.add_argument("--optimize", default="speed", choices=["speed", "size", "memory"],
+                   help="speed (default): convs and fully connected layers run on int16 weights widened at "
+                   "compile time (about twice their weight flash; convs use a small work buffer in the arena); "
+                   "size: int8 weights, a fast conv kernel that widens them as it reads; memory: the plain int8 "
+                   "kernels and the smallest arena")
     if data:
         p.add_argument("--float-model", help="with --data and an int8 .tflite: the float .tflite it was converted "
                        "from, to compare outputs with")
@@ -601,8 +603,8 @@ def cmd_profile(args) -> int:
         x = x.reshape((-1,) + tuple(cm.input_shape[1:]))[:1]
         if not np.issubdtype(x.dtype, np.integer):
             x = cm.quantize_input(x)
-    _stage(args, "profiling on the emulated Cortex-M33")
-    rep = cm.profile(x)
+    _stage(args, "profiling on the emulated Cortex-M33" + (" (with the instruction mix)" if args.mix else ""))
+    rep = cm.profile(x, mix=args.mix)
     if args.json:
         _print_json(args, rep.to_dict())
     else:
@@ -763,6 +765,9 @@ def build_parser() -> argparse.ArgumentParser:
                         epilog=EXIT_CODES)
     _add_model_args(pr)
     pr.add_argument("--input", help=".npy whose first sample is profiled (default: zeros)")
+    pr.add_argument("--mix", action="store_true", help="also count each op's loads, stores, multiplies/MACs and "
+                    "branches (taken or not): the profiling run goes through a QEMU plugin (built with the host C "
+                    "compiler)")
     pr.set_defaults(func=cmd_profile)
 
     ev = sub.add_parser("eval", help="int8 vs float accuracy on a data set, its confusion matrix, and the error "

@@ -261,11 +261,12 @@ class CompiledModel:
 
         return MemoryReport.of(self)
 
-    def profile(self, x=None):
-        """Exact Cortex-M33 instructions per op for one inference (x: one int8 input; zeros by default)."""
+    def profile(self, x=None, mix: bool = False):
+        """Exact Cortex-M33 instructions per op for one inference (x: one int8 input; zeros by default); mix=True
+        also counts each op's loads, stores, multiplies and branches (QEMU plugin; needs a host C compiler)."""
         from tinyaot.report.profile import profile
 
-        return profile(self, x)
+        return profile(self, x, mix=mix)
 
     def layer_errors(self, samples, labels=None):
         """int8 vs float per layer on float `samples` in the model's input layout (as for run_float)."""

@@ -75,10 +75,10 @@ def import_float_model(model, example_input) -> Graph:
     return from_torch(model, example_input)
 
 
-def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "size"):
+def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory"):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
     (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
-    output apart; optimize: "speed" or "size" (plan/kernels.py)."""
+    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py)."""
     fused = fuse_residual_adds(g)
     if fused is None:
         return plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
@@ -104,7 +104,7 @@ def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
     return plan(g.replace(tensors=tensors), alignment, contract)
 
 
-def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None, optimize: str = "size"):
+def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None, optimize: str = "memory"):
     """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
     plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
     says what the contract costs). `g` itself is left as it was."""
@@ -217,7 +217,9 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     input's bytes intact across invoke; separate_output=True keeps the output apart from the input (double
     buffering); cm.contract says what holds and what it cost. optimize="speed" (default) runs the convs that
     qualify through int16 weights widened at compile time (faster, twice their weight flash, a small work buffer
-    in the arena); "size" keeps int8 weights. progress is called with each stage's name.
+    in the arena); "size" keeps int8 weights (the conv kernel widens them as it reads: no more flash than the
+    int8 model); "memory" runs the plain int8 kernels for the smallest arena. progress is called with each
+    stage's name.
     """
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
                     Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
-from tinyaot.codegen.emit_conv import emit_pairs
+from tinyaot.codegen.emit_conv import emit_fc_wide, emit_pairs
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
 from tinyaot.codegen.ops import EMITTERS, describe
 from tinyaot.codegen.params import constant_bytes
@@ -66,6 +66,8 @@ def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan
     if ring is not None:
         return emit_ring(node, g, prefix, offsets, ring)
     choice = plan.kernel_of(node.name)
+    if choice is not None and choice.kernel in ("wide", "wide_w8"):
+        return emit_fc_wide(node, g, prefix, offsets, choice.kernel == "wide_w8")
     if choice is not None:
         return emit_pairs(node, g, prefix, offsets, choice)
     return EMITTERS[node.op](node, g, prefix, offsets)

@@ -42,22 +42,79 @@ def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, s
     return plain_op(node, prefix, offsets, p, "tinyaot_fully_connected_s8", "fully_connected_s8.c")
 
 
+def emit_fc_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], int8: bool = False):
+    """The plan's wide kernel for a fully connected layer: bias folded, weights widened to int16 at compile time
+    (or, size mode, int8 in the kernel's order)."""
+    p = fully_connected_s8.prepare(node, g)
+    weights = wide_fc_w8_weights(p.weights) if int8 else wide_fc_weights(p.weights)
+    p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights)
+    fn = "tinyaot_fully_connected_wide_w8_s8" if int8 else "tinyaot_fully_connected_wide_s8"
+    return plain_op(node, prefix, offsets, p, fn, "fully_connected_s8.c")
+
+
+def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
+    """fc weights [out][in] -> the size-mode wide kernel's int8 [ceil(out / 8)][in / 4][8][4] (tinyaot_kernels.h).
+
+    >>> wide_fc_w8_weights(np.arange(1, 9, dtype=np.int8).reshape(1, 8))[0, 1, 0].tolist()
+    [5, 6, 7, 8]
+    """
+    out_f, in_f = weights.shape
+    groups = -(-out_f // 8)
+    w = np.zeros((groups * 8, in_f), dtype=np.int8)
+    w[:out_f] = weights
+    return np.ascontiguousarray(w.reshape(groups, 8, in_f // 4, 4).transpose(0, 2, 1, 3))
+
+
+def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
+    """fc weights [out][in] (in a multiple of 4) -> tinyaot_fully_connected_wide_s8's int32 words
+    [ceil(out / 8)][in / 4][2][8] (layout in tinyaot_kernels.h).
+
+    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8))[0, 0, :, 0].tolist()
+    [196609, -262142]
+    """
+    out_f, in_f = weights.shape
+    groups = -(-out_f // 8)
+    w = np.zeros((groups * 8, in_f), dtype=np.int64)
+    w[:out_f] = weights
+    w = w.reshape(groups, 8, in_f // 4, 4)  # [g][i][j][tap in quad]
+    even = (w[..., 0] & 0xFFFF) | (w[..., 2] << 16)
+    odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
+    return np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1).astype(np.int32)  # [g][j][even/odd][i]
+
+
 def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice):
     """The plan's pairs kernel (plan/kernels.py) for a conv2d or conv2d_add: weights widened to int16 pairs at
     compile time, the work buffer the plan placed for this layer."""
     work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
     base = layer_base(prefix, node)
+    int8 = choice.kernel == "pairs_w8"
+    layout = w8_weights if int8 else pair_weights
+    suffix = "_w8_s8" if int8 else "_s8"
     if node.op == "conv2d_add":
         p = conv2d_add_s8.prepare(node, g)
-        p = replace(p, conv=replace(p.conv, weights=pair_weights(p.conv.weights, choice.taps_padded)))
+        p = replace(p, conv=replace(p.conv, weights=layout(p.conv.weights, choice.taps_padded)))
         x, skip = node.inputs[0], node.inputs[3]
-        return kernel_op(p, base, "tinyaot_conv2d_add_pairs_s8", "conv2d_pairs_s8.c",
+        return kernel_op(p, base, f"tinyaot_conv2d_add_pairs{suffix}", "conv2d_pairs_s8.c",
                          [arena_in(offsets, x), arena_in(offsets, skip)], [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
     p = conv2d_s8.prepare(node, g)
-    p = replace(p, weights=pair_weights(p.weights, choice.taps_padded))
-    return kernel_op(p, base, "tinyaot_conv2d_pairs_s8", "conv2d_pairs_s8.c", [arena_in(offsets, node.inputs[0])],
+    p = replace(p, weights=layout(p.weights, choice.taps_padded))
+    return kernel_op(p, base, f"tinyaot_conv2d_pairs{suffix}", "conv2d_pairs_s8.c", [arena_in(offsets, node.inputs[0])],
                      [work, arena_out(offsets, node.outputs[0])])
+
+
+def w8_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
+    """conv weights [out_c][kh][kw][in_c] -> the size-mode pairs kernel's int8 [out_c / 2][taps_padded / 4][2][4]
+    (layout in tinyaot_kernels.h): per pair of channels and group of four taps, each channel's four bytes.
+
+    >>> w8_weights(np.arange(1, 6, dtype=np.int8).reshape(1, 1, 1, 5), 8).reshape(-1).tolist()
+    [1, 2, 3, 4, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]
+    """
+    out_c, taps = weights.shape[0], int(np.prod(weights.shape[1:]))
+    groups = -(-out_c // 2)
+    w = np.zeros((groups * 2, taps_padded), dtype=np.int8)
+    w[:out_c, :taps] = weights.reshape(out_c, taps)
+    return np.ascontiguousarray(w.reshape(groups, 2, taps_padded // 4, 4).transpose(0, 2, 1, 3))
 
 
 def pair_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:

@@ -20,7 +20,7 @@ __all__ = [
 
 
 def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None,
-               optimize: str = "size") -> MemoryPlan:
+               optimize: str = "memory") -> MemoryPlan:
     """Schedule (reorders g.nodes when that lowers the peak), choose kernels, find the allowed overlaps, place,
     verify.
 

@@ -2,12 +2,15 @@
 
 `optimize="speed"` gives every conv2d / conv2d_add that qualifies the pairs kernel (c/kernels/conv2d_pairs_s8.c):
 two output pixels at a time through an int16 microkernel, with weights widened at compile time (twice their
-int8 flash) and the two windows widened into a work buffer live only at the layer's step. It qualifies when its
-requantization can take the fast exact path: every channel's shift is a right shift and every accumulator
-provably fits in 31 bits (tinyaot_requantize_right), and the arena is at least word aligned (LDRD).
-`optimize="size"` keeps the int8-weight kernels. A pairs layer is never given a ring (plan/inplace.py): its
-kernel reads a pair's windows before writing either pixel, so its own overlap rule (plan/overlap.py, pairs=True)
-already lets its output start closer to its input than the plain kernel's.
+int8 flash) and the two windows widened into a work buffer live only at the layer's step; fully connected
+layers get the wide kernel (int16 weights, eight outputs at a time, no work buffer). `optimize="size"` gives
+both the same kernels with int8 weights widened as they are read (no more flash than the int8 model).
+`optimize="memory"` keeps the plain int8 kernels, whose ring variants give the smallest arena.
+A conv qualifies when its requantization can take the fast exact path: every channel's shift is a right
+shift and every accumulator provably fits in 31 bits (tinyaot_requantize_right), and the arena is at least
+word aligned (LDRD). A pairs layer is never given a ring (plan/inplace.py): its kernel reads a pair's windows
+before writing either pixel, so its own overlap rule (plan/overlap.py, pairs=True) already lets its output
+start closer to its input than the plain kernel's.
 """
 from __future__ import annotations
 
@@ -21,8 +24,11 @@ from tinyaot.ir.ops import OPS
 from tinyaot.plan.lifetimes import Buffer
 from tinyaot.quantize.fixedpoint import quantize_multiplier
 
-OPTIMIZE = ("speed", "size")
-PAIRS = "pairs"
+OPTIMIZE = ("speed", "size", "memory")
+PAIRS = "pairs"  # conv2d / conv2d_add: c/kernels/conv2d_pairs_s8.c, int16 weights, with a work buffer
+PAIRS_W8 = "pairs_w8"  # the same kernel with int8 weights (size mode)
+WIDE = "wide"  # fully_connected: tinyaot_fully_connected_wide_s8, int16 weights, no work buffer
+WIDE_W8 = "wide_w8"  # the same with int8 weights (size mode)
 
 
 @dataclass(frozen=True)
@@ -30,8 +36,8 @@ class KernelChoice:
     """A layer run by a kernel other than its op's plain one, with its work buffer (the plan places it)."""
 
     node: str
-    kernel: str  # PAIRS
-    work: str  # the work buffer's name
+    kernel: str  # PAIRS | PAIRS_W8 | WIDE | WIDE_W8
+    work: str  # the work buffer's name ("" when the kernel needs none)
     work_bytes: int
     taps_padded: int
 
@@ -39,7 +45,9 @@ class KernelChoice:
 def check_optimize(optimize: str) -> str:
     if optimize not in OPTIMIZE:
         raise ModelError(f"optimize must be one of {', '.join(OPTIMIZE)}, got {optimize!r}: 'speed' (the default) "
-                         "widens conv weights to int16 for a faster kernel, 'size' keeps them int8")
+                         "widens conv and fully connected weights to int16 for the fastest kernels, 'size' keeps "
+                         "them int8 (a fast conv kernel, no more flash than the int8 model), 'memory' the plain "
+                         "int8 kernels and the smallest arena")
     return optimize
 
 
@@ -49,12 +57,16 @@ def taps_padded(node: Node, g: Graph) -> int:
 
 
 def kernel_choices(g: Graph, optimize: str, taken: set[str], alignment: int) -> list[KernelChoice]:
-    """The pairs kernel for every conv that qualifies (speed), in graph order; none for size, or when the
-    arena's alignment is below the word alignment the kernel's LDRD needs."""
-    if check_optimize(optimize) == "size" or alignment < 4:
+    """The pairs kernel for every conv that qualifies (int16 weights for speed, int8 for size) and the wide
+    fully connected kernel (speed), in graph order; none when the arena's alignment is below the word
+    alignment the kernels' LDRD needs."""
+    speed = check_optimize(optimize) == "speed"
+    if optimize == "memory" or alignment < 4:
         return []
     out = []
     for node in g.nodes:
+        if OPS[node.op].macs == "dense" and _fc_qualifies(node, g):
+            out.append(KernelChoice(node.name, WIDE if speed else WIDE_W8, "", 0, 0))
         if OPS[node.op].macs != "conv" or not _qualifies(node, g):  # conv2d, conv2d_add
             continue
         name = f"{node.name}_work"
@@ -64,7 +76,7 @@ def kernel_choices(g: Graph, optimize: str, taken: set[str], alignment: int) -> 
         taps = taps_padded(node, g)
         out_c = g.tensor(node.outputs[0]).shape[-1]
         extra = 2 * out_c if node.op == "conv2d_add" else 0  # the conv's own int8 output of the pair
-        out.append(KernelChoice(node.name, PAIRS, name, 5 * taps + extra, taps))
+        out.append(KernelChoice(node.name, PAIRS if speed else PAIRS_W8, name, 5 * taps + extra, taps))
     return out
 
 
@@ -72,7 +84,29 @@ def work_buffers(g: Graph, choices: list[KernelChoice]) -> list[Buffer]:
     """Each choice's work buffer, live only at its node's step (a kernel's scratch)."""
     step = {n.name: s for s, n in enumerate(g.nodes)}
     return [Buffer(c.work, (c.work,), c.work_bytes, step[c.node], step[c.node], c.node, scratch=True)
-            for c in choices]
+            for c in choices if c.work]
+
+
+def _right_shifts_only(x_scale: float, w_qp, out_scale: float, n: int) -> bool:
+    """Every channel's QuantizeMultiplier shift (TFLM's per-channel rule) is a right shift of 1..31."""
+    scales = list(w_qp.scale) if len(w_qp.scale) > 1 else [w_qp.scale[0]] * n
+    shifts = [quantize_multiplier(float(x_scale) * float(s) / float(out_scale))[1] for s in scales]
+    return max(shifts) <= -1 and min(shifts) >= -31
+
+
+def _fc_qualifies(node: Node, g: Graph) -> bool:
+    """in_features a multiple of 8 (the kernel reads whole groups), right shifts, |acc| < 2^30 with the input
+    offset folded into the bias (|bias| + 256 * sum |w|)."""
+    x, w, b = (g.tensor(n) for n in node.inputs[:3])
+    y = g.tensor(node.outputs[0])
+    if len(w.shape) != 2 or w.shape[1] % 8 or x.dtype != "int8" or w.data is None or None in (
+            w.qparams, x.qparams, y.qparams):
+        return False
+    if not _right_shifts_only(x.qparams.scale[0], w.qparams, y.qparams.scale[0], w.shape[0]):
+        return False
+    weights = np.abs(w.data.astype(np.int64)).sum(axis=1)
+    bias = np.abs(b.data.astype(np.int64)) if b is not None and b.data is not None else 0
+    return bool(np.all(bias + 256 * weights < 2**30))
 
 
 def _qualifies(node: Node, g: Graph) -> bool:
@@ -83,9 +117,7 @@ def _qualifies(node: Node, g: Graph) -> bool:
     out_qp = node.attrs.get("conv_qparams") if node.op == "conv2d_add" else y.qparams
     if x.qparams is None or out_qp is None or w.shape[3] != x.shape[3]:
         return False
-    scales = list(w.qparams.scale) if len(w.qparams.scale) > 1 else [w.qparams.scale[0]] * w.shape[0]
-    shifts = [quantize_multiplier(float(x.qparams.scale[0]) * float(s) / float(out_qp.scale[0]))[1] for s in scales]
-    if max(shifts) > -1 or min(shifts) < -31:
+    if not _right_shifts_only(x.qparams.scale[0], w.qparams, out_qp.scale[0], w.shape[0]):
         return False
     weights = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
     bias = np.abs(b.data.astype(np.int64)) if b is not None and b.data is not None else 0

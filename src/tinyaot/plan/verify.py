@@ -82,6 +82,8 @@ def _work_broken(plan) -> list[str]:
     rings = {v.node for v in getattr(plan, "variants", ())}
     out = []
     for k in getattr(plan, "kernels", ()):
+        if not k.work:
+            continue
         work = by_name.get(k.work)
         if work is None:
             out.append(f"{k.kernel} kernel of {k.node} has no work buffer {k.work} in the plan")

@@ -86,7 +86,7 @@ class Interpreter:
         unit recomputed from the arena as the C finds it then, so an unsafe overlap gives a wrong answer."""
         g = self.graph
         choice = self.plan.kernel_of(node.name) if hasattr(self.plan, "kernel_of") else None
-        if choice is not None:  # the kernel's work buffer is overwritten at this step: a misplaced one shows
+        if choice is not None and choice.work:  # the work buffer is overwritten at this step: a misplaced one shows
             off = self.plan.offsets[choice.work]
             self.arena[off : off + choice.work_bytes] = 0xA5
         ring = self.plan.variant_of(node.name) if hasattr(self.plan, "variant_of") else None

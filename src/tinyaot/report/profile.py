@@ -1,9 +1,11 @@
-"""Per-op profile on the emulated Cortex-M33: exact instructions per op, MACs, instructions per MAC."""
+"""Per-op profile on the emulated Cortex-M33: exact instructions per op, MACs, instructions per MAC, and (with
+mix=True) what kinds of instructions they were: loads, stores, multiplies, branches taken or not, others."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 from tinyaot.report.macs import node_macs
+from tinyaot.targets.m33.mix import InstructionMix
 
 
 @dataclass(frozen=True)
@@ -13,6 +15,7 @@ class OpProfile:
     op: str
     macs: int
     instructions: int
+    mix: InstructionMix | None = None  # profile(mix=True): the instructions by kind; mix.total == instructions
 
     @property
     def per_mac(self) -> float | None:
@@ -30,10 +33,13 @@ class ProfileReport:
     def total_macs(self) -> int:
         return sum(o.macs for o in self.ops)
 
+    @property
+    def has_mix(self) -> bool:
+        return any(o.mix is not None for o in self.ops)
+
     def to_dict(self) -> dict:
         return {"model": self.model, "total_instructions": self.total_instructions, "total_macs": self.total_macs,
-                "stack_bytes": self.stack_bytes,
-                "ops": [asdict(o) | {"instructions_per_mac": o.per_mac} for o in self.ops]}
+                "stack_bytes": self.stack_bytes, "ops": [_op_dict(o) for o in self.ops]}
 
     def __rich_console__(self, console, options):
         from rich.table import Table
@@ -47,6 +53,8 @@ class ProfileReport:
             t.add_row(str(o.step), o.layer, o.op, f"{o.macs:,}", f"{o.instructions:,}",
                       "" if o.per_mac is None else f"{o.per_mac:.2f}", f"{o.instructions / summed:.1%}")
         yield t
+        if self.has_mix:
+            yield _mix_table(self)
 
     def __str__(self) -> str:
         from tinyaot.report.render import render_text
@@ -54,9 +62,45 @@ class ProfileReport:
         return render_text(self)
 
 
-def profile(cm, x=None) -> ProfileReport:
+def _op_dict(o: OpProfile) -> dict:
+    d = asdict(o) | {"instructions_per_mac": o.per_mac}
+    if o.mix is None:
+        del d["mix"]
+    return d
+
+
+_MIX_COLUMNS = (("loads", "load"), ("multi_loads", "ldm"), ("stores", "store"), ("multi_stores", "stm"),
+                ("macs", "mul"), ("branches", "branch"), ("taken", "taken"), ("other", "other"))
+
+
+def _mix_table(rep: ProfileReport):
+    """The instruction mix per op as shares of its instructions (the exact counts are in to_dict)."""
+    from rich.table import Table
+
+    t = Table(title="Instruction mix: share of each op's instructions (QEMU plugin, exact)",
+              caption="ldm/stm: the loads/stores of several registers (LDRD, LDM, POP / STRD, STM, PUSH: 1 + N "
+              "cycles on the core); mul: multiplies and MACs (MUL, MLA, SMLAD, SMLAL, SMMUL ...); taken: branches "
+              "that did not fall through (a pipeline refill each); exact counts: --json")
+    for col in ("step", *(title for _, title in _MIX_COLUMNS)):
+        t.add_column(col, justify="right")
+    total = InstructionMix()
+    for o in rep.ops:
+        if o.mix is not None:
+            total = total + o.mix
+            t.add_row(str(o.step), *_shares(o.mix))
+    t.add_row("all", *_shares(total), style="bold")
+    return t
+
+
+def _shares(mix: InstructionMix) -> list[str]:
+    n = mix.total or 1
+    return [f"{getattr(mix, field) / n:.1%}" for field, _ in _MIX_COLUMNS]
+
+
+def profile(cm, x=None, mix: bool = False) -> ProfileReport:
     """Run one inference on the M33 twice: plain (the total, untouched by markers) and with a marker after each
-    op (per-op counts, the markers' own cost removed)."""
+    op (per-op counts, the markers' own cost removed).  mix=True runs the marked image under QEMU's instruction
+    counting plugin, which adds each op's instruction mix (a host C compiler builds the plugin)."""
     import tempfile
     from pathlib import Path
 
@@ -72,10 +116,12 @@ def profile(cm, x=None) -> ProfileReport:
         cm.c_sources.write(Path(tmp))
         sources = ModelSources.in_directory(tmp, cm.name, cm.input_size, cm.output_size)
         plain = _run_once(M33Target(build_dir=Path(tmp) / "plain"), sources, flat)
-        marked = _run_once(M33Target(build_dir=Path(tmp) / "marked", profile=True), sources, flat)
+        marked = _run_once(M33Target(build_dir=Path(tmp) / "marked", profile=True, mix=mix), sources, flat)
     steps = marked.step_instructions or {}
+    mixes = marked.step_mix or {}
     ops = tuple(OpProfile(step, cm.graph.nodes[step].name, cm.graph.nodes[step].op,
-                          node_macs(cm.graph.nodes[step], cm.graph), n) for step, n in sorted(steps.items()))
+                          node_macs(cm.graph.nodes[step], cm.graph), n, mixes.get(step))
+                for step, n in sorted(steps.items()))
     return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes)
 
 

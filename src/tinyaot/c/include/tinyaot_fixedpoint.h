@@ -95,4 +95,17 @@ static inline int32_t tinyaot_clamp(int32_t x, int32_t lo, int32_t hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+/* x saturated to [-128, 127]: one SSAT where the core has it (the clamp of a layer whose activation range is
+ * the whole int8 range, e.g. a ReLU output with zero point -128). */
+static inline int32_t tinyaot_saturate_s8(int32_t x)
+{
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+    int32_t r;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(x));
+    return r;
+#else
+    return tinyaot_clamp(x, -128, 127);
+#endif
+}
+
 #endif /* TINYAOT_FIXEDPOINT_H */

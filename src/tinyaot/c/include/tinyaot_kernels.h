@@ -18,7 +18,8 @@
 
 /* One fully connected layer (Linear). */
 typedef struct {
-    const int8_t *weights;         /* [out_features][in_features], symmetric (zero point 0) */
+    const void *weights;           /* int8 [out_features][in_features], symmetric (zero point 0);
+                                      tinyaot_fully_connected_wide_s8: int32 words */
     const int32_t *bias;           /* [out_features], with input_offset * sum_k weights[c][k] folded in */
     const int32_t *multiplier;     /* [out_features], Q31 */
     const int32_t *shift;          /* [out_features], > 0: left */
@@ -33,6 +34,21 @@ typedef struct {
  * input: int8 [batches][in_features]; output: int8 [batches][out_features], must not overlap input.
  */
 void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output);
+
+/*
+ * The speed kernel (plan/kernels.py, in_features a multiple of 8, every shift negative, accumulators within 31
+ * bits: tinyaot_requantize_right): the same results, eight outputs at a time with weights widened at compile
+ * time. weights is int32 [ceil(out_features / 8)][in_features / 4][2][8]: for output 8g + i and inputs 4j..4j+3,
+ * (w[4j] | w[4j+2] << 16) at [g][j][0][i] and (w[4j+1] | w[4j+3] << 16) at [g][j][1][i], low halves first, zero
+ * beyond out_features (codegen/emit_conv.py: wide_fc_weights).
+ */
+void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                     int8_t *output);
+
+/* Its size-mode twin: int8 weights [ceil(out_features / 8)][in_features / 4][8][4] (per group of eight outputs
+ * and four inputs, each output's four bytes; codegen/emit_conv.py: wide_fc_w8_weights), widened as read. */
+void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                        int8_t *output);
 
 /* Geometry and clamp of one max pooling layer. */
 typedef struct {
@@ -318,6 +334,16 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
 void tinyaot_conv2d_pairs_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work, int8_t *output);
 void tinyaot_conv2d_add_pairs_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
                                  int32_t *work, int8_t *output);
+
+/*
+ * The size mode's pairs kernels: the same, with int8 weights widened as they are read (no more flash than the
+ * int8 model): weights is int8 [ceil(out_c / 2)][taps_padded / 4][2][4], for output channels 2g, 2g + 1 and
+ * taps 4j..4j+3 the four bytes in tap order, zero beyond the taps and out_c (codegen/emit_conv.py: w8_weights).
+ */
+void tinyaot_conv2d_pairs_w8_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work,
+                                int8_t *output);
+void tinyaot_conv2d_add_pairs_w8_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
+                                    int32_t *work, int8_t *output);
 
 /* One softmax over rows (TFLM's reference int8 Softmax). */
 typedef struct {

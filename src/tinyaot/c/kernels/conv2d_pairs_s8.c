@@ -58,6 +58,44 @@ __attribute__((naked, noinline)) static void mat4x2_s16(const int32_t *a ASM_ARG
         "pop {r2-r11, pc}\n\t");
 }
 
+/*
+ * The size mode's microkernel (int8 weights, [out_c / 2][taps_padded / 4][2 channels][4 bytes]): acc[0..1]
+ * (pixel 0, channels 0..1) and acc[2..3] (pixel 1) += the dot products over `quads` (a multiple of 2) groups of
+ * four taps. Per group two LDRD read the pixels' even and odd activation words, one LDRD the two channels' four
+ * weight bytes, four SXTB16 widen them and eight SMLAD accumulate: 15 instructions per 16 MACs.
+ */
+__attribute__((naked, noinline)) static void mat2x2_s8w(const int32_t *a ASM_ARG, const int8_t *w ASM_ARG,
+                                                        int32_t quads ASM_ARG, int32_t *acc ASM_ARG)
+{
+    __asm__ volatile(
+        "add r2, r0, r2, lsl #4\n\t"
+        "push {r3-r11, lr}\n\t"
+        "ldm r3, {r4-r7}\n"
+        "1:\n\t"
+        ".rept 2\n\t"
+        "ldrd r8, r9, [r0], #8\n\t"
+        "ldrd r10, r11, [r0], #8\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "sxtb16 r3, r12\n\t"
+        "smlad r4, r8, r3, r4\n\t"
+        "smlad r6, r9, r3, r6\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r4, r10, r12, r4\n\t"
+        "smlad r6, r11, r12, r6\n\t"
+        "sxtb16 r3, lr\n\t"
+        "smlad r5, r8, r3, r5\n\t"
+        "smlad r7, r9, r3, r7\n\t"
+        "sxtb16 lr, lr, ror #8\n\t"
+        "smlad r5, r10, lr, r5\n\t"
+        "smlad r7, r11, lr, r7\n\t"
+        ".endr\n\t"
+        "cmp r0, r2\n\t"
+        "bne 1b\n\t"
+        "ldr r3, [sp]\n\t"
+        "stm r3, {r4-r7}\n\t"
+        "pop {r3-r11, pc}\n\t");
+}
+
 /* Four window bytes -> their two activation words (+ input_offset, the SXTAB16 pairing). */
 static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
 {
@@ -86,6 +124,23 @@ static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_
             for (i = 0; i < 4; ++i) {
                 acc[4 * p + i] += pairs_lo16(a[2 * m + p]) * pairs_lo16(w[4 * m + i])
                                   + pairs_hi16(a[2 * m + p]) * pairs_hi16(w[4 * m + i]);
+            }
+        }
+    }
+}
+
+/* The portable definition of mat2x2_s8w above. */
+static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc)
+{
+    int32_t j, p, i;
+    for (j = 0; j < quads; ++j) {
+        for (p = 0; p < 2; ++p) {
+            const int32_t even = a[4 * j + p];
+            const int32_t odd = a[4 * j + 2 + p];
+            for (i = 0; i < 2; ++i) {
+                const int8_t *t = w + 8 * j + 4 * i;
+                acc[2 * p + i] += pairs_lo16(even) * t[0] + pairs_hi16(even) * t[2] + pairs_lo16(odd) * t[1]
+                                  + pairs_hi16(odd) * t[3];
             }
         }
     }
@@ -158,6 +213,27 @@ static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int3
     int32_t ky, kx, c, ky0, ky1, kx0, kx1;
     pairs_valid_taps(iy0, p->dilation_h, p->kernel_h, p->in_h, &ky0, &ky1);
     pairs_valid_taps(ix0, p->dilation_w, p->kernel_w, p->in_w, &kx0, &kx1);
+    if ((in_c & 3) == 0 && p->dilation_w == 1 && ky0 == 0 && ky1 == p->kernel_h && kx0 == 0 && kx1 == p->kernel_w) {
+        /* the whole window inside the image: each kernel row is kernel_w * in_c contiguous bytes */
+        const int32_t row_quads = p->kernel_w * in_c / 4;
+        const int32_t row_step = p->dilation_h * p->in_w * in_c;
+        const int8_t *row = image + (iy0 * p->in_w + ix0) * in_c;
+        for (ky = 0; ky < p->kernel_h; ++ky) {
+            const int8_t *src = row;
+            for (c = 0; c < row_quads; ++c) {
+                widen4(pairs_read4(src), offset2, dst);
+                src += 4;
+                dst += 4;
+            }
+            row += row_step;
+        }
+        for (c = p->kernel_h * p->kernel_w * in_c; c < taps_padded; c += 4) {
+            dst[0] = 0;
+            dst[2] = 0;
+            dst += 4;
+        }
+        return;
+    }
     if ((in_c & 3) == 0) {
         for (ky = 0; ky < p->kernel_h; ++ky) {
             for (kx = 0; kx < p->kernel_w; ++kx) {
@@ -226,16 +302,34 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
     const int32_t output_offset = p->output_offset;
     const int32_t act_min = p->act_min;
     const int32_t act_max = p->act_max;
+    const int full_range = act_min == -128 && act_max == 127;
     int32_t oc, i;
     for (oc = 0; oc < out_c; oc += 4) {
         const int32_t n = out_c - oc < 4 ? out_c - oc : 4;
         int32_t acc[8];
-        for (i = 0; i < 4; ++i) {
-            acc[i] = i < n ? bias[oc + i] : 0;
-            acc[4 + i] = acc[i];
+        if (n == 4) {
+            acc[0] = acc[4] = bias[oc];
+            acc[1] = acc[5] = bias[oc + 1];
+            acc[2] = acc[6] = bias[oc + 2];
+            acc[3] = acc[7] = bias[oc + 3];
+        } else {
+            for (i = 0; i < 4; ++i) {
+                acc[i] = i < n ? bias[oc + i] : 0;
+                acc[4 + i] = acc[i];
+            }
         }
         mat4x2_s16(a, w, words, acc);
         w += 4 * words;
+        if (full_range) {  /* one SSAT per output */
+            for (i = 0; i < n; ++i) {
+                const int32_t m = multiplier[oc + i];
+                const int32_t right = -shift[oc + i];
+                out0[oc + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m, right) + output_offset);
+                out1[oc + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[4 + i], m, right)
+                                                           + output_offset);
+            }
+            continue;
+        }
         for (i = 0; i < n; ++i) {
             const int32_t m = multiplier[oc + i];
             const int32_t right = -shift[oc + i];
@@ -247,29 +341,82 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
     }
 }
 
+/* As pairs_channels, with the size mode's int8 weights, two channels at a time. */
+static void pairs_channels_w8(const int32_t *a, const tinyaot_conv_params *p, int32_t taps_padded, int8_t *out0,
+                              int8_t *out1)
+{
+    const int8_t *w = (const int8_t *)p->weights;
+    const int32_t *const bias = p->bias;
+    const int32_t *const multiplier = p->multiplier;
+    const int32_t *const shift = p->shift;
+    const int32_t quads = taps_padded / 4;
+    const int32_t out_c = p->out_c;
+    const int32_t output_offset = p->output_offset;
+    const int32_t act_min = p->act_min;
+    const int32_t act_max = p->act_max;
+    int32_t oc, i;
+    for (oc = 0; oc < out_c; oc += 2) {
+        const int32_t n = out_c - oc < 2 ? out_c - oc : 2;
+        int32_t acc[4];
+        acc[0] = acc[2] = bias[oc];
+        acc[1] = acc[3] = n == 2 ? bias[oc + 1] : 0;
+        mat2x2_s8w(a, w, quads, acc);
+        w += 2 * taps_padded;
+        for (i = 0; i < n; ++i) {
+            const int32_t m = multiplier[oc + i];
+            const int32_t right = -shift[oc + i];
+            const int32_t y0 = tinyaot_requantize_right(acc[i], m, right) + output_offset;
+            const int32_t y1 = tinyaot_requantize_right(acc[2 + i], m, right) + output_offset;
+            out0[oc + i] = (int8_t)tinyaot_clamp(y0, act_min, act_max);
+            out1[oc + i] = (int8_t)tinyaot_clamp(y1, act_min, act_max);
+        }
+    }
+}
+
 /* Work buffer: the pair's activation words (4 * taps_padded bytes), then a window's bytes (taps_padded). */
 static void pairs_run(const int8_t *input, const tinyaot_conv_params *p, int32_t *work, int8_t *output,
-                      const int8_t *skip, const tinyaot_conv_add_params *add)
+                      const int8_t *skip, const tinyaot_conv_add_params *add, int int8_weights)
 {
     const int32_t taps_padded = (p->kernel_h * p->kernel_w * p->in_c + 7) & ~7;
     const int32_t pixels = p->out_h * p->out_w;
     const int32_t out_c = p->out_c;
     int8_t *const patch = (int8_t *)(work + taps_padded);
     int8_t *const sums = patch + taps_padded;  /* conv2d_add: the conv's own int8 output of the pair */
+    tinyaot_add_params both;
     int32_t b, q;
+    if (add != 0) {
+        both = add->add;
+    }
     for (b = 0; b < p->batches; ++b) {
         const int8_t *image = input + b * p->in_h * p->in_w * p->in_c;
         int8_t *out = output + b * pixels * out_c;
+        int32_t oy = 0;
+        int32_t ox = 0;
         for (q = 0; q < pixels; q += 2) {
             const int second = q + 1 < pixels;
-            const int32_t q1 = second ? q + 1 : q;
             int8_t *dst = add != 0 ? sums : out + q * out_c;
-            pairs_window(image, p, taps_padded, q / p->out_w, q % p->out_w, 0, patch, work);
-            pairs_window(image, p, taps_padded, q1 / p->out_w, q1 % p->out_w, 1, patch, work);
-            pairs_channels(work, p, taps_padded, dst, second ? dst + out_c : dst);
+            pairs_window(image, p, taps_padded, oy, ox, 0, patch, work);
+            if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
+                ox = 0;
+                ++oy;
+            }
+            if (second) {
+                pairs_window(image, p, taps_padded, oy, ox, 1, patch, work);
+                if (++ox == p->out_w) {
+                    ox = 0;
+                    ++oy;
+                }
+            } else {
+                pairs_window(image, p, taps_padded, oy - (ox == 0), ox == 0 ? p->out_w - 1 : ox - 1, 1, patch,
+                             work);
+            }
+            if (int8_weights) {
+                pairs_channels_w8(work, p, taps_padded, dst, second ? dst + out_c : dst);
+            } else {
+                pairs_channels(work, p, taps_padded, dst, second ? dst + out_c : dst);
+            }
             if (add != 0) {
                 const int8_t *s = skip + (b * pixels + q) * out_c;
-                tinyaot_add_params both = add->add;
                 both.size = (second ? 2 : 1) * out_c;
                 if (add->skip_input == 1) {
                     tinyaot_add_s8(s, sums, &both, out + q * out_c);
@@ -283,11 +430,23 @@ static void pairs_run(const int8_t *input, const tinyaot_conv_params *p, int32_t
 
 void tinyaot_conv2d_pairs_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work, int8_t *output)
 {
-    pairs_run(input, params, work, output, 0, 0);
+    pairs_run(input, params, work, output, 0, 0, 0);
 }
 
 void tinyaot_conv2d_add_pairs_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
                                  int32_t *work, int8_t *output)
 {
-    pairs_run(input, &params->conv, work, output, skip, params);
+    pairs_run(input, &params->conv, work, output, skip, params, 0);
+}
+
+void tinyaot_conv2d_pairs_w8_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work,
+                                int8_t *output)
+{
+    pairs_run(input, params, work, output, 0, 0, 1);
+}
+
+void tinyaot_conv2d_add_pairs_w8_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
+                                    int32_t *work, int8_t *output)
+{
+    pairs_run(input, &params->conv, work, output, skip, params, 1);
 }

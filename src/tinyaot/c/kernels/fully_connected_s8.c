@@ -47,7 +47,7 @@ static int32_t dot_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t acc)
 
 void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output)
 {
-    const int8_t *const weights = params->weights;
+    const int8_t *const weights = (const int8_t *)params->weights;
     const int32_t *const bias = params->bias;
     const int32_t *const multiplier = params->multiplier;
     const int32_t *const shift = params->shift;
@@ -83,4 +83,437 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
             row_out[c] = fc_output(acc, multiplier[c], shift[c], output_offset, act_min, act_max);
         }
     }
+}
+
+#if TINYAOT_DSP
+/*
+ * acc[0..7] += eight output channels' dot products over `quads` (a multiple of 2) four-byte groups of x with
+ * the widened weights: per group one LDR and two SXTB16 widen x, eight LDRD read the 16 weight words (even
+ * taps of the eight channels, then odd), sixteen SMLAD. The end pointer is on the stack (every register is in
+ * use) and reloaded into a free one every four groups; a count of 2 mod 4 enters the loop half way.
+ */
+#define ASM_ARG __attribute__((unused)) /* read by the asm body from r0-r3 (AAPCS), not by C */
+__attribute__((naked, noinline)) static void mat8x1_s16(const int8_t *x ASM_ARG, const int32_t *w ASM_ARG,
+                                                        int32_t quads ASM_ARG, int32_t *acc ASM_ARG)
+{
+    __asm__ volatile(
+        "tst r2, #2\n\t"
+        "add r2, r0, r2, lsl #2\n\t"
+        "push {r2-r11, lr}\n\t"
+        "ldm r3, {r4-r11}\n\t"
+        "bne 2f\n"
+        "1:\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r3, r12, r4\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r3, r12, r6\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r3, r12, r8\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r3, r12, r10\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "smlad r5, r2, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "smlad r7, r2, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "smlad r9, r2, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "smlad r11, r2, lr, r11\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r3, r12, r4\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r3, r12, r6\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r3, r12, r8\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r3, r12, r10\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "smlad r5, r2, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "smlad r7, r2, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "smlad r9, r2, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "smlad r11, r2, lr, r11\n\t"
+        "2:\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r3, r12, r4\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r3, r12, r6\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r3, r12, r8\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r3, r12, r10\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "smlad r5, r2, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "smlad r7, r2, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "smlad r9, r2, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "smlad r11, r2, lr, r11\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r3, r12, r4\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r3, r12, r6\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r3, r12, r8\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r3, r12, r10\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "smlad r5, r2, lr, r5\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "smlad r7, r2, lr, r7\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "smlad r9, r2, lr, r9\n\t"
+        "ldrd r12, lr, [r1], #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "smlad r11, r2, lr, r11\n\t"
+        "ldr r2, [sp]\n\t"
+        "cmp r0, r2\n\t"
+        "bne 1b\n\t"
+        "ldr r3, [sp, #4]\n\t"
+        "stm r3, {r4-r11}\n\t"
+        "pop {r2-r11, pc}\n\t");
+}
+
+/*
+ * The size mode's twin of mat8x1_s16: int8 weights [quads][8 channels][4 bytes] widened as they are read (two
+ * SXTB16 per channel and group), so the weights take no more flash than the int8 model: 43 instructions per
+ * 32 MACs, plus 3 per four groups for the loop.
+ */
+__attribute__((naked, noinline)) static void mat8x1_s8w(const int8_t *x ASM_ARG, const int8_t *w ASM_ARG,
+                                                        int32_t quads ASM_ARG, int32_t *acc ASM_ARG)
+{
+    __asm__ volatile(
+        "tst r2, #2\n\t"
+        "add r2, r0, r2, lsl #2\n\t"
+        "push {r2-r11, lr}\n\t"
+        "ldm r3, {r4-r11}\n\t"
+        "bne 2f\n"
+        "1:\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r4, r3, lr, r4\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r5, r2, r12, r5\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r6, r3, lr, r6\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r7, r2, r12, r7\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r8, r3, lr, r8\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r9, r2, r12, r9\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r10, r3, lr, r10\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r11, r2, r12, r11\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r4, r3, lr, r4\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r5, r2, r12, r5\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r6, r3, lr, r6\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r7, r2, r12, r7\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r8, r3, lr, r8\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r9, r2, r12, r9\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r10, r3, lr, r10\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r11, r2, r12, r11\n\t"
+        "2:\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r4, r3, lr, r4\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r5, r2, r12, r5\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r6, r3, lr, r6\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r7, r2, r12, r7\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r8, r3, lr, r8\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r9, r2, r12, r9\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r10, r3, lr, r10\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r11, r2, r12, r11\n\t"
+        "ldr r3, [r0], #4\n\t"
+        "sxtb16 r2, r3, ror #8\n\t"
+        "sxtb16 r3, r3\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r4, r3, lr, r4\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r4, r2, r12, r4\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r5, r3, lr, r5\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r5, r2, r12, r5\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r6, r3, lr, r6\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r6, r2, r12, r6\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r7, r3, lr, r7\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r7, r2, r12, r7\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r8, r3, lr, r8\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r8, r2, r12, r8\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r9, r3, lr, r9\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r9, r2, r12, r9\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r10, r3, lr, r10\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r10, r2, r12, r10\n\t"
+        "ldr r12, [r1], #4\n\t"
+        "sxtb16 lr, r12\n\t"
+        "smlad r11, r3, lr, r11\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "smlad r11, r2, r12, r11\n\t"
+        "ldr r2, [sp]\n\t"
+        "cmp r0, r2\n\t"
+        "bne 1b\n\t"
+        "ldr r3, [sp, #4]\n\t"
+        "stm r3, {r4-r11}\n\t"
+        "pop {r2-r11, pc}\n\t");
+}
+#else
+static inline int32_t wide_lo16(int32_t v)
+{
+    return (int32_t)((uint32_t)v << 16) >> 16;
+}
+
+/* The portable definition of mat8x1_s16 above. */
+static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc)
+{
+    int32_t j, i;
+    for (j = 0; j < quads; ++j) {
+        const int8_t *q = x + 4 * j;
+        for (i = 0; i < 8; ++i) {
+            const int32_t even = w[i];
+            const int32_t odd = w[8 + i];
+            acc[i] += q[0] * wide_lo16(even) + q[2] * (even >> 16) + q[1] * wide_lo16(odd) + q[3] * (odd >> 16);
+        }
+        w += 16;
+    }
+}
+
+/* The portable definition of mat8x1_s8w above. */
+static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc)
+{
+    int32_t j, i, t;
+    for (j = 0; j < quads; ++j) {
+        for (i = 0; i < 8; ++i) {
+            for (t = 0; t < 4; ++t) {
+                acc[i] += x[4 * j + t] * w[4 * i + t];
+            }
+        }
+        w += 32;
+    }
+}
+#endif
+
+/* Eight outputs at a time: `int8_weights` picks the size mode's microkernel and weight layout. */
+static void fc_groups(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output,
+                      int int8_weights)
+{
+    const int32_t *const bias = params->bias;
+    const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    const int32_t in_features = params->in_features;
+    const int32_t out_features = params->out_features;
+    const int32_t quads = in_features / 4;
+    int32_t b, c, i;
+    for (b = 0; b < params->batches; ++b) {
+        const int8_t *row_in = input + b * in_features;
+        int8_t *row_out = output + b * out_features;
+        const int32_t *w16 = (const int32_t *)params->weights;
+        const int8_t *w8 = (const int8_t *)params->weights;
+        for (c = 0; c < out_features; c += 8) {
+            const int32_t n = out_features - c < 8 ? out_features - c : 8;
+            int32_t acc[8];
+            if (n == 8) {
+                for (i = 0; i < 8; ++i) {
+                    acc[i] = bias[c + i];
+                }
+            } else {
+                for (i = 0; i < 8; ++i) {
+                    acc[i] = i < n ? bias[c + i] : 0;
+                }
+            }
+            if (int8_weights) {
+                mat8x1_s8w(row_in, w8, quads, acc);
+                w8 += 8 * in_features;
+            } else {
+                mat8x1_s16(row_in, w16, quads, acc);
+                w16 += 4 * in_features;
+            }
+            if (act_min == -128 && act_max == 127) {  /* one SSAT per output */
+                const int32_t *m = multiplier + c;
+                const int32_t *s = shift + c;
+                int8_t *o = row_out + c;
+                for (i = 0; i < n; ++i) {
+                    o[i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m[i], -s[i]) + output_offset);
+                }
+                continue;
+            }
+            for (i = 0; i < n; ++i) {
+                const int32_t y = tinyaot_requantize_right(acc[i], multiplier[c + i], -shift[c + i]) + output_offset;
+                row_out[c + i] = (int8_t)tinyaot_clamp(y, act_min, act_max);
+            }
+        }
+    }
+}
+
+void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                     int8_t *output)
+{
+    fc_groups(input, params, output, 0);
+}
+
+void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                        int8_t *output)
+{
+    fc_groups(input, params, output, 1);
 }

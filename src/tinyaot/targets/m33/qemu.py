@@ -12,8 +12,9 @@ from pathlib import Path
 from tinyaot.targets.m33.config import FAULT_EXIT_STATUS, ICOUNT_SHIFT, M33RunError
 
 
-def qemu_command(qemu: Path, elf: Path) -> list[str]:
-    """The emulator's command line: virtual time advances 2^ICOUNT_SHIFT ns per instruction."""
+def qemu_command(qemu: Path, elf: Path, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The emulator's command line: virtual time advances 2^ICOUNT_SHIFT ns per instruction; `extra` options
+    (such as a -plugin) come before the image."""
     return [
         str(qemu),
         "-M", "mps2-an505",
@@ -24,14 +25,15 @@ def qemu_command(qemu: Path, elf: Path) -> list[str]:
         "-chardev", "stdio,id=semi",
         "-semihosting-config", "enable=on,target=native,chardev=semi",
         "-icount", f"shift={ICOUNT_SHIFT},sleep=off",
+        *extra,
         "-kernel", str(elf),
     ]  # fmt: skip
 
 
-def run_elf(qemu: Path, elf: Path, timeout: float) -> str:
+def run_elf(qemu: Path, elf: Path, timeout: float, extra: tuple[str, ...] | list[str] = ()) -> str:
     """Run `elf` to its exit and return what the guest printed; a hang, fault or non-zero exit is M33RunError."""
     try:
-        proc = subprocess.run(qemu_command(qemu, elf), stdin=subprocess.DEVNULL, capture_output=True,
+        proc = subprocess.run(qemu_command(qemu, elf, extra), stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
         raise M33RunError(

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot.targets.base import ModelSources, RunResult
+from tinyaot.targets.m33 import mix as insn_mix
 from tinyaot.targets.m33.build import (
     build_program,
     compile_model,
@@ -26,6 +27,7 @@ from tinyaot.targets.m33.config import (
     M33InputError,
     M33RunError,
 )
+from tinyaot.targets.m33.mix import InstructionMix
 from tinyaot.targets.m33.qemu import guest_output, run_elf
 from tinyaot.targets.m33.report import GuestReport, parse_report
 from tinyaot.targets.sizes import ImageSizes
@@ -46,6 +48,7 @@ class M33Result(RunResult):
 
     elf_path: Path | None = None
     step_instructions: dict[int, int] | None = None  # profile=True: generated step index -> instructions
+    step_mix: dict[int, InstructionMix] | None = None  # mix=True: generated step index -> its instruction mix
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,9 @@ class M33Target:
     """arm-none-eabi-gcc + QEMU mps2-an505 with -icount: exact outputs, instructions and stack.
 
     `dsp=False` builds for an M33 without the DSP extension (the portable C kernels); `profile=True` adds a
-    timestamp after every kernel (`M33Result.step_instructions`); `timeout` applies to each QEMU run;
+    timestamp after every kernel (`M33Result.step_instructions`); `mix=True` (with profile) also counts what
+    kinds of instructions each kernel executed, running the measured image under a QEMU plugin
+    (`M33Result.step_mix`, see mix.py; needs a host C compiler); `timeout` applies to each QEMU run;
     `build_dir` defaults to <model dir>/build_m33; `flash_bytes` bounds the inputs one image holds.
     """
 
@@ -78,6 +83,11 @@ class M33Target:
     timeout: float = 120.0
     build_dir: Path | None = None
     flash_bytes: int = FLASH_BYTES
+    mix: bool = False
+
+    def __post_init__(self):
+        if self.mix and not self.profile:
+            raise M33InputError("M33Target(mix=True) needs profile=True: the mix is counted per profiled step")
 
     def build(self, sources: ModelSources) -> M33Build:
         """Compile the model where `sources.directory` holds it, or, held only in memory, in build_dir/model."""
@@ -100,14 +110,15 @@ class M33Target:
         step = artifact.inputs_per_run
         chunks = [samples[i : i + step] for i in range(0, len(samples), step)]
         elf = self._link(artifact, chunks[0], artifact.name)
-        first = self._run(artifact, elf, len(chunks[0]))
+        first, step_mix = (self._run_mix(artifact, elf, len(chunks[0])) if self.mix
+                           else (self._run(artifact, elf, len(chunks[0])), None))
         outputs = [first.outputs]
         for chunk in chunks[1:]:
             batch_elf = self._link(artifact, chunk, f"{artifact.name}_batch")
             outputs.append(self._run(artifact, batch_elf, len(chunk)).outputs)
         return M33Result(outputs=np.concatenate(outputs), instructions=first.instructions,
                          stack_bytes=first.stack_bytes, sizes=elf_sizes(elf), elf_path=elf,
-                         step_instructions=first.step_instructions())
+                         step_instructions=first.step_instructions(), step_mix=step_mix)
 
     def _model_dir(self, sources: ModelSources) -> Path:
         if sources.directory is not None:
@@ -124,12 +135,27 @@ class M33Target:
         return link_with_inputs(artifact.toolchain.gcc, list(artifact.objects), samples, artifact.build_dir, stem,
                                 artifact.dsp)
 
-    def _run(self, artifact: M33Build, elf: Path, n_inputs: int) -> GuestReport:
-        stdout = run_elf(artifact.toolchain.qemu, elf, self.timeout)
+    def _run(self, artifact: M33Build, elf: Path, n_inputs: int, extra: tuple[str, ...] = ()) -> GuestReport:
+        stdout = run_elf(artifact.toolchain.qemu, elf, self.timeout, extra)
         try:
             return parse_report(stdout, n_inputs, artifact.output_size)
         except (M33RunError, ValueError) as exc:
             raise M33RunError(f"{elf.name}: {exc}\n{guest_output(stdout)}") from exc
+
+    def _run_mix(self, artifact: M33Build, elf: Path, n_inputs: int) -> tuple[GuestReport, dict]:
+        """The run under the instruction-mix plugin: its report, and each profiled step's mix."""
+        dis = insn_mix.disassemble(insn_mix.find_objdump(artifact.toolchain.gcc), elf)
+        counts = artifact.build_dir / f"{elf.stem}.mix"
+        plugin = insn_mix.plugin_args(insn_mix.build_plugin(artifact.toolchain.qemu), counts, dis.timer_reads)
+        try:
+            report = self._run(artifact, elf, n_inputs, tuple(plugin))
+        except M33RunError as exc:
+            if "plugin" not in str(exc):
+                raise
+            raise M33RunError(f"the instruction mix needs a qemu-system-arm with TCG plugins (QEMU 4.2 or "
+                              f"later, built with --enable-plugins as Debian's is): {exc}") from None
+        steps = [step for step, _ in report.marks]
+        return report, insn_mix.step_mixes(insn_mix.read_segments(counts), dis, steps, report.step_instructions())
 
 
 def elf_sizes(elf: Path) -> ImageSizes:
