@@ -337,25 +337,32 @@ def test_add_tables_and_sum_requantization_equal_the_definition_on_every_pair():
 
 
 @pytest.mark.host
-def test_add_c_equals_the_definition_on_every_pair_on_the_host():
-    """Both requantizations of the sum in the C kernel, on all 65536 input pairs."""
+@pytest.mark.parametrize("mode", ["speed", "memory"])
+def test_add_c_equals_the_definition_on_every_pair_on_the_host(mode):
+    """Both requantizations of the sum in the C kernel, on all 65536 input pairs; speed mode reads the inputs'
+    tables, the other modes leave them out (NULL) and scale each element."""
+    from tinyaot.codegen import generate_c
     from tinyaot.ref import add_s8
 
     for config, fast in ((ADD_FAST, True), (ADD_EXACT, False)):
         g = _add_graph(*config, shape=(1, ALL_A.size))
         p = add_s8.prepare(g.nodes[0], g)
         assert (p.sum_multiplier != 0) == fast
-        (got,) = run_host([Case("add_all", g, [ALL_A[None], ALL_B[None]])])
+        case = Case("add_all", g, [ALL_A[None], ALL_B[None]], optimize=mode)
+        assert ("add_all_add_0_input1_table[" in generate_c(g, case.plan, "add_all").files["add_all.c"]) == (
+            mode == "speed")
+        (got,) = run_host([case])
         assert np.array_equal(got[0], add_s8.add_s8_elementwise(ALL_A, ALL_B, p)), config
 
 
 @pytest.mark.m33
-def test_add_c_equals_the_definition_on_every_pair_on_the_m33(tmp_path):
-    """The DSP path too: full int8 range (SSAT), a fused clamp, and the exact fallback."""
+@pytest.mark.parametrize("mode", ["speed", "memory"])
+def test_add_c_equals_the_definition_on_every_pair_on_the_m33(tmp_path, mode):
+    """The DSP path too: full int8 range (SSAT), a fused clamp, and the exact fallback; with and without tables."""
     from tinyaot.ref import add_s8
 
     configs = [ADD_FAST, (*ADD_FAST[:3], None), ADD_EXACT]
-    cs = [Case(f"add_all{i}", _add_graph(*c, shape=(1, ALL_A.size)), [ALL_A[None], ALL_B[None]])
+    cs = [Case(f"add_all{i}", _add_graph(*c, shape=(1, ALL_A.size)), [ALL_A[None], ALL_B[None]], optimize=mode)
           for i, c in enumerate(configs)]
     got, _ = run_m33_suite(cs, tmp_path / "suite")
     for c, out in zip(cs, got):

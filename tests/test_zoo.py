@@ -41,6 +41,26 @@ def test_bit_exact_on_the_m33(compiled):
     assert cm.last_m33.instructions > 0
 
 
+@pytest.mark.m33
+@pytest.mark.slow
+def test_portable_path_equals_the_dsp_path_on_the_m33(compiled, tmp_path):
+    """The same generated C built for an M33 without the DSP extension (the kernels' portable C paths) gives the
+    bytes of the DSP build, in speed mode (int16 weights) and in size mode (int8 weights widened as read)."""
+    from tinyaot.targets.m33 import run_m33
+
+    entry, model, cm, x, _ = compiled
+    xq = cm.quantize_input(cm.to_model_layout(x[:4]))
+    sized = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:200], name=entry.name, optimize="size")
+    for mode, m in (("speed", cm), ("size", sized)):
+        want = m.run(xq, engine="reference")
+        assert np.array_equal(m.run(xq, engine="m33"), want), f"{mode}: DSP build differs from the reference"
+        m.export(tmp_path / mode)
+        flat = np.asarray(xq).reshape(len(xq), -1).view(np.int8)
+        portable = run_m33(tmp_path / mode, m.name, flat, int(np.prod(want.shape[1:])), dsp=False,
+                           build_dir=tmp_path / f"{mode}_build")
+        assert np.array_equal(portable.outputs.reshape(want.shape), want), f"{mode}: portable build differs"
+
+
 @pytest.mark.host
 @pytest.mark.slow
 def test_int8_agrees_with_float(compiled):

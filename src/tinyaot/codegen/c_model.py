@@ -65,12 +65,13 @@ def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan
     ring = plan.variant_of(node.name)
     if ring is not None:
         return emit_ring(node, g, prefix, offsets, ring)
+    speed = plan.optimize == "speed"  # tables that only buy speed are flash the other modes keep
     choice = plan.kernel_of(node.name)
     if choice is not None and choice.kernel in ("wide", "wide_w8"):
         return emit_fc_wide(node, g, prefix, offsets, choice.kernel == "wide_w8")
     if choice is not None:
-        return emit_pairs(node, g, prefix, offsets, choice)
-    return EMITTERS[node.op](node, g, prefix, offsets)
+        return emit_pairs(node, g, prefix, offsets, choice, speed)
+    return EMITTERS[node.op](node, g, prefix, offsets, speed=speed)
 
 
 def _banner(fname: str, name: str) -> str:

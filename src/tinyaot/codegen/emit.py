@@ -5,7 +5,7 @@ params.emit_params from the op's Params; each emitter only says which kernel and
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.params import emit_params
@@ -65,3 +65,17 @@ def plain_op(node: Node, prefix: str, offsets: dict[str, str], p, fn: str, kerne
     """`fn(input, &params, output)`: a kernel whose only buffers are the node's one input and one output."""
     return kernel_op(p, layer_base(prefix, node), fn, kernel_file, [arena_in(offsets, node.inputs[0])],
                      [arena_out(offsets, node.outputs[0])])
+
+
+# Params fields that hold tables only the speed mode spends flash on; NULL tells the kernel to compute them.
+SPEED_TABLES = {"AddParams": ("input1_table", "input2_table")}  # 2 KB per add (ref/add_s8.py input_table)
+
+
+def without_speed_tables(p):
+    """The params with their speed-only tables dropped (NULL in C: the kernel computes those values itself),
+    nested params (a conv2d_add's add) included."""
+    changes = {name: None for name in SPEED_TABLES.get(type(p).__name__, ())}
+    for f in fields(p):
+        if is_dataclass(getattr(p, f.name)):
+            changes[f.name] = without_speed_tables(getattr(p, f.name))
+    return replace(p, **changes)

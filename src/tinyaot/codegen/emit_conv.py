@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op
+from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op, without_speed_tables
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import conv2d_add_s8, conv2d_s8, fully_connected_s8
@@ -35,7 +35,7 @@ def conv_kernel(p: ConvParams, ring: bool = False) -> tuple[ConvParams, str]:
     return p, f"tinyaot_conv2d{suffix}"
 
 
-def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
     """The input offset folded into the bias at compile time, so the kernel's inner loop is a plain dot."""
     p = fully_connected_s8.prepare(node, g)
     p = replace(p, bias=p.folded_bias.astype(np.int32))
@@ -47,9 +47,19 @@ def emit_fc_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], int
     (or, size mode, int8 in the kernel's order)."""
     p = fully_connected_s8.prepare(node, g)
     weights = wide_fc_w8_weights(p.weights) if int8 else wide_fc_weights(p.weights)
-    p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights)
+    p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights, shift=right_shifts(p.shift))
     fn = "tinyaot_fully_connected_wide_w8_s8" if int8 else "tinyaot_fully_connected_wide_s8"
     return plain_op(node, prefix, offsets, p, fn, "fully_connected_s8.c")
+
+
+def right_shifts(shift: np.ndarray) -> np.ndarray:
+    """The pairs and wide kernels take the right shifts (1..31, the plan checked) positive: one instruction
+    less per output than negating TFLM's shift at run time."""
+    right = -shift.astype(np.int32)
+    if right.size and (right.min() < 1 or right.max() > 31):
+        raise ValueError(f"a fast-requantization kernel got shifts {shift.min()}..{shift.max()}: plan/kernels.py "
+                         "should not have chosen it")
+    return right
 
 
 def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
@@ -82,7 +92,7 @@ def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
     return np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1).astype(np.int32)  # [g][j][even/odd][i]
 
 
-def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice):
+def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, speed: bool = True):
     """The plan's pairs kernel (plan/kernels.py) for a conv2d or conv2d_add: weights widened to int16 pairs at
     compile time, the work buffer the plan placed for this layer."""
     work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
@@ -92,13 +102,15 @@ def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choic
     suffix = "_w8_s8" if int8 else "_s8"
     if node.op == "conv2d_add":
         p = conv2d_add_s8.prepare(node, g)
-        p = replace(p, conv=replace(p.conv, weights=layout(p.conv.weights, choice.taps_padded)))
+        p = p if speed else without_speed_tables(p)
+        p = replace(p, conv=replace(p.conv, weights=layout(p.conv.weights, choice.taps_padded),
+                                    shift=right_shifts(p.conv.shift)))
         x, skip = node.inputs[0], node.inputs[3]
         return kernel_op(p, base, f"tinyaot_conv2d_add_pairs{suffix}", "conv2d_pairs_s8.c",
                          [arena_in(offsets, x), arena_in(offsets, skip)], [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
     p = conv2d_s8.prepare(node, g)
-    p = replace(p, weights=layout(p.weights, choice.taps_padded))
+    p = replace(p, weights=layout(p.weights, choice.taps_padded), shift=right_shifts(p.shift))
     return kernel_op(p, base, f"tinyaot_conv2d_pairs{suffix}", "conv2d_pairs_s8.c", [arena_in(offsets, node.inputs[0])],
                      [work, arena_out(offsets, node.outputs[0])])
 
@@ -135,7 +147,7 @@ def pair_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
     return words.reshape(groups, taps_padded // 2, 4).astype(np.int32)
 
 
-def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
     p, fn = conv_kernel(conv2d_s8.prepare(node, g))
     return plain_op(node, prefix, offsets, p, fn, "conv2d_s8.c")
 

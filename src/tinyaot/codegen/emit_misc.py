@@ -11,7 +11,7 @@ from tinyaot.ir import Graph, Node
 from tinyaot.ref import concat_s8, lut_s8, mul_s8
 
 
-def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
     """The input pointers are arena addresses, known at run time: a local array beside the call."""
     p = concat_s8.prepare(node, g)
     base = layer_base(prefix, node)
@@ -24,7 +24,7 @@ def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
 
 
 
-def emit_mul(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+def emit_mul(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
     """Constant operands are arrays in flash, passed where an arena operand would be."""
     p = mul_s8.prepare(node, g)
     base = layer_base(prefix, node)
@@ -39,7 +39,7 @@ def emit_mul(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
     return kernel_op(p, base, fn, "mul_s8.c", operands, [arena_out(offsets, node.outputs[0])], constants=consts)
 
 
-def emit_lut(node: Node, g: Graph, prefix: str, offsets: dict[str, str]):
+def emit_lut(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
     p = lut_s8.prepare(node, g)
     return kernel_op(p, layer_base(prefix, node), "tinyaot_lut_s8", "lut_s8.c", [arena_in(offsets, node.inputs[0])],
                      [arena_out(offsets, node.outputs[0])],

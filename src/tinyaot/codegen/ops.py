@@ -11,7 +11,7 @@ from functools import partial
 from importlib import import_module
 from typing import Callable
 
-from tinyaot.codegen.emit import EmittedOp, arena_in, arena_out, kernel_op, layer_base
+from tinyaot.codegen.emit import EmittedOp, arena_in, arena_out, kernel_op, layer_base, without_speed_tables
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS, OpSpec
 
@@ -20,15 +20,19 @@ __all__ = ["EMITTERS", "EmittedOp", "describe", "emitter"]
 C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t"}
 
 
-def emit_kernel(spec: OpSpec, node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
-    """`tinyaot_<ref>(inputs..., &params, output)`: the call every op gets unless its spec says otherwise."""
+def emit_kernel(spec: OpSpec, node: Node, g: Graph, prefix: str, offsets: dict[str, str],
+                speed: bool = True) -> EmittedOp:
+    """`tinyaot_<ref>(inputs..., &params, output)`: the call every op gets unless its spec says otherwise.
+    speed=False (size and memory modes): tables that only buy speed are left out (see without_speed_tables)."""
     p = import_module(f"tinyaot.ref.{spec.ref}").prepare(node, g)
+    if not speed:
+        p = without_speed_tables(p)
     inputs = [arena_in(offsets, t, C_TYPES[g.tensor(t).dtype]) for t in node.inputs if not g.tensor(t).is_const]
     return kernel_op(p, layer_base(prefix, node), f"tinyaot_{spec.ref}", f"{spec.ref}.c", inputs,
                      [arena_out(offsets, node.outputs[0])])
 
 
-def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str]) -> EmittedOp:
+def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True) -> EmittedOp:
     return EmittedOp("", "/* a view: same bytes, nothing to do */", None)
 
 

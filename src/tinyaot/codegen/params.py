@@ -69,6 +69,8 @@ def _value(f: CField, v, struct: str, base: str, arrays: list[str], notes: dict[
         if not dataclasses.is_dataclass(v) or struct_name(type(v)) != f.ctype:
             raise ParamsMismatch(f"{where} is a {f.ctype}, got {type(v).__name__}")
         return _initializer(v, f.ctype, f"{base}_{f.name}", arrays, {}, indent + "    ")
+    if f.pointer and v is None:
+        return "0"  # NULL: the kernel computes what the array would hold (codegen/emit.py without_speed_tables)
     if f.pointer:
         if not isinstance(v, np.ndarray) or (f.ctype != "void" and C_TYPES.get(str(v.dtype)) != f.ctype):
             got = f"{v.dtype} array" if isinstance(v, np.ndarray) else type(v).__name__

@@ -48,7 +48,7 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
             plans.insert(0, plain)
     plan = min(plans, key=lambda p: p.arena_bytes)  # the first wins ties
     rings = {v.node for v in plan.variants}
-    plan = replace(plan, kernels=tuple(k for k in kernels if k.node not in rings))
+    plan = replace(plan, kernels=tuple(k for k in kernels if k.node not in rings), optimize=optimize)
     verify_plan(plan)
     if chosen is not None:
         plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)

@@ -34,6 +34,7 @@ class MemoryPlan:
     keep_input: bool = False  # asked: no other buffer may share a byte with the input
     separate_output: bool = False  # asked: the output may not share a byte with the input
     kernels: tuple = ()  # KernelChoice per layer run by a kernel with a work buffer (plan/kernels.py)
+    optimize: str = "memory"  # the mode the kernels were chosen for: speed | size | memory
 
     def buffer_of(self, tensor: str) -> Buffer:
         for b in self.buffers:

@@ -133,8 +133,14 @@ def _touch(entry: Path) -> None:
 
 
 def _entry_bytes(entry: Path) -> int:
+    """0 for an entry another process evicted while we looked (several test or benchmark processes may share
+    the cache)."""
     total = 0
-    for f in entry.iterdir():
+    try:
+        files = list(entry.iterdir())
+    except OSError:
+        return 0
+    for f in files:
         try:
             total += f.stat().st_size
         except OSError:

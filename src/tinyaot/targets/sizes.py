@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 M33_SIZE_FLAGS = ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", "-O2",
-                  "-std=c99", "-ffunction-sections", "-fdata-sections"]
+                  "-std=c99", "-ffunction-sections", "-fdata-sections", "-fcallgraph-info=su"]
 CODE_SECTIONS = (".text",)
 STATE_SECTIONS = (".data", ".bss")
 
@@ -64,10 +64,16 @@ class ObjectSizes:
     """The sections of each of a model's object files (c file -> section prefix -> bytes)."""
 
     sections: dict[str, dict[str, int]]
+    linked_code_bytes: int | None = None  # what --gc-sections keeps: the functions the model's API reaches
 
     @property
     def code_bytes(self) -> int:
-        """Machine code of model + kernels."""
+        """Machine code of model + kernels that a firmware links: every function reachable from the model's own
+        global functions (init, invoke, ...; gcc's call graph), so kernel variants the model never calls (the
+        other optimize mode's, a plain kernel no layer uses) are not counted. All of .text when the call graph
+        is missing."""
+        if self.linked_code_bytes is not None:
+            return self.linked_code_bytes
         return sum(s[p] for s in self.sections.values() for p in CODE_SECTIONS)
 
     def state_bytes(self, c_file: str) -> int:
@@ -84,7 +90,7 @@ def measure_objects(sources) -> ObjectSizes | None:
         gcc = find_m33_toolchain().gcc
     except ToolchainMissing:
         return None
-    return _measure(gcc, tuple(sorted(sources.files.items())))
+    return _measure(gcc, tuple(sorted(sources.files.items())), (f"{sources.name}.c",))
 
 
 def m33_code_bytes(sources) -> int | None:
@@ -100,8 +106,9 @@ def m33_static_state_bytes(sources, arena_bytes: int) -> int | None:
 
 
 @lru_cache(maxsize=32)
-def _measure(gcc: Path, files: tuple[tuple[str, str], ...]) -> ObjectSizes:
-    """One compile per compiler and content: the cache key is the arguments."""
+def _measure(gcc: Path, files: tuple[tuple[str, str], ...], models: tuple[str, ...] = ()) -> ObjectSizes:
+    """One compile per compiler and content: the cache key is the arguments. `models`: the model .c files,
+    whose global functions are the roots of what a firmware links."""
     from tinyaot.targets.m33.build import compile_sources
 
     with tempfile.TemporaryDirectory(prefix="tinyaot-size-") as tmp:
@@ -111,4 +118,17 @@ def _measure(gcc: Path, files: tuple[tuple[str, str], ...]) -> ObjectSizes:
         c_files = [d / f for f, _ in files if f.endswith(".c")]
         objects = compile_sources(gcc, c_files, d / "obj", [*M33_SIZE_FLAGS, "-I", str(d)])
         prefixes = (*CODE_SECTIONS, *STATE_SECTIONS)
-        return ObjectSizes({c.name: {p: section_bytes(o, p) for p in prefixes} for c, o in zip(c_files, objects)})
+        sections = {c.name: {p: section_bytes(o, p) for p in prefixes} for c, o in zip(c_files, objects)}
+        return ObjectSizes(sections, _linked_code(objects, [o for c, o in zip(c_files, objects) if c.name in models]))
+
+
+def _linked_code(objects: list[Path], model_objects: list[Path]) -> int | None:
+    """.text of the functions reachable from the global functions of the model files (what the link keeps)."""
+    from tinyaot.targets.callgraph import CallGraph
+
+    cis = [o.with_suffix(".ci") for o in objects]
+    if not all(ci.is_file() for ci in cis):
+        return None
+    graph = CallGraph.read(cis)
+    roots = [f for o in model_objects for f in graph.defined_in(o.with_suffix(".ci")) if ":" not in f]
+    return graph.code_bytes(graph.reachable(roots))

@@ -37,7 +37,7 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
 
 /*
  * The speed kernel (plan/kernels.py, in_features a multiple of 8, every shift negative, accumulators within 31
- * bits: tinyaot_requantize_right): the same results, eight outputs at a time with weights widened at compile
+ * bits: tinyaot_requantize_right; shift holds the right shifts, positive): the same results, eight outputs at a time with weights widened at compile
  * time. weights is int32 [ceil(out_features / 8)][in_features / 4][2][8]: for output 8g + i and inputs 4j..4j+3,
  * (w[4j] | w[4j+2] << 16) at [g][j][0][i] and (w[4j+1] | w[4j+3] << 16) at [g][j][1][i], low halves first, zero
  * beyond out_features (codegen/emit_conv.py: wide_fc_weights).
@@ -290,7 +290,8 @@ typedef struct {
     int32_t input2_multiplier, input2_shift;
     int32_t output_multiplier, output_shift;
     int32_t act_min, act_max;
-    const int32_t *input1_table;   /* [256]: requantize((q + input1_offset) << left_shift, ...) at q + 128 */
+    const int32_t *input1_table;   /* [256]: requantize((q + input1_offset) << left_shift, ...) at q + 128;
+                                      NULL (size and memory modes): computed per element */
     const int32_t *input2_table;   /* [256]: the same for input2 */
     /* 0, or a form the compiler proved exact on every sum of the tables: (((sum * sum_multiplier) >> 32)
      * + sum_bias) >> sum_shift is the output before the clamp (output_offset included) */
@@ -327,7 +328,7 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
  * zero beyond the taps and out_c (codegen/emit_conv.py: pair_weights). work is the plan's buffer for this layer,
  * TINYAOT_CONV_PAIRS_WORK_BYTES(...) bytes, 4-byte aligned, overlapping neither input nor output. Chosen at
  * compile time only where every shift is negative and every accumulator fits in 31 bits
- * (tinyaot_requantize_right). Output pixels in row-major order, a pair written after both windows are read.
+ * (tinyaot_requantize_right); shift then holds the right shifts, positive (negated at compile time). Output pixels in row-major order, a pair written after both windows are read.
  */
 #define TINYAOT_CONV_PAIRS_TAPS(kernel_h, kernel_w, in_c) (((kernel_h) * (kernel_w) * (in_c) + 7) / 8 * 8)
 #define TINYAOT_CONV_PAIRS_WORK_BYTES(taps_padded, out_c) (5 * (taps_padded) + 2 * (out_c))

@@ -2,7 +2,8 @@
  * add_s8.c - elementwise int8 add with rescaling; twin of ref/add_s8.py (TFLite Micro's int8 Add).
  *
  * Each input's offset, shift left by 20 and scaling (< 1, to half the larger input scale) depend on its byte
- * only, so they are read from the two tables prepare made; the sum is scaled to the output, offset and
+ * only, so they are read from the two tables prepare made (speed mode; the size and memory modes leave the
+ * tables out, NULL, and the kernel scales each element itself); the sum is scaled to the output, offset and
  * clamped: by the multiply-high form the compiler proved exact for this layer when it found one, else by the
  * exact helper. Element i is read before it is written, so the output may be either input (in place).
  * The DSP path differs only in clamping to the full int8 range with one SSAT (GCC 12 does not find it).
@@ -11,7 +12,44 @@
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
-void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output)
+/* An input's scaled value, TFLM's way: what its table holds at q + 128 (size and memory modes omit the table). */
+static inline int32_t add_scaled(int32_t q, int32_t offset, int32_t left_shift, int32_t multiplier, int32_t shift)
+{
+    return tinyaot_requantize((int32_t)((uint32_t)(q + offset) << left_shift), multiplier, shift);
+}
+
+/* The add without tables: the same sums, each input scaled per element (no flash for tables). */
+static void add_untabled(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params,
+                         int8_t *output)
+{
+    const int32_t size = params->size;
+    const int32_t left_shift = params->left_shift;
+    const int32_t offset1 = params->input1_offset, multiplier1 = params->input1_multiplier;
+    const int32_t shift1 = params->input1_shift;
+    const int32_t offset2 = params->input2_offset, multiplier2 = params->input2_multiplier;
+    const int32_t shift2 = params->input2_shift;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    const int32_t sum_multiplier = params->sum_multiplier, sum_bias = params->sum_bias;
+    const int32_t sum_shift = params->sum_shift;
+    const int32_t output_multiplier = params->output_multiplier, output_shift = params->output_shift;
+    const int32_t output_offset = params->output_offset;
+    int32_t i;
+    for (i = 0; i < size; ++i) {
+        const int32_t sum = add_scaled(input1[i], offset1, left_shift, multiplier1, shift1)
+                            + add_scaled(input2[i], offset2, left_shift, multiplier2, shift2);
+        int32_t out;
+        if (sum_multiplier != 0) {
+            out = ((int32_t)(((int64_t)sum * sum_multiplier) >> 32) + sum_bias) >> sum_shift;
+        } else {
+            out = tinyaot_requantize(sum, output_multiplier, output_shift) + output_offset;
+        }
+        output[i] = (int8_t)tinyaot_clamp(out, act_min, act_max);
+    }
+}
+
+/* The speed mode's add: both scaled inputs read from the tables. */
+static void add_tabled(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output)
 {
     /* Everything in locals: the int8 stores may alias *params as far as the compiler knows. */
     const int32_t *const table1 = params->input1_table + 128;
@@ -47,5 +85,14 @@ void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_ad
             const int32_t out = tinyaot_requantize(sum, multiplier, shift) + offset;
             output[i] = (int8_t)tinyaot_clamp(out, act_min, act_max);
         }
+    }
+}
+
+void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output)
+{
+    if (params->input1_table == 0 || params->input2_table == 0) {
+        add_untabled(input1, input2, params, output);
+    } else {
+        add_tabled(input1, input2, params, output);
     }
 }

@@ -15,7 +15,8 @@
  * conv2d_s8.c's order (an output pixel written while its own window is read) is valid here.
  *
  * Requantization is tinyaot_requantize_right: the compiler picks this kernel only when every channel's shift
- * is a right shift and every accumulator provably fits in 31 bits, where it equals TFLM's double rounding.
+ * is a right shift and every accumulator provably fits in 31 bits, where it equals TFLM's double rounding;
+ * params->shift holds those right shifts, positive (codegen/emit_conv.py negates them at compile time).
  */
 #include "tinyaot_dsp.h"
 #include "tinyaot_fixedpoint.h"
@@ -28,13 +29,20 @@
  * pointers, two activation and two weight words), so the end pointer lives on the stack and is reloaded into
  * a free register once per four words. Per four words: 12 LDRD, 32 SMLAD, 3 loop instructions (64 MACs).
  */
-#define ASM_ARG __attribute__((unused)) /* read by the asm body from r0-r3 (AAPCS), not by C */
-__attribute__((naked, noinline)) static void mat4x2_s16(const int32_t *a ASM_ARG, const int32_t *w ASM_ARG,
-                                                        int32_t words ASM_ARG, int32_t *acc ASM_ARG)
+__attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc)
 {
+    /* AAPCS registers for the asm; it uses every other register too (clobbered: GCC saves them, so the call
+     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. */
+    register const int32_t *r0 __asm__("r0") = a;
+    register const int32_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = words;
+    register int32_t *r3 __asm__("r3") = acc;
+    int32_t *end;
+    int32_t *accp;
     __asm__ volatile(
         "add r2, r0, r2, lsl #3\n\t"
-        "push {r2-r11, lr}\n\t"
+        "str r2, %[end]\n\t"
+        "str r3, %[accp]\n\t"
         "ldm r3, {r4-r11}\n"
         "1:\n\t"
         ".rept 4\n\t"
@@ -50,12 +58,14 @@ __attribute__((naked, noinline)) static void mat4x2_s16(const int32_t *a ASM_ARG
         "smlad r7, r2, lr, r7\n\t"
         "smlad r11, r3, lr, r11\n\t"
         ".endr\n\t"
-        "ldr r2, [sp]\n\t"
+        "ldr r2, %[end]\n\t"
         "cmp r0, r2\n\t"
         "bne 1b\n\t"
-        "ldr r3, [sp, #4]\n\t"
+        "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r11}\n\t"
-        "pop {r2-r11, pc}\n\t");
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(end), [accp] "=m"(accp)
+        :
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
 /*
@@ -64,12 +74,19 @@ __attribute__((naked, noinline)) static void mat4x2_s16(const int32_t *a ASM_ARG
  * four taps. Per group two LDRD read the pixels' even and odd activation words, one LDRD the two channels' four
  * weight bytes, four SXTB16 widen them and eight SMLAD accumulate: 15 instructions per 16 MACs.
  */
-__attribute__((naked, noinline)) static void mat2x2_s8w(const int32_t *a ASM_ARG, const int8_t *w ASM_ARG,
-                                                        int32_t quads ASM_ARG, int32_t *acc ASM_ARG)
+__attribute__((noinline)) static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc)
 {
+    /* AAPCS registers for the asm; it uses every other register too (clobbered: GCC saves them, so the call
+     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. */
+    register const int32_t *r0 __asm__("r0") = a;
+    register const int8_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = quads;
+    register int32_t *r3 __asm__("r3") = acc;
+    int32_t *end;
+    int32_t *accp;
     __asm__ volatile(
         "add r2, r0, r2, lsl #4\n\t"
-        "push {r3-r11, lr}\n\t"
+        "str r3, %[accp]\n\t"
         "ldm r3, {r4-r7}\n"
         "1:\n\t"
         ".rept 2\n\t"
@@ -91,9 +108,11 @@ __attribute__((naked, noinline)) static void mat2x2_s8w(const int32_t *a ASM_ARG
         ".endr\n\t"
         "cmp r0, r2\n\t"
         "bne 1b\n\t"
-        "ldr r3, [sp]\n\t"
+        "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r7}\n\t"
-        "pop {r3-r11, pc}\n\t");
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(end), [accp] "=m"(accp)
+        :
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
 /* Four window bytes -> their two activation words (+ input_offset, the SXTAB16 pairing). */
@@ -262,10 +281,35 @@ static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int3
     }
     {
         const int8_t pad_value = (int8_t)(-p->input_offset);
+        const int32_t row_bytes = p->kernel_w * in_c;
         int8_t *b = patch;
         for (ky = 0; ky < p->kernel_h; ++ky) {
+            int8_t *const row_end = b + row_bytes;
+            if (ky < ky0 || ky >= ky1) {  /* a padding row */
+                while (b < row_end) {
+                    *b++ = pad_value;
+                }
+                continue;
+            }
+            if (p->dilation_w == 1) {  /* padding, the taps inside (contiguous), padding */
+                int8_t *const run = b + kx0 * in_c;
+                int8_t *const run_end = b + kx1 * in_c;
+                while (b < run) {
+                    *b++ = pad_value;
+                }
+                if (kx0 < kx1) {
+                    const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx0) * in_c;
+                    while (b < run_end) {
+                        *b++ = *src++;
+                    }
+                }
+                while (b < row_end) {
+                    *b++ = pad_value;
+                }
+                continue;
+            }
             for (kx = 0; kx < p->kernel_w; ++kx) {
-                if (ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1) {
+                if (kx >= kx0 && kx < kx1) {
                     const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx * p->dilation_w)
                                                 * in_c;
                     for (c = 0; c < in_c; ++c) {
@@ -323,7 +367,7 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
         if (full_range) {  /* one SSAT per output */
             for (i = 0; i < n; ++i) {
                 const int32_t m = multiplier[oc + i];
-                const int32_t right = -shift[oc + i];
+                const int32_t right = shift[oc + i];
                 out0[oc + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m, right) + output_offset);
                 out1[oc + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[4 + i], m, right)
                                                            + output_offset);
@@ -332,7 +376,7 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
         }
         for (i = 0; i < n; ++i) {
             const int32_t m = multiplier[oc + i];
-            const int32_t right = -shift[oc + i];
+            const int32_t right = shift[oc + i];
             const int32_t y0 = tinyaot_requantize_right(acc[i], m, right) + output_offset;
             const int32_t y1 = tinyaot_requantize_right(acc[4 + i], m, right) + output_offset;
             out0[oc + i] = (int8_t)tinyaot_clamp(y0, act_min, act_max);
@@ -364,7 +408,7 @@ static void pairs_channels_w8(const int32_t *a, const tinyaot_conv_params *p, in
         w += 2 * taps_padded;
         for (i = 0; i < n; ++i) {
             const int32_t m = multiplier[oc + i];
-            const int32_t right = -shift[oc + i];
+            const int32_t right = shift[oc + i];
             const int32_t y0 = tinyaot_requantize_right(acc[i], m, right) + output_offset;
             const int32_t y1 = tinyaot_requantize_right(acc[2 + i], m, right) + output_offset;
             out0[oc + i] = (int8_t)tinyaot_clamp(y0, act_min, act_max);
@@ -374,8 +418,11 @@ static void pairs_channels_w8(const int32_t *a, const tinyaot_conv_params *p, in
 }
 
 /* Work buffer: the pair's activation words (4 * taps_padded bytes), then a window's bytes (taps_padded). */
-static void pairs_run(const int8_t *input, const tinyaot_conv_params *p, int32_t *work, int8_t *output,
-                      const int8_t *skip, const tinyaot_conv_add_params *add, int int8_weights)
+/* Inlined into each entry point with `int8_weights` a constant, so a firmware links only the microkernel and
+ * channel loop its mode calls. */
+__attribute__((always_inline)) static inline void pairs_run(const int8_t *input, const tinyaot_conv_params *p,
+                                                            int32_t *work, int8_t *output, const int8_t *skip,
+                                                            const tinyaot_conv_add_params *add, int int8_weights)
 {
     const int32_t taps_padded = (p->kernel_h * p->kernel_w * p->in_c + 7) & ~7;
     const int32_t pixels = p->out_h * p->out_w;

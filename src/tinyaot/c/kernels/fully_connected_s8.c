@@ -92,15 +92,23 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
  * taps of the eight channels, then odd), sixteen SMLAD. The end pointer is on the stack (every register is in
  * use) and reloaded into a free one every four groups; a count of 2 mod 4 enters the loop half way.
  */
-#define ASM_ARG __attribute__((unused)) /* read by the asm body from r0-r3 (AAPCS), not by C */
-__attribute__((naked, noinline)) static void mat8x1_s16(const int8_t *x ASM_ARG, const int32_t *w ASM_ARG,
-                                                        int32_t quads ASM_ARG, int32_t *acc ASM_ARG)
+__attribute__((noinline)) static void mat8x1_s16(const int8_t *a, const int32_t *w, int32_t quads, int32_t *acc,
+                                                 const int32_t *init)
 {
+    /* AAPCS registers for the asm; it uses every other register too (clobbered: GCC saves them, so the call
+     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. The
+     * accumulators start from init (the bias, read in place) and end in acc. */
+    register const int8_t *r0 __asm__("r0") = a;
+    register const int32_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = quads;
+    register int32_t *r3 __asm__("r3") = acc;
+    int32_t *slots[2];  /* the end pointer and acc, stored together */
     __asm__ volatile(
         "tst r2, #2\n\t"
         "add r2, r0, r2, lsl #2\n\t"
-        "push {r2-r11, lr}\n\t"
-        "ldm r3, {r4-r11}\n\t"
+        "strd r2, r3, %[end]\n\t"
+        "ldr r4, %[init]\n\t"
+        "ldm r4, {r4-r11}\n\t"
         "bne 2f\n"
         "1:\n\t"
         "ldr r3, [r0], #4\n\t"
@@ -212,28 +220,37 @@ __attribute__((naked, noinline)) static void mat8x1_s16(const int8_t *x ASM_ARG,
         "ldrd r12, lr, [r1], #8\n\t"
         "smlad r10, r2, r12, r10\n\t"
         "smlad r11, r2, lr, r11\n\t"
-        "ldr r2, [sp]\n\t"
+        "ldr r2, %[end]\n\t"
         "cmp r0, r2\n\t"
         "bne 1b\n\t"
-        "ldr r3, [sp, #4]\n\t"
+        "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r11}\n\t"
-        "pop {r2-r11, pc}\n\t");
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init)
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
 /*
  * The size mode's twin of mat8x1_s16: int8 weights [quads][8 channels][4 bytes] widened as they are read (two
  * SXTB16 per channel and group), so the weights take no more flash than the int8 model: 43 instructions per
- * 32 MACs, plus 3 per four groups for the loop.
+ * 32 MACs, plus 3 per two groups for the loop (kept short: the size mode's code is flash too).
  */
-__attribute__((naked, noinline)) static void mat8x1_s8w(const int8_t *x ASM_ARG, const int8_t *w ASM_ARG,
-                                                        int32_t quads ASM_ARG, int32_t *acc ASM_ARG)
+__attribute__((noinline)) static void mat8x1_s8w(const int8_t *a, const int8_t *w, int32_t quads, int32_t *acc,
+                                                 const int32_t *init)
 {
+    /* AAPCS registers for the asm; it uses every other register too (clobbered: GCC saves them, so the call
+     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. The
+     * accumulators start from init (the bias, read in place) and end in acc. */
+    register const int8_t *r0 __asm__("r0") = a;
+    register const int8_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = quads;
+    register int32_t *r3 __asm__("r3") = acc;
+    int32_t *slots[2];  /* the end pointer and acc, stored together */
     __asm__ volatile(
-        "tst r2, #2\n\t"
         "add r2, r0, r2, lsl #2\n\t"
-        "push {r2-r11, lr}\n\t"
-        "ldm r3, {r4-r11}\n\t"
-        "bne 2f\n"
+        "strd r2, r3, %[end]\n\t"
+        "ldr r4, %[init]\n\t"
+        "ldm r4, {r4-r11}\n"
         "1:\n\t"
         "ldr r3, [r0], #4\n\t"
         "sxtb16 r2, r3, ror #8\n\t"
@@ -321,99 +338,14 @@ __attribute__((naked, noinline)) static void mat8x1_s8w(const int8_t *x ASM_ARG,
         "smlad r11, r3, lr, r11\n\t"
         "sxtb16 r12, r12, ror #8\n\t"
         "smlad r11, r2, r12, r11\n\t"
-        "2:\n\t"
-        "ldr r3, [r0], #4\n\t"
-        "sxtb16 r2, r3, ror #8\n\t"
-        "sxtb16 r3, r3\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r4, r3, lr, r4\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r5, r3, lr, r5\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r5, r2, r12, r5\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r6, r3, lr, r6\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r7, r3, lr, r7\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r7, r2, r12, r7\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r8, r3, lr, r8\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r8, r2, r12, r8\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r9, r2, r12, r9\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r10, r3, lr, r10\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r10, r2, r12, r10\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r11, r2, r12, r11\n\t"
-        "ldr r3, [r0], #4\n\t"
-        "sxtb16 r2, r3, ror #8\n\t"
-        "sxtb16 r3, r3\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r4, r3, lr, r4\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r5, r3, lr, r5\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r5, r2, r12, r5\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r6, r3, lr, r6\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r7, r3, lr, r7\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r7, r2, r12, r7\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r8, r3, lr, r8\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r8, r2, r12, r8\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r9, r2, r12, r9\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r10, r3, lr, r10\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r10, r2, r12, r10\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r11, r2, r12, r11\n\t"
-        "ldr r2, [sp]\n\t"
+        "ldr r2, %[end]\n\t"
         "cmp r0, r2\n\t"
         "bne 1b\n\t"
-        "ldr r3, [sp, #4]\n\t"
+        "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r11}\n\t"
-        "pop {r2-r11, pc}\n\t");
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init)
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 #else
 static inline int32_t wide_lo16(int32_t v)
@@ -422,9 +354,12 @@ static inline int32_t wide_lo16(int32_t v)
 }
 
 /* The portable definition of mat8x1_s16 above. */
-static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc)
+static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
     int32_t j, i;
+    for (i = 0; i < 8; ++i) {
+        acc[i] = init[i];
+    }
     for (j = 0; j < quads; ++j) {
         const int8_t *q = x + 4 * j;
         for (i = 0; i < 8; ++i) {
@@ -437,9 +372,12 @@ static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t
 }
 
 /* The portable definition of mat8x1_s8w above. */
-static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc)
+static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
     int32_t j, i, t;
+    for (i = 0; i < 8; ++i) {
+        acc[i] = init[i];
+    }
     for (j = 0; j < quads; ++j) {
         for (i = 0; i < 8; ++i) {
             for (t = 0; t < 4; ++t) {
@@ -451,8 +389,9 @@ static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t 
 }
 #endif
 
-/* Eight outputs at a time: `int8_weights` picks the size mode's microkernel and weight layout. */
-static void fc_groups(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output,
+/* Eight outputs at a time: `int8_weights` picks the size mode's microkernel and weight layout. Inlined into
+ * each entry point with the flag a constant, so a firmware links only the microkernel its mode calls. */
+__attribute__((always_inline)) static inline void fc_groups(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output,
                       int int8_weights)
 {
     const int32_t *const bias = params->bias;
@@ -464,6 +403,7 @@ static void fc_groups(const int8_t *input, const tinyaot_fully_connected_params 
     const int32_t in_features = params->in_features;
     const int32_t out_features = params->out_features;
     const int32_t quads = in_features / 4;
+    const int narrow = act_min != -128 || act_max != 127;
     int32_t b, c, i;
     for (b = 0; b < params->batches; ++b) {
         const int8_t *row_in = input + b * in_features;
@@ -473,34 +413,33 @@ static void fc_groups(const int8_t *input, const tinyaot_fully_connected_params 
         for (c = 0; c < out_features; c += 8) {
             const int32_t n = out_features - c < 8 ? out_features - c : 8;
             int32_t acc[8];
-            if (n == 8) {
-                for (i = 0; i < 8; ++i) {
-                    acc[i] = bias[c + i];
-                }
-            } else {
+            const int32_t *init = bias + c;  /* a whole group starts from the bias in place */
+            if (n < 8) {
                 for (i = 0; i < 8; ++i) {
                     acc[i] = i < n ? bias[c + i] : 0;
                 }
+                init = acc;
             }
             if (int8_weights) {
-                mat8x1_s8w(row_in, w8, quads, acc);
+                mat8x1_s8w(row_in, w8, quads, acc, init);
                 w8 += 8 * in_features;
             } else {
-                mat8x1_s16(row_in, w16, quads, acc);
+                mat8x1_s16(row_in, w16, quads, acc, init);
                 w16 += 4 * in_features;
             }
-            if (act_min == -128 && act_max == 127) {  /* one SSAT per output */
+            if (!int8_weights && !narrow) {  /* speed mode, full int8 range: one SSAT per output */
                 const int32_t *m = multiplier + c;
                 const int32_t *s = shift + c;
                 int8_t *o = row_out + c;
                 for (i = 0; i < n; ++i) {
-                    o[i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m[i], -s[i]) + output_offset);
+                    o[i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m[i], s[i]) + output_offset);
                 }
                 continue;
             }
-            for (i = 0; i < n; ++i) {
-                const int32_t y = tinyaot_requantize_right(acc[i], multiplier[c + i], -shift[c + i]) + output_offset;
-                row_out[c + i] = (int8_t)tinyaot_clamp(y, act_min, act_max);
+            for (i = 0; i < n; ++i) {  /* a fused activation clamps after the saturation to int8 */
+                const int32_t y = tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], multiplier[c + i], shift[c + i])
+                                                      + output_offset);
+                row_out[c + i] = (int8_t)(narrow ? tinyaot_clamp(y, act_min, act_max) : y);
             }
         }
     }
