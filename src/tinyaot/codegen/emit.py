@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, is_dataclass, replace
 
 from tinyaot.codegen.cformat import c_ident
-from tinyaot.codegen.params import emit_params
+from tinyaot.codegen.params import NULLABLE_ARRAYS, emit_params, struct_name
 from tinyaot.ir import Node
 
 LINE = 116  # columns of a call inside invoke() (indented 4): the generated C keeps to 120
@@ -67,14 +67,10 @@ def plain_op(node: Node, prefix: str, offsets: dict[str, str], p, fn: str, kerne
                      [arena_out(offsets, node.outputs[0])])
 
 
-# Params fields that hold tables only the speed mode spends flash on; NULL tells the kernel to compute them.
-SPEED_TABLES = {"AddParams": ("input1_table", "input2_table")}  # 2 KB per add (ref/add_s8.py input_table)
-
-
 def without_speed_tables(p):
-    """The params with their speed-only tables dropped (NULL in C: the kernel computes those values itself),
-    nested params (a conv2d_add's add) included."""
-    changes = {name: None for name in SPEED_TABLES.get(type(p).__name__, ())}
+    """The params with their speed-only tables dropped (params.NULLABLE_ARRAYS: NULL in C, the kernel computes
+    those values itself), nested params (a conv2d_add's add) included."""
+    changes = {name: None for name in NULLABLE_ARRAYS.get(struct_name(type(p)), ())}
     for f in fields(p):
         if is_dataclass(getattr(p, f.name)):
             changes[f.name] = without_speed_tables(getattr(p, f.name))

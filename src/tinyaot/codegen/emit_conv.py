@@ -52,6 +52,20 @@ def emit_fc_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], int
     return plain_op(node, prefix, offsets, p, fn, "fully_connected_s8.c")
 
 
+def pair_bias(bias: np.ndarray, group: int) -> np.ndarray:
+    """The pairs kernels' bias: per group of `group` channels, the group's bias for each of the two pixels, so the
+    microkernel loads its accumulators' start in one LDM ([ceil(out_c / group)][2][group], zero beyond out_c).
+
+    >>> pair_bias(np.array([1, 2, 3], np.int32), 2).tolist()
+    [1, 2, 1, 2, 3, 0, 3, 0]
+    """
+    groups = -(-len(bias) // group)
+    b = np.zeros(groups * group, dtype=np.int32)
+    b[: len(bias)] = bias
+    b = b.reshape(groups, 1, group)
+    return np.ascontiguousarray(np.concatenate([b, b], axis=1)).reshape(-1)
+
+
 def right_shifts(shift: np.ndarray) -> np.ndarray:
     """The pairs and wide kernels take the right shifts (1..31, the plan checked) positive: one instruction
     less per output than negating TFLM's shift at run time."""
@@ -104,13 +118,14 @@ def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choic
         p = conv2d_add_s8.prepare(node, g)
         p = p if speed else without_speed_tables(p)
         p = replace(p, conv=replace(p.conv, weights=layout(p.conv.weights, choice.taps_padded),
-                                    shift=right_shifts(p.conv.shift)))
+                                    shift=right_shifts(p.conv.shift), bias=pair_bias(p.conv.bias, 2 if int8 else 4)))
         x, skip = node.inputs[0], node.inputs[3]
         return kernel_op(p, base, f"tinyaot_conv2d_add_pairs{suffix}", "conv2d_pairs_s8.c",
                          [arena_in(offsets, x), arena_in(offsets, skip)], [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
     p = conv2d_s8.prepare(node, g)
-    p = replace(p, weights=layout(p.weights, choice.taps_padded), shift=right_shifts(p.shift))
+    p = replace(p, weights=layout(p.weights, choice.taps_padded), shift=right_shifts(p.shift),
+                bias=pair_bias(p.bias, 2 if int8 else 4))
     return kernel_op(p, base, f"tinyaot_conv2d_pairs{suffix}", "conv2d_pairs_s8.c", [arena_in(offsets, node.inputs[0])],
                      [work, arena_out(offsets, node.outputs[0])])
 

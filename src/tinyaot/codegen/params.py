@@ -34,6 +34,11 @@ HOST_ONLY: dict[str, dict[str, str]] = {
 }
 
 
+# Arrays a kernel can do without (NULL: it computes the values itself), by struct: speed mode's tables, which
+# the size and memory modes leave out (codegen/emit.py without_speed_tables). Any other pointer must be an array.
+NULLABLE_ARRAYS = {"tinyaot_add_params": ("input1_table", "input2_table")}  # 2 KB of flash per add
+
+
 class ParamsMismatch(TinyAOTError):
     """A Params instance does not fit its C struct (a bug in tinyaot: the header and the dataclass drifted)."""
 
@@ -69,7 +74,7 @@ def _value(f: CField, v, struct: str, base: str, arrays: list[str], notes: dict[
         if not dataclasses.is_dataclass(v) or struct_name(type(v)) != f.ctype:
             raise ParamsMismatch(f"{where} is a {f.ctype}, got {type(v).__name__}")
         return _initializer(v, f.ctype, f"{base}_{f.name}", arrays, {}, indent + "    ")
-    if f.pointer and v is None:
+    if f.pointer and v is None and f.name in NULLABLE_ARRAYS.get(struct, ()):
         return "0"  # NULL: the kernel computes what the array would hold (codegen/emit.py without_speed_tables)
     if f.pointer:
         if not isinstance(v, np.ndarray) or (f.ctype != "void" and C_TYPES.get(str(v.dtype)) != f.ctype):

@@ -29,21 +29,22 @@
  * pointers, two activation and two weight words), so the end pointer lives on the stack and is reloaded into
  * a free register once per four words. Per four words: 12 LDRD, 32 SMLAD, 3 loop instructions (64 MACs).
  */
-__attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc)
+__attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc,
+                                                  const int32_t *init)
 {
     /* AAPCS registers for the asm; it uses every other register too (clobbered: GCC saves them, so the call
-     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. */
+     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. The
+     * accumulators start from init (the layer's bias, laid out per group at compile time) and end in acc. */
     register const int32_t *r0 __asm__("r0") = a;
     register const int32_t *r1 __asm__("r1") = w;
     register int32_t r2 __asm__("r2") = words;
     register int32_t *r3 __asm__("r3") = acc;
-    int32_t *end;
-    int32_t *accp;
+    int32_t *slots[2];  /* the end pointer and acc, stored together */
     __asm__ volatile(
         "add r2, r0, r2, lsl #3\n\t"
-        "str r2, %[end]\n\t"
-        "str r3, %[accp]\n\t"
-        "ldm r3, {r4-r11}\n"
+        "strd r2, r3, %[end]\n\t"
+        "ldr r4, %[init]\n\t"
+        "ldm r4, {r4-r11}\n"
         "1:\n\t"
         ".rept 4\n\t"
         "ldrd r2, r3, [r0], #8\n\t"
@@ -63,8 +64,8 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
         "bne 1b\n\t"
         "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r11}\n\t"
-        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(end), [accp] "=m"(accp)
-        :
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init)
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
@@ -74,20 +75,22 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
  * four taps. Per group two LDRD read the pixels' even and odd activation words, one LDRD the two channels' four
  * weight bytes, four SXTB16 widen them and eight SMLAD accumulate: 15 instructions per 16 MACs.
  */
-__attribute__((noinline)) static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc)
+__attribute__((noinline)) static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc,
+                                                  const int32_t *init)
 {
     /* AAPCS registers for the asm; it uses every other register too (clobbered: GCC saves them, so the call
-     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. */
+     * graph's stack frame holds them), and keeps its end pointer and acc in two stack slots of this frame. The
+     * accumulators start from init (the layer's bias, laid out per group at compile time) and end in acc. */
     register const int32_t *r0 __asm__("r0") = a;
     register const int8_t *r1 __asm__("r1") = w;
     register int32_t r2 __asm__("r2") = quads;
     register int32_t *r3 __asm__("r3") = acc;
-    int32_t *end;
-    int32_t *accp;
+    int32_t *slots[2];  /* the end pointer and acc, stored together */
     __asm__ volatile(
         "add r2, r0, r2, lsl #4\n\t"
         "str r3, %[accp]\n\t"
-        "ldm r3, {r4-r7}\n"
+        "ldr r4, %[init]\n\t"
+        "ldm r4, {r4-r7}\n"
         "1:\n\t"
         ".rept 2\n\t"
         "ldrd r8, r9, [r0], #8\n\t"
@@ -110,8 +113,8 @@ __attribute__((noinline)) static void mat2x2_s8w(const int32_t *a, const int8_t 
         "bne 1b\n\t"
         "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r7}\n\t"
-        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(end), [accp] "=m"(accp)
-        :
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init)
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
@@ -133,11 +136,14 @@ static inline int32_t pairs_hi16(int32_t v)
 }
 
 /* The portable definition of mat4x2_s16 above. */
-static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc)
+static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc, const int32_t *init)
 {
     int32_t m;
     int32_t i;
     int32_t p;
+    for (i = 0; i < 8; ++i) {
+        acc[i] = init[i];
+    }
     for (m = 0; m < words; ++m) {
         for (p = 0; p < 2; ++p) {
             for (i = 0; i < 4; ++i) {
@@ -149,9 +155,12 @@ static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_
 }
 
 /* The portable definition of mat2x2_s8w above. */
-static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc)
+static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
     int32_t j, p, i;
+    for (i = 0; i < 4; ++i) {
+        acc[i] = init[i];
+    }
     for (j = 0; j < quads; ++j) {
         for (p = 0; p < 2; ++p) {
             const int32_t even = a[4 * j + p];
@@ -351,18 +360,7 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
     for (oc = 0; oc < out_c; oc += 4) {
         const int32_t n = out_c - oc < 4 ? out_c - oc : 4;
         int32_t acc[8];
-        if (n == 4) {
-            acc[0] = acc[4] = bias[oc];
-            acc[1] = acc[5] = bias[oc + 1];
-            acc[2] = acc[6] = bias[oc + 2];
-            acc[3] = acc[7] = bias[oc + 3];
-        } else {
-            for (i = 0; i < 4; ++i) {
-                acc[i] = i < n ? bias[oc + i] : 0;
-                acc[4 + i] = acc[i];
-            }
-        }
-        mat4x2_s16(a, w, words, acc);
+        mat4x2_s16(a, w, words, acc, bias + 2 * oc);  /* bias [out_c / 4][2 pixels][4], both pixels' start */
         w += 4 * words;
         if (full_range) {  /* one SSAT per output */
             for (i = 0; i < n; ++i) {
@@ -402,9 +400,7 @@ static void pairs_channels_w8(const int32_t *a, const tinyaot_conv_params *p, in
     for (oc = 0; oc < out_c; oc += 2) {
         const int32_t n = out_c - oc < 2 ? out_c - oc : 2;
         int32_t acc[4];
-        acc[0] = acc[2] = bias[oc];
-        acc[1] = acc[3] = n == 2 ? bias[oc + 1] : 0;
-        mat2x2_s8w(a, w, quads, acc);
+        mat2x2_s8w(a, w, quads, acc, bias + 2 * oc);  /* bias [out_c / 2][2 pixels][2] */
         w += 2 * taps_padded;
         for (i = 0; i < n; ++i) {
             const int32_t m = multiplier[oc + i];
