@@ -47,7 +47,9 @@ def emit_fc_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], int
     (or, size mode, int8 in the kernel's order)."""
     p = fully_connected_s8.prepare(node, g)
     weights = wide_fc_w8_weights(p.weights) if int8 else wide_fc_weights(p.weights)
-    p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights, shift=right_shifts(p.shift))
+    right = right_shifts(p.shift)
+    multiplier = p.multiplier if int8 else requant_triples(p.multiplier, right, p.output_offset)
+    p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights, shift=right, multiplier=multiplier)
     fn = "tinyaot_fully_connected_wide_w8_s8" if int8 else "tinyaot_fully_connected_wide_s8"
     return plain_op(node, prefix, offsets, p, fn, "fully_connected_s8.c")
 
@@ -64,6 +66,20 @@ def pair_bias(bias: np.ndarray, group: int) -> np.ndarray:
     b[: len(bias)] = bias
     b = b.reshape(groups, 1, group)
     return np.ascontiguousarray(np.concatenate([b, b], axis=1)).reshape(-1)
+
+
+def requant_triples(multiplier: np.ndarray, right: np.ndarray, zero_point: int) -> np.ndarray:
+    """The speed-mode wide kernel's per-output (multiplier, right, k): k = 2^(right - 1) + (zero_point << right)
+    rounds and adds the zero point in one step before the shift (exact: a multiple of 2^right).
+
+    >>> requant_triples(np.array([1 << 30]), np.array([3]), -2).tolist()
+    [[1073741824, 3, -12]]
+    """
+    k = (1 << (right.astype(np.int64) - 1)) + (np.int64(zero_point) << right.astype(np.int64))
+    if k.size and np.abs(k).max() >= 2**30:
+        raise ValueError("requant_triples: a right shift above 22 does not fit; plan/kernels.py should not have "
+                         "chosen the wide kernel")
+    return np.stack([multiplier.astype(np.int64), right.astype(np.int64), k], axis=1).astype(np.int32)
 
 
 def right_shifts(shift: np.ndarray) -> np.ndarray:

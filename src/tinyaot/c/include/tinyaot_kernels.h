@@ -37,7 +37,9 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
 
 /*
  * The speed kernel (plan/kernels.py, in_features a multiple of 8, every shift negative, accumulators within 31
- * bits: tinyaot_requantize_right; shift holds the right shifts, positive): the same results, eight outputs at a time with weights widened at compile
+ * bits: tinyaot_requantize_right; shift holds the right shifts, positive; multiplier is int32 [out][3]:
+ * (multiplier, right shift, 2^(right - 1) + (output_offset << right)), the last letting a whole group of eight
+ * outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same results, eight outputs at a time with weights widened at compile
  * time. weights is int32 [ceil(out_features / 8)][in_features / 4][2][8]: for output 8g + i and inputs 4j..4j+3,
  * (w[4j] | w[4j+2] << 16) at [g][j][0][i] and (w[4j+1] | w[4j+3] << 16) at [g][j][1][i], low halves first, zero
  * beyond out_features (codegen/emit_conv.py: wide_fc_weights).

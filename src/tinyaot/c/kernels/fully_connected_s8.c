@@ -92,6 +92,51 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
  * taps of the eight channels, then odd), sixteen SMLAD. The end pointer is on the stack (every register is in
  * use) and reloaded into a free one every four groups; a count of 2 mod 4 enters the loop half way.
  */
+/* One group of four inputs of mat8x1_s16: x widened (LDR, two SXTB16), 8 LDRD of weights, 16 SMLAD. */
+#define MAT8X1_S16_QUAD \
+        "ldr r3, [r0], #4\n\t" \
+        "sxtb16 r2, r3, ror #8\n\t" \
+        "sxtb16 r3, r3\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r4, r3, r12, r4\n\t" \
+        "smlad r5, r3, lr, r5\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r6, r3, r12, r6\n\t" \
+        "smlad r7, r3, lr, r7\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r8, r3, r12, r8\n\t" \
+        "smlad r9, r3, lr, r9\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r10, r3, r12, r10\n\t" \
+        "smlad r11, r3, lr, r11\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r4, r2, r12, r4\n\t" \
+        "smlad r5, r2, lr, r5\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r6, r2, r12, r6\n\t" \
+        "smlad r7, r2, lr, r7\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r8, r2, r12, r8\n\t" \
+        "smlad r9, r2, lr, r9\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r10, r2, r12, r10\n\t" \
+        "smlad r11, r2, lr, r11\n\t"
+
+/* The accumulation of mat8x1_s16 and mat8x1_s16_requant: r0 = x, r1 = weights, r2 = quads, r3 = what the end
+ * stores (acc or out), accumulators r4-r11 from %[init]. */
+#define MAT8X1_S16_LOOP \
+        "tst r2, #2\n\t" \
+        "add r2, r0, r2, lsl #2\n\t" \
+        "strd r2, r3, %[end]\n\t" \
+        "ldr r4, %[init]\n\t" \
+        "ldm r4, {r4-r11}\n\t" \
+        "bne 2f\n" \
+        "1:\n\t" MAT8X1_S16_QUAD MAT8X1_S16_QUAD \
+        "2:\n\t" MAT8X1_S16_QUAD MAT8X1_S16_QUAD \
+        "ldr r2, %[end]\n\t" \
+        "cmp r0, r2\n\t" \
+        "bne 1b\n\t"
+
 __attribute__((noinline)) static void mat8x1_s16(const int8_t *a, const int32_t *w, int32_t quads, int32_t *acc,
                                                  const int32_t *init)
 {
@@ -104,129 +149,47 @@ __attribute__((noinline)) static void mat8x1_s16(const int8_t *a, const int32_t 
     register int32_t *r3 __asm__("r3") = acc;
     int32_t *slots[2];  /* the end pointer and acc, stored together */
     __asm__ volatile(
-        "tst r2, #2\n\t"
-        "add r2, r0, r2, lsl #2\n\t"
-        "strd r2, r3, %[end]\n\t"
-        "ldr r4, %[init]\n\t"
-        "ldm r4, {r4-r11}\n\t"
-        "bne 2f\n"
-        "1:\n\t"
-        "ldr r3, [r0], #4\n\t"
-        "sxtb16 r2, r3, ror #8\n\t"
-        "sxtb16 r3, r3\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r3, r12, r4\n\t"
-        "smlad r5, r3, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r3, r12, r6\n\t"
-        "smlad r7, r3, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r3, r12, r8\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r3, r12, r10\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "smlad r5, r2, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "smlad r7, r2, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r2, r12, r8\n\t"
-        "smlad r9, r2, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r2, r12, r10\n\t"
-        "smlad r11, r2, lr, r11\n\t"
-        "ldr r3, [r0], #4\n\t"
-        "sxtb16 r2, r3, ror #8\n\t"
-        "sxtb16 r3, r3\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r3, r12, r4\n\t"
-        "smlad r5, r3, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r3, r12, r6\n\t"
-        "smlad r7, r3, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r3, r12, r8\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r3, r12, r10\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "smlad r5, r2, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "smlad r7, r2, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r2, r12, r8\n\t"
-        "smlad r9, r2, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r2, r12, r10\n\t"
-        "smlad r11, r2, lr, r11\n\t"
-        "2:\n\t"
-        "ldr r3, [r0], #4\n\t"
-        "sxtb16 r2, r3, ror #8\n\t"
-        "sxtb16 r3, r3\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r3, r12, r4\n\t"
-        "smlad r5, r3, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r3, r12, r6\n\t"
-        "smlad r7, r3, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r3, r12, r8\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r3, r12, r10\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "smlad r5, r2, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "smlad r7, r2, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r2, r12, r8\n\t"
-        "smlad r9, r2, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r2, r12, r10\n\t"
-        "smlad r11, r2, lr, r11\n\t"
-        "ldr r3, [r0], #4\n\t"
-        "sxtb16 r2, r3, ror #8\n\t"
-        "sxtb16 r3, r3\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r3, r12, r4\n\t"
-        "smlad r5, r3, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r3, r12, r6\n\t"
-        "smlad r7, r3, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r3, r12, r8\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r3, r12, r10\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "smlad r5, r2, lr, r5\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "smlad r7, r2, lr, r7\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r8, r2, r12, r8\n\t"
-        "smlad r9, r2, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r10, r2, r12, r10\n\t"
-        "smlad r11, r2, lr, r11\n\t"
-        "ldr r2, %[end]\n\t"
-        "cmp r0, r2\n\t"
-        "bne 1b\n\t"
+        MAT8X1_S16_LOOP
         "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r11}\n\t"
         : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
         : [init] "m"(init)
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
+}
+
+/* One output of mat8x1_s16_requant: accumulator `acc` with its channel's (multiplier, right, k) read from r0. */
+#define MAT8X1_REQUANT(acc) \
+        "ldm r0!, {r3, r12, lr}\n\t" \
+        "add lr, lr, " acc ", asr #31\n\t" \
+        "add " acc ", " acc ", " acc "\n\t" \
+        "smmlar " acc ", " acc ", r3, lr\n\t" \
+        "asr " acc ", " acc ", r12\n\t" \
+        "ssat " acc ", #8, " acc "\n\t" \
+        "strb " acc ", [r1], #1\n\t"
+
+/*
+ * mat8x1_s16 for a whole group of eight outputs whose activation range is all of int8, requantized in registers
+ * into out[0..7]: per output one LDM of (multiplier, right shift, k), then SMMLAR, the shift and SSAT (7
+ * instructions). k = 2^(right - 1) + (output zero point << right), so one add before the shift both rounds and
+ * offsets (tinyaot_requantize_right with the zero point added exactly: a multiple of 2^right does not change the
+ * floor of the division; the compiler checked that k fits).
+ */
+__attribute__((noinline)) static void mat8x1_s16_requant(const int8_t *a, const int32_t *w, int32_t quads, int8_t *out,
+                                                         const int32_t *init, const int32_t *requant)
+{
+    register const int8_t *r0 __asm__("r0") = a;
+    register const int32_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = quads;
+    register int8_t *r3 __asm__("r3") = out;
+    int8_t *slots[2];  /* the end pointer and out, stored together */
+    __asm__ volatile(
+        MAT8X1_S16_LOOP
+        "ldr r0, %[requant]\n\t"
+        "ldr r1, %[accp]\n\t"
+        MAT8X1_REQUANT("r4") MAT8X1_REQUANT("r5") MAT8X1_REQUANT("r6") MAT8X1_REQUANT("r7")
+        MAT8X1_REQUANT("r8") MAT8X1_REQUANT("r9") MAT8X1_REQUANT("r10") MAT8X1_REQUANT("r11")
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init), [requant] "m"(requant)
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
@@ -252,6 +215,7 @@ __attribute__((noinline)) static void mat8x1_s8w(const int8_t *a, const int8_t *
         "ldr r4, %[init]\n\t"
         "ldm r4, {r4-r11}\n"
         "1:\n\t"
+        ".rept 2\n\t"
         "ldr r3, [r0], #4\n\t"
         "sxtb16 r2, r3, ror #8\n\t"
         "sxtb16 r3, r3\n\t"
@@ -295,49 +259,7 @@ __attribute__((noinline)) static void mat8x1_s8w(const int8_t *a, const int8_t *
         "smlad r11, r3, lr, r11\n\t"
         "sxtb16 r12, r12, ror #8\n\t"
         "smlad r11, r2, r12, r11\n\t"
-        "ldr r3, [r0], #4\n\t"
-        "sxtb16 r2, r3, ror #8\n\t"
-        "sxtb16 r3, r3\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r4, r3, lr, r4\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r5, r3, lr, r5\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r5, r2, r12, r5\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r6, r3, lr, r6\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r7, r3, lr, r7\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r7, r2, r12, r7\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r8, r3, lr, r8\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r8, r2, r12, r8\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r9, r2, r12, r9\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r10, r3, lr, r10\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r10, r2, r12, r10\n\t"
-        "ldr r12, [r1], #4\n\t"
-        "sxtb16 lr, r12\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r11, r2, r12, r11\n\t"
+        ".endr\n\t"
         "ldr r2, %[end]\n\t"
         "cmp r0, r2\n\t"
         "bne 1b\n\t"
@@ -371,6 +293,20 @@ static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t
     }
 }
 
+/* The portable definition of mat8x1_s16_requant above. */
+static void mat8x1_s16_requant(const int8_t *x, const int32_t *w, int32_t quads, int8_t *out, const int32_t *init,
+                               const int32_t *requant)
+{
+    int32_t acc[8];
+    int32_t i;
+    mat8x1_s16(x, w, quads, acc, init);
+    for (i = 0; i < 8; ++i) {
+        const int32_t *r = requant + 3 * i;
+        const int32_t high = (int32_t)((uint64_t)((int64_t)acc[i] * r[0] + ((int64_t)1 << 30)) >> 31);
+        out[i] = (int8_t)tinyaot_saturate_s8((high + r[2] + (acc[i] >> 31)) >> r[1]);
+    }
+}
+
 /* The portable definition of mat8x1_s8w above. */
 static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
@@ -391,8 +327,9 @@ static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t 
 
 /* Eight outputs at a time: `int8_weights` picks the size mode's microkernel and weight layout. Inlined into
  * each entry point with the flag a constant, so a firmware links only the microkernel its mode calls. */
-__attribute__((always_inline)) static inline void fc_groups(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output,
-                      int int8_weights)
+__attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
+                                                            const tinyaot_fully_connected_params *params,
+                                                            int8_t *output, int int8_weights)
 {
     const int32_t *const bias = params->bias;
     const int32_t *const multiplier = params->multiplier;
@@ -420,6 +357,11 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                 }
                 init = acc;
             }
+            if (!int8_weights && !narrow && n == 8) {  /* requantized in registers, straight to the output */
+                mat8x1_s16_requant(row_in, w16, quads, row_out + c, init, multiplier + 3 * c);
+                w16 += 4 * in_features;
+                continue;
+            }
             if (int8_weights) {
                 mat8x1_s8w(row_in, w8, quads, acc, init);
                 w8 += 8 * in_features;
@@ -428,16 +370,16 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                 w16 += 4 * in_features;
             }
             if (!int8_weights && !narrow) {  /* speed mode, full int8 range: one SSAT per output */
-                const int32_t *m = multiplier + c;
-                const int32_t *s = shift + c;
-                int8_t *o = row_out + c;
                 for (i = 0; i < n; ++i) {
-                    o[i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m[i], s[i]) + output_offset);
+                    const int32_t *r = multiplier + 3 * (c + i);
+                    row_out[c + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], r[0], r[1])
+                                                                 + output_offset);
                 }
                 continue;
             }
             for (i = 0; i < n; ++i) {  /* a fused activation clamps after the saturation to int8 */
-                const int32_t y = tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], multiplier[c + i], shift[c + i])
+                const int32_t m = int8_weights ? multiplier[c + i] : multiplier[3 * (c + i)];
+                const int32_t y = tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m, shift[c + i])
                                                       + output_offset);
                 row_out[c + i] = (int8_t)(narrow ? tinyaot_clamp(y, act_min, act_max) : y);
             }
