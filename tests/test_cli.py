@@ -136,6 +136,7 @@ def test_demo_table(tmp_path):
 def test_profile_per_op_instructions(model_dir):
     d = json.loads(_run(["profile", *MODEL_ARGS, "--json"], model_dir).stdout)
     assert [o["op"] for o in d["ops"]] == ["fully_connected", "fully_connected"]
+    assert [o["kernel"] for o in d["ops"]] == ["tinyaot_fully_connected_s8"] * 2  # 12 and 9 inputs: not the wide one
     assert d["total_macs"] == 12 * 9 + 9 * 4
     summed = sum(o["instructions"] for o in d["ops"])
     assert 0 < summed <= d["total_instructions"] < summed + 200  # the rest is the invoke's own call overhead

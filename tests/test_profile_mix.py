@@ -92,6 +92,7 @@ def test_cli_profile_mix_json(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     d = json.loads(proc.stdout)
+    assert {o["kernel"] for o in d["ops"]} == {"tinyaot_fully_connected_wide_s8"}  # the plan's speed-mode choice
     for o in d["ops"]:
         mix = o["mix"]
         assert sum(mix[k] for k in ("loads", "stores", "macs", "branches", "other")) == o["instructions"]

@@ -2,6 +2,7 @@
 mix=True) what kinds of instructions they were: loads, stores, multiplies, branches taken or not, others."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 from tinyaot.report.macs import node_macs
@@ -16,6 +17,7 @@ class OpProfile:
     macs: int
     instructions: int
     mix: InstructionMix | None = None  # profile(mix=True): the instructions by kind; mix.total == instructions
+    kernel: str = ""  # the C kernel the generated invoke calls for this op: the plan's choice (pairs, ring, ...)
 
     @property
     def per_mac(self) -> float | None:
@@ -46,12 +48,14 @@ class ProfileReport:
 
         t = Table(title=f"Cortex-M33 profile of '{self.model}': {self.total_instructions:,} instructions per "
                   f"inference, {self.total_macs:,} MACs (QEMU -icount, exact)")
-        for col in ("step", "layer", "op", "MACs", "instructions", "instr/MAC", "share"):
-            t.add_column(col, justify="left" if col in ("layer", "op") else "right")
+        for col in ("step", "layer", "kernel", "MACs", "instructions", "instr/MAC", "share"):
+            names = col in ("layer", "kernel")  # long names wrap rather than lose their ends
+            t.add_column(col, justify="left" if names else "right", overflow="fold" if names else "ellipsis")
         summed = sum(o.instructions for o in self.ops) or 1
         for o in self.ops:
-            t.add_row(str(o.step), o.layer, o.op, f"{o.macs:,}", f"{o.instructions:,}",
-                      "" if o.per_mac is None else f"{o.per_mac:.2f}", f"{o.instructions / summed:.1%}")
+            t.add_row(str(o.step), o.layer, o.kernel.removeprefix("tinyaot_") or o.op, f"{o.macs:,}",
+                      f"{o.instructions:,}", "" if o.per_mac is None else f"{o.per_mac:.2f}",
+                      f"{o.instructions / summed:.1%}")
         yield t
         if self.has_mix:
             yield _mix_table(self)
@@ -119,10 +123,24 @@ def profile(cm, x=None, mix: bool = False) -> ProfileReport:
         marked = _run_once(M33Target(build_dir=Path(tmp) / "marked", profile=True, mix=mix), sources, flat)
     steps = marked.step_instructions or {}
     mixes = marked.step_mix or {}
+    kernels = kernel_calls(cm.c_sources.files[f"{cm.c_sources.name}.c"])
     ops = tuple(OpProfile(step, cm.graph.nodes[step].name, cm.graph.nodes[step].op,
-                          node_macs(cm.graph.nodes[step], cm.graph), n, mixes.get(step))
+                          node_macs(cm.graph.nodes[step], cm.graph), n, mixes.get(step), kernels.get(step, ""))
                 for step, n in sorted(steps.items()))
     return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes)
+
+
+def kernel_calls(c_source: str) -> dict[int, str]:
+    """step -> the kernel function the generated invoke calls there (read from the C itself, so the profile names
+    exactly what ran: the plan's per-layer choice of pairs, wide, ring or plain kernel)."""
+    body = c_source[c_source.index("_instance_invoke(const"):]
+    calls, start = {}, 0
+    for m in re.finditer(r"_PROFILE_STEP\((\d+)\);", body):
+        call = re.search(r"\b(tinyaot_\w+)\(", body[start:m.start()])
+        if call:
+            calls[int(m.group(1))] = call.group(1)
+        start = m.end()
+    return calls
 
 
 def _run_once(target, sources, flat):
