@@ -54,6 +54,18 @@ def emit_fc_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], int
     return plain_op(node, prefix, offsets, p, fn, "fully_connected_s8.c")
 
 
+def pairs_params(p, taps_padded: int, int8: bool):
+    """A conv's params as the pairs kernels read them (tinyaot_kernels.h): weights and bias laid out per group,
+    the right shifts positive, and (speed) (multiplier, right, k) per channel, padded to the group."""
+    right = right_shifts(p.shift)
+    if int8:
+        return replace(p, weights=w8_weights(p.weights, taps_padded), shift=right, bias=pair_bias(p.bias, 2))
+    triples = np.zeros((-(-p.out_c // 4) * 4, 3), dtype=np.int32)
+    triples[: p.out_c] = requant_triples(p.multiplier, right, p.output_offset)
+    return replace(p, weights=pair_weights(p.weights, taps_padded), shift=right, bias=pair_bias(p.bias, 4),
+                   multiplier=triples.reshape(-1))
+
+
 def pair_bias(bias: np.ndarray, group: int) -> np.ndarray:
     """The pairs kernels' bias: per group of `group` channels, the group's bias for each of the two pixels, so the
     microkernel loads its accumulators' start in one LDM ([ceil(out_c / group)][2][group], zero beyond out_c).
@@ -128,20 +140,17 @@ def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choic
     work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
     base = layer_base(prefix, node)
     int8 = choice.kernel == "pairs_w8"
-    layout = w8_weights if int8 else pair_weights
     suffix = "_w8_s8" if int8 else "_s8"
     if node.op == "conv2d_add":
         p = conv2d_add_s8.prepare(node, g)
         p = p if speed else without_speed_tables(p)
-        p = replace(p, conv=replace(p.conv, weights=layout(p.conv.weights, choice.taps_padded),
-                                    shift=right_shifts(p.conv.shift), bias=pair_bias(p.conv.bias, 2 if int8 else 4)))
+        p = replace(p, conv=pairs_params(p.conv, choice.taps_padded, int8))
         x, skip = node.inputs[0], node.inputs[3]
         return kernel_op(p, base, f"tinyaot_conv2d_add_pairs{suffix}", "conv2d_pairs_s8.c",
                          [arena_in(offsets, x), arena_in(offsets, skip)], [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
     p = conv2d_s8.prepare(node, g)
-    p = replace(p, weights=layout(p.weights, choice.taps_padded), shift=right_shifts(p.shift),
-                bias=pair_bias(p.bias, 2 if int8 else 4))
+    p = pairs_params(p, choice.taps_padded, int8)
     return kernel_op(p, base, f"tinyaot_conv2d_pairs{suffix}", "conv2d_pairs_s8.c", [arena_in(offsets, node.inputs[0])],
                      [work, arena_out(offsets, node.outputs[0])])
 

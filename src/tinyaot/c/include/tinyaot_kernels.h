@@ -330,7 +330,9 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
  * zero beyond the taps and out_c (codegen/emit_conv.py: pair_weights). work is the plan's buffer for this layer,
  * TINYAOT_CONV_PAIRS_WORK_BYTES(...) bytes, 4-byte aligned, overlapping neither input nor output. Chosen at
  * compile time only where every shift is negative and every accumulator fits in 31 bits
- * (tinyaot_requantize_right); shift then holds the right shifts, positive (negated at compile time), and bias
+ * (tinyaot_requantize_right); shift then holds the right shifts, positive (negated at compile time); for
+ * tinyaot_conv2d_pairs_s8 / _add_pairs_s8, multiplier is int32 [ceil(out_c / 4) * 4][3]: (multiplier, right,
+ * 2^(right - 1) + (output_offset << right)), so whole groups are rounded and offset in registers; and bias
  * the accumulators' start per group, both pixels: [ceil(out_c / 4)][2][4] (size mode: [ceil(out_c / 2)][2][2]),
  * zero beyond out_c (codegen/emit_conv.py: pair_bias). Output pixels in row-major order, a pair written after both windows are read.
  */

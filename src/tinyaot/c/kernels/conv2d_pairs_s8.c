@@ -29,6 +29,31 @@
  * pointers, two activation and two weight words), so the end pointer lives on the stack and is reloaded into
  * a free register once per four words. Per four words: 12 LDRD, 32 SMLAD, 3 loop instructions (64 MACs).
  */
+/* The accumulation of mat4x2_s16 and mat4x2_s16_requant: r0 = activation words, r1 = weight words, r2 = words,
+ * r3 = what the end stores (acc or out0), accumulators r4-r11 from %[init]. */
+#define MAT4X2_S16_LOOP \
+        "add r2, r0, r2, lsl #3\n\t" \
+        "strd r2, r3, %[end]\n\t" \
+        "ldr r4, %[init]\n\t" \
+        "ldm r4, {r4-r11}\n" \
+        "1:\n\t" \
+        ".rept 4\n\t" \
+        "ldrd r2, r3, [r0], #8\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r4, r2, r12, r4\n\t" \
+        "smlad r8, r3, r12, r8\n\t" \
+        "smlad r5, r2, lr, r5\n\t" \
+        "smlad r9, r3, lr, r9\n\t" \
+        "ldrd r12, lr, [r1], #8\n\t" \
+        "smlad r6, r2, r12, r6\n\t" \
+        "smlad r10, r3, r12, r10\n\t" \
+        "smlad r7, r2, lr, r7\n\t" \
+        "smlad r11, r3, lr, r11\n\t" \
+        ".endr\n\t" \
+        "ldr r2, %[end]\n\t" \
+        "cmp r0, r2\n\t" \
+        "bne 1b\n\t"
+
 __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc,
                                                   const int32_t *init)
 {
@@ -41,31 +66,54 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
     register int32_t *r3 __asm__("r3") = acc;
     int32_t *slots[2];  /* the end pointer and acc, stored together */
     __asm__ volatile(
-        "add r2, r0, r2, lsl #3\n\t"
-        "strd r2, r3, %[end]\n\t"
-        "ldr r4, %[init]\n\t"
-        "ldm r4, {r4-r11}\n"
-        "1:\n\t"
-        ".rept 4\n\t"
-        "ldrd r2, r3, [r0], #8\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r4, r2, r12, r4\n\t"
-        "smlad r8, r3, r12, r8\n\t"
-        "smlad r5, r2, lr, r5\n\t"
-        "smlad r9, r3, lr, r9\n\t"
-        "ldrd r12, lr, [r1], #8\n\t"
-        "smlad r6, r2, r12, r6\n\t"
-        "smlad r10, r3, r12, r10\n\t"
-        "smlad r7, r2, lr, r7\n\t"
-        "smlad r11, r3, lr, r11\n\t"
-        ".endr\n\t"
-        "ldr r2, %[end]\n\t"
-        "cmp r0, r2\n\t"
-        "bne 1b\n\t"
+        MAT4X2_S16_LOOP
         "ldr r3, %[accp]\n\t"
         "stm r3, {r4-r11}\n\t"
         : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
         : [init] "m"(init)
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
+}
+
+/* Channel `i` of both pixels in mat4x2_s16_requant: accumulators p0 (pixel 0) and p1 (pixel 1), the channel's
+ * (multiplier, right, k) read from r0, the bytes stored at out0 + i (r1) and out1 + i. */
+#define MAT4X2_REQUANT(p0, p1, i) \
+        "ldm r0!, {r3, r12, lr}\n\t" \
+        "add r2, lr, " p0 ", asr #31\n\t" \
+        "add " p0 ", " p0 ", " p0 "\n\t" \
+        "smmlar " p0 ", " p0 ", r3, r2\n\t" \
+        "asr " p0 ", " p0 ", r12\n\t" \
+        "ssat " p0 ", #8, " p0 "\n\t" \
+        "strb " p0 ", [r1, #" i "]\n\t" \
+        "add r2, lr, " p1 ", asr #31\n\t" \
+        "add " p1 ", " p1 ", " p1 "\n\t" \
+        "smmlar " p1 ", " p1 ", r3, r2\n\t" \
+        "asr " p1 ", " p1 ", r12\n\t" \
+        "ssat " p1 ", #8, " p1 "\n\t" \
+        "ldr " p0 ", %[out1]\n\t" \
+        "strb " p1 ", [" p0 ", #" i "]\n\t"
+
+/*
+ * mat4x2_s16 for a whole group of four channels whose activation range is all of int8, requantized in registers
+ * into out0[0..3] and out1[0..3], as the wide fully connected kernel does (k = 2^(right - 1) + (zero point <<
+ * right) rounds and offsets before the shift; the compiler checked that k fits): 7 instructions per output.
+ */
+__attribute__((noinline)) static void mat4x2_s16_requant(const int32_t *a, const int32_t *w, int32_t words,
+                                                          int8_t *out0, const int32_t *init,
+                                                          const int32_t *requant, int8_t *out1)
+{
+    register const int32_t *r0 __asm__("r0") = a;
+    register const int32_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = words;
+    register int8_t *r3 __asm__("r3") = out0;
+    int8_t *slots[2];  /* the end pointer and out0, stored together */
+    __asm__ volatile(
+        MAT4X2_S16_LOOP
+        "ldr r0, %[requant]\n\t"
+        "ldr r1, %[accp]\n\t"
+        MAT4X2_REQUANT("r4", "r8", "0") MAT4X2_REQUANT("r5", "r9", "1")
+        MAT4X2_REQUANT("r6", "r10", "2") MAT4X2_REQUANT("r7", "r11", "3")
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init), [requant] "m"(requant), [out1] "m"(out1)
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
@@ -151,6 +199,20 @@ static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_
                                   + pairs_hi16(a[2 * m + p]) * pairs_hi16(w[4 * m + i]);
             }
         }
+    }
+}
+
+/* The portable definition of mat4x2_s16_requant above. */
+static void mat4x2_s16_requant(const int32_t *a, const int32_t *w, int32_t words, int8_t *out0, const int32_t *init,
+                               const int32_t *requant, int8_t *out1)
+{
+    int32_t acc[8];
+    int32_t i;
+    mat4x2_s16(a, w, words, acc, init);
+    for (i = 0; i < 8; ++i) {
+        const int32_t *r = requant + 3 * (i & 3);
+        const int32_t high = (int32_t)((uint64_t)((int64_t)acc[i] * r[0] + ((int64_t)1 << 30)) >> 31);
+        (i < 4 ? out0 : out1)[i & 3] = (int8_t)tinyaot_clamp((high + r[2] + (acc[i] >> 31)) >> r[1], -128, 127);
     }
 }
 
@@ -360,11 +422,16 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
     for (oc = 0; oc < out_c; oc += 4) {
         const int32_t n = out_c - oc < 4 ? out_c - oc : 4;
         int32_t acc[8];
+        if (full_range && n == 4) {  /* requantized in registers, straight to both pixels' outputs */
+            mat4x2_s16_requant(a, w, words, out0 + oc, bias + 2 * oc, multiplier + 3 * oc, out1 + oc);
+            w += 4 * words;
+            continue;
+        }
         mat4x2_s16(a, w, words, acc, bias + 2 * oc);  /* bias [out_c / 4][2 pixels][4], both pixels' start */
         w += 4 * words;
         if (full_range) {  /* one SSAT per output */
             for (i = 0; i < n; ++i) {
-                const int32_t m = multiplier[oc + i];
+                const int32_t m = multiplier[3 * (oc + i)];
                 const int32_t right = shift[oc + i];
                 out0[oc + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m, right) + output_offset);
                 out1[oc + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[4 + i], m, right)
@@ -373,7 +440,7 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
             continue;
         }
         for (i = 0; i < n; ++i) {
-            const int32_t m = multiplier[oc + i];
+            const int32_t m = multiplier[3 * (oc + i)];
             const int32_t right = shift[oc + i];
             const int32_t y0 = tinyaot_requantize_right(acc[i], m, right) + output_offset;
             const int32_t y1 = tinyaot_requantize_right(acc[4 + i], m, right) + output_offset;
