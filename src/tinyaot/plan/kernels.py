@@ -6,9 +6,10 @@ int8 flash) and the two windows widened into a work buffer live only at the laye
 layers get the wide kernel (int16 weights, eight outputs at a time, no work buffer). `optimize="size"` gives
 both the same kernels with int8 weights widened as they are read (no more flash than the int8 model).
 `optimize="memory"` keeps the plain int8 kernels, whose ring variants give the smallest arena.
-A conv qualifies when its requantization can take the fast exact path: every channel's shift is a right
-shift and every accumulator provably fits in 31 bits (tinyaot_requantize_right), and the arena is at least
-word aligned (LDRD). A pairs layer is never given a ring (plan/inplace.py): its kernel reads a pair's windows
+A layer qualifies when its requantization can take the fast exact path: every channel's shift is a right
+shift (of at most 22, so the speed kernels can fold the zero point into one int32 beside it) and every
+accumulator provably fits in 31 bits (tinyaot_requantize_right), and the arena is at least word aligned (LDRD).
+A pairs layer is never given a ring (plan/inplace.py): its kernel reads a pair's windows
 before writing either pixel, so its own overlap rule (plan/overlap.py, pairs=True) already lets its output
 start closer to its input than the plain kernel's.
 """

@@ -9,7 +9,9 @@
  * x + input_offset as int16, taps outside the image and the tail up to taps_padded 0. The words of the two
  * pixels are interleaved, so one LDRD reads word m of both. The weights were widened and laid out the same
  * way at compile time: [out_c / 4][taps_padded / 2][4 channels] words. Then mat4x2 accumulates four output
- * channels of both pixels: per word pair of each channel pair, one LDRD of weights and four SMLAD.
+ * channels of both pixels: per word pair of each channel pair, one LDRD of weights and four SMLAD; a group whose
+ * activation range is all of int8 is requantized in registers too (mat4x2_s16_requant). The size mode's
+ * variant (tinyaot_conv2d_pairs_w8_s8) reads int8 weights, two channels at a time, widening them as it reads.
  *
  * Both windows are in the work buffer before either output pixel is written, so every plan that is valid for
  * conv2d_s8.c's order (an output pixel written while its own window is read) is valid here.

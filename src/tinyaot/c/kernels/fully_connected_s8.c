@@ -8,6 +8,10 @@
  *
  * Requantization is tinyaot_requantize_nonneg (tinyaot_fixedpoint.h): TFLM's double rounding for the
  * multipliers QuantizeMultiplier makes.
+ *
+ * tinyaot_fully_connected_wide_s8 and _wide_w8_s8 are the speed and size kernels the plan picks
+ * (plan/kernels.py): eight outputs at a time over weights laid out for them at compile time (int16 pairs, or
+ * int8 widened as read), requantized with tinyaot_requantize_right, which the plan proved exact for the layer.
  */
 #include "tinyaot_dsp.h"
 #include "tinyaot_fixedpoint.h"
