@@ -95,6 +95,13 @@ def _right_shifts_only(x_scale: float, w_qp, out_scale: float, n: int, most: int
     return max(shifts) <= -1 and min(shifts) >= -most
 
 
+def _accumulators_fit(w, b, x_bound: int) -> bool:
+    """|bias| + x_bound * sum |w| < 2^30 for every output channel: the bound tinyaot_requantize_right needs."""
+    weights = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
+    bias = np.abs(b.data.astype(np.int64)) if b is not None and b.data is not None else 0
+    return bool(np.all(bias + x_bound * weights < 2**30))
+
+
 def _fc_qualifies(node: Node, g: Graph) -> bool:
     """in_features a multiple of 8 (the kernel reads whole groups), right shifts, |acc| < 2^30 with the input
     offset folded into the bias (|bias| + 256 * sum |w|)."""
@@ -105,9 +112,7 @@ def _fc_qualifies(node: Node, g: Graph) -> bool:
         return False
     if not _right_shifts_only(x.qparams.scale[0], w.qparams, y.qparams.scale[0], w.shape[0], most=22):
         return False  # the speed kernel folds zero point << right into one int32 (codegen: requant_triples)
-    weights = np.abs(w.data.astype(np.int64)).sum(axis=1)
-    bias = np.abs(b.data.astype(np.int64)) if b is not None and b.data is not None else 0
-    return bool(np.all(bias + 256 * weights < 2**30))
+    return _accumulators_fit(w, b, 256)
 
 
 def _qualifies(node: Node, g: Graph) -> bool:
@@ -120,6 +125,4 @@ def _qualifies(node: Node, g: Graph) -> bool:
         return False
     if not _right_shifts_only(x.qparams.scale[0], w.qparams, out_qp.scale[0], w.shape[0], most=22):
         return False  # speed folds zero point << right into one int32 (codegen: requant_triples)
-    weights = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
-    bias = np.abs(b.data.astype(np.int64)) if b is not None and b.data is not None else 0
-    return bool(np.all(bias + 255 * weights < 2**30))  # |x + input_offset| <= 255
+    return _accumulators_fit(w, b, 255)  # |x + input_offset| <= 255

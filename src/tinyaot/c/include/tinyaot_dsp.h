@@ -1,7 +1,8 @@
 /*
  * tinyaot_dsp.h - the Cortex-M DSP building blocks the int8 kernels share (ACLE + the few forms GCC 12's
- * arm_acle.h lacks). TINYAOT_DSP is 1 where they exist (__ARM_FEATURE_DSP with GCC), else 0 and the kernels
- * take their portable C paths. Integer sums are exact, so both paths give the same bits.
+ * arm_acle.h lacks), and the small helpers both their paths use (halfwords, window taps). TINYAOT_DSP is 1
+ * where the DSP forms exist (__ARM_FEATURE_DSP with GCC), else 0 and the kernels take their portable C paths.
+ * Integer sums are exact, so both paths give the same bits.
  */
 #ifndef TINYAOT_DSP_H
 #define TINYAOT_DSP_H
@@ -92,6 +93,13 @@ __attribute__((noinline, unused)) static void tinyaot_dot4_s8(const int8_t *x, c
 #else
 #define TINYAOT_DSP 0
 
+/* Four int8 from any address, little-endian, as the LDR above reads them. */
+static inline int32_t tinyaot_read_s8x4(const int8_t *p)
+{
+    return (int32_t)((uint32_t)(uint8_t)p[0] | ((uint32_t)(uint8_t)p[1] << 8) | ((uint32_t)(uint8_t)p[2] << 16)
+                     | ((uint32_t)(uint8_t)p[3] << 24));
+}
+
 /* The portable definition of tinyaot_dot4_s8 above. */
 static inline void tinyaot_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n, int32_t *acc)
 {
@@ -105,5 +113,47 @@ static inline void tinyaot_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_s
     }
 }
 #endif
+
+/* Low and high halfword of a word, sign-extended (the portable twins of what SMLAD reads). */
+static inline int32_t tinyaot_lo16(int32_t v)
+{
+    return (int32_t)((uint32_t)v << 16) >> 16;
+}
+
+static inline int32_t tinyaot_hi16(int32_t v)
+{
+    return v >> 16;
+}
+
+/* `offset` in both halfwords: SXTAB16's addend, which adds the input offset while widening. */
+static inline int32_t tinyaot_offset2(int32_t offset)
+{
+    return (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
+}
+
+/* First and one-past-last kernel index whose tap origin + k * dilation lies in [0, size) (no division when
+ * dilation is 1). */
+static inline void tinyaot_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size,
+                                      int32_t *first, int32_t *end)
+{
+    int32_t lo = 0;
+    int32_t hi = 0;
+    if (dilation == 1) {
+        lo = origin < 0 ? -origin : 0;
+        hi = size - origin > 0 ? size - origin : 0;
+    } else {
+        if (origin < 0) {
+            lo = (-origin + dilation - 1) / dilation;
+        }
+        if (size - 1 - origin >= 0) {
+            hi = (size - 1 - origin) / dilation + 1;
+        }
+    }
+    *first = lo < kernel ? lo : kernel;
+    *end = hi < kernel ? hi : kernel;
+    if (*end < *first) {
+        *end = *first;
+    }
+}
 
 #endif /* TINYAOT_DSP_H */

@@ -175,16 +175,6 @@ static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
     dst[2] = tinyaot_sxtab16_ror8(offset2, v);
 }
 #else
-static inline int32_t pairs_lo16(int32_t v)
-{
-    return (int32_t)((uint32_t)v << 16) >> 16;
-}
-
-static inline int32_t pairs_hi16(int32_t v)
-{
-    return v >> 16;
-}
-
 /* The portable definition of mat4x2_s16 above. */
 static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_t *acc, const int32_t *init)
 {
@@ -197,8 +187,8 @@ static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_
     for (m = 0; m < words; ++m) {
         for (p = 0; p < 2; ++p) {
             for (i = 0; i < 4; ++i) {
-                acc[4 * p + i] += pairs_lo16(a[2 * m + p]) * pairs_lo16(w[4 * m + i])
-                                  + pairs_hi16(a[2 * m + p]) * pairs_hi16(w[4 * m + i]);
+                acc[4 * p + i] += tinyaot_lo16(a[2 * m + p]) * tinyaot_lo16(w[4 * m + i])
+                                  + tinyaot_hi16(a[2 * m + p]) * tinyaot_hi16(w[4 * m + i]);
             }
         }
     }
@@ -214,7 +204,7 @@ static void mat4x2_s16_requant(const int32_t *a, const int32_t *w, int32_t words
     for (i = 0; i < 8; ++i) {
         const int32_t *r = requant + 3 * (i & 3);
         const int32_t high = (int32_t)((uint64_t)((int64_t)acc[i] * r[0] + ((int64_t)1 << 30)) >> 31);
-        (i < 4 ? out0 : out1)[i & 3] = (int8_t)tinyaot_clamp((high + r[2] + (acc[i] >> 31)) >> r[1], -128, 127);
+        (i < 4 ? out0 : out1)[i & 3] = (int8_t)tinyaot_saturate_s8((high + r[2] + (acc[i] >> 31)) >> r[1]);
     }
 }
 
@@ -231,8 +221,8 @@ static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t
             const int32_t odd = a[4 * j + 2 + p];
             for (i = 0; i < 2; ++i) {
                 const int8_t *t = w + 8 * j + 4 * i;
-                acc[2 * p + i] += pairs_lo16(even) * t[0] + pairs_hi16(even) * t[2] + pairs_lo16(odd) * t[1]
-                                  + pairs_hi16(odd) * t[3];
+                acc[2 * p + i] += tinyaot_lo16(even) * t[0] + tinyaot_hi16(even) * t[2] + tinyaot_lo16(odd) * t[1]
+                                  + tinyaot_hi16(odd) * t[3];
             }
         }
     }
@@ -245,7 +235,7 @@ static inline int32_t pairs_pack16(int32_t lo, int32_t hi)
 
 static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
 {
-    const int32_t offset = pairs_lo16(offset2);
+    const int32_t offset = tinyaot_lo16(offset2);
     const int32_t b0 = (int32_t)(int8_t)(v & 0xFF);
     const int32_t b1 = (int32_t)(int8_t)((v >> 8) & 0xFF);
     const int32_t b2 = (int32_t)(int8_t)((v >> 16) & 0xFF);
@@ -254,40 +244,6 @@ static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
     dst[2] = pairs_pack16(b1 + offset, b3 + offset);
 }
 #endif
-
-static inline int32_t pairs_read4(const int8_t *p)
-{
-#if TINYAOT_DSP
-    return tinyaot_read_s8x4(p);
-#else
-    return (int32_t)((uint32_t)(uint8_t)p[0] | ((uint32_t)(uint8_t)p[1] << 8) | ((uint32_t)(uint8_t)p[2] << 16)
-                     | ((uint32_t)(uint8_t)p[3] << 24));
-#endif
-}
-
-static inline int32_t pairs_offset2(int32_t offset)
-{
-    return (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
-}
-
-/* First and one-past-last kernel index whose tap origin + k * dilation lies in [0, size). */
-static void pairs_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size, int32_t *first,
-                             int32_t *end)
-{
-    int32_t lo = 0;
-    int32_t hi = 0;
-    if (origin < 0) {
-        lo = (-origin + dilation - 1) / dilation;
-    }
-    if (size - 1 - origin >= 0) {
-        hi = (size - 1 - origin) / dilation + 1;
-    }
-    *first = lo < kernel ? lo : kernel;
-    *end = hi < kernel ? hi : kernel;
-    if (*end < *first) {
-        *end = *first;
-    }
-}
 
 /*
  * The activation words of output pixel `pixel` (0 or 1 of the pair) into `a`. Channels a multiple of four:
@@ -298,13 +254,13 @@ static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int3
                          int32_t ox, int32_t pixel, int8_t *patch, int32_t *a)
 {
     const int32_t in_c = p->in_c;
-    const int32_t offset2 = pairs_offset2(p->input_offset);
+    const int32_t offset2 = tinyaot_offset2(p->input_offset);
     const int32_t iy0 = oy * p->stride_h - p->pad_top;
     const int32_t ix0 = ox * p->stride_w - p->pad_left;
     int32_t *dst = a + pixel;
     int32_t ky, kx, c, ky0, ky1, kx0, kx1;
-    pairs_valid_taps(iy0, p->dilation_h, p->kernel_h, p->in_h, &ky0, &ky1);
-    pairs_valid_taps(ix0, p->dilation_w, p->kernel_w, p->in_w, &kx0, &kx1);
+    tinyaot_valid_taps(iy0, p->dilation_h, p->kernel_h, p->in_h, &ky0, &ky1);
+    tinyaot_valid_taps(ix0, p->dilation_w, p->kernel_w, p->in_w, &kx0, &kx1);
     if ((in_c & 3) == 0 && p->dilation_w == 1 && ky0 == 0 && ky1 == p->kernel_h && kx0 == 0 && kx1 == p->kernel_w) {
         /* the whole window inside the image: each kernel row is kernel_w * in_c contiguous bytes */
         const int32_t row_quads = p->kernel_w * in_c / 4;
@@ -313,7 +269,7 @@ static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int3
         for (ky = 0; ky < p->kernel_h; ++ky) {
             const int8_t *src = row;
             for (c = 0; c < row_quads; ++c) {
-                widen4(pairs_read4(src), offset2, dst);
+                widen4(tinyaot_read_s8x4(src), offset2, dst);
                 src += 4;
                 dst += 4;
             }
@@ -333,7 +289,7 @@ static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int3
                     const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx * p->dilation_w)
                                                 * in_c;
                     for (c = 0; c < in_c; c += 4) {
-                        widen4(pairs_read4(src + c), offset2, dst);
+                        widen4(tinyaot_read_s8x4(src + c), offset2, dst);
                         dst += 4;
                     }
                 } else {
@@ -399,7 +355,7 @@ static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int3
             *b++ = pad_value;
         }
         for (c = 0; c < taps_padded; c += 4) {
-            widen4(pairs_read4(patch + c), offset2, dst);
+            widen4(tinyaot_read_s8x4(patch + c), offset2, dst);
             dst += 4;
         }
     }

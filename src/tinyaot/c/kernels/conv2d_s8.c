@@ -29,17 +29,12 @@
  * tinyaot_conv2d_patch_s8 reads the same limit). */
 
 #if TINYAOT_DSP
-static inline int32_t conv_offset2(int32_t offset)
-{
-    return (int32_t)(((uint32_t)(uint16_t)offset << 16) | (uint32_t)(uint16_t)offset);
-}
-
 /* acc[i] += sum_k w[i * w_stride + k] * (x[k] + offset) for four output channels i: each input word is widened
  * once for all four. Not inlined: alone in its function the loop keeps every operand in a register. */
 __attribute__((noinline)) static void dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t n,
                                                      int32_t offset, int32_t *acc)
 {
-    const int32_t offset2 = conv_offset2(offset);
+    const int32_t offset2 = tinyaot_offset2(offset);
     const int8_t *w2 = w + 2 * w_stride;
     const int8_t *x_end = x + (n & ~3);
     int32_t a0 = acc[0];
@@ -76,7 +71,7 @@ __attribute__((noinline)) static void dot4_offset_s8(const int8_t *x, const int8
 
 static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n, int32_t offset, int32_t acc)
 {
-    const int32_t offset2 = conv_offset2(offset);
+    const int32_t offset2 = tinyaot_offset2(offset);
     int32_t k = 0;
     for (; k + 4 <= n; k += 4) {
         const int32_t vx = tinyaot_read_s8x4(x + k);
@@ -110,25 +105,6 @@ static inline int32_t dot_offset_s8(const int8_t *x, const int8_t *w, int32_t n,
     return acc;
 }
 #endif
-
-/* First and one-past-last kernel index whose tap origin + k * dilation lies in [0, size). */
-static void valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size, int32_t *first,
-                       int32_t *end)
-{
-    int32_t lo = 0;
-    int32_t hi = 0;
-    if (origin < 0) {
-        lo = (-origin + dilation - 1) / dilation;
-    }
-    if (size - 1 - origin >= 0) {
-        hi = (size - 1 - origin) / dilation + 1;
-    }
-    *first = lo < kernel ? lo : kernel;
-    *end = hi < kernel ? hi : kernel;
-    if (*end < *first) {
-        *end = *first;
-    }
-}
 
 static inline int8_t conv_output(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                  int32_t act_min, int32_t act_max)
@@ -208,7 +184,7 @@ void tinyaot_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, i
             const int32_t iy0 = oy * stride_h - pad_top;
             int32_t ky0;
             int32_t ky1;
-            valid_taps(iy0, dilation_h, kernel_h, in_h, &ky0, &ky1);
+            tinyaot_valid_taps(iy0, dilation_h, kernel_h, in_h, &ky0, &ky1);
             for (ox = 0; ox < out_w; ++ox) {
                 const int32_t ix0 = ox * stride_w - pad_left;
                 int8_t *out = output + ((b * out_h + oy) * out_w + ox) * out_c;
@@ -217,7 +193,7 @@ void tinyaot_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, i
                 int32_t oc;
                 int32_t ky;
                 int32_t kx;
-                valid_taps(ix0, dilation_w, kernel_w, in_w, &kx0, &kx1);
+                tinyaot_valid_taps(ix0, dilation_w, kernel_w, in_w, &kx0, &kx1);
                 if (kernel_h * kernel_w == 1 && ky0 < ky1 && kx0 < kx1) {
                     conv_pixel_contiguous(in_image + (iy0 * in_w + ix0) * in_c, in_c, weights, w_per_oc, bias,
                                           multiplier, shift, out_c, input_offset, output_offset, act_min, act_max,
@@ -330,17 +306,6 @@ void tinyaot_conv2d_1x1_s8(const int8_t *input, const tinyaot_conv_params *param
     }
 }
 
-/* Low and high halfword of a word, sign-extended (the portable twins of what SMLAD reads). */
-static inline int32_t conv_lo16(int32_t v)
-{
-    return (int32_t)((uint32_t)v << 16) >> 16;
-}
-
-static inline int32_t conv_hi16(int32_t v)
-{
-    return v >> 16;
-}
-
 #if TINYAOT_DSP
 /* acc[i] += the dot product of `words` widened patch word pairs with output channel i's widened weights:
  * per four taps one LDRD of the patch, then per channel one LDRD of weights and two SMLAD. */
@@ -377,8 +342,8 @@ static void dot4_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t 
     int32_t i;
     for (j = 0; j < words; ++j) {
         for (i = 0; i < 4; ++i) {
-            acc[i] += conv_lo16(x[0]) * conv_lo16(w[0]) + conv_hi16(x[0]) * conv_hi16(w[0])
-                      + conv_lo16(x[1]) * conv_lo16(w[1]) + conv_hi16(x[1]) * conv_hi16(w[1]);
+            acc[i] += tinyaot_lo16(x[0]) * tinyaot_lo16(w[0]) + tinyaot_hi16(x[0]) * tinyaot_hi16(w[0])
+                      + tinyaot_lo16(x[1]) * tinyaot_lo16(w[1]) + tinyaot_hi16(x[1]) * tinyaot_hi16(w[1]);
             w += 2;
         }
         x += 2;
@@ -442,7 +407,7 @@ void tinyaot_conv2d_patch_s8(const int8_t *input, const tinyaot_conv_params *par
                 for (j = 0; j < words; ++j) {
 #if TINYAOT_DSP
                     const int32_t v = tinyaot_read_s8x4(patch + 4 * j);
-                    const int32_t offset2 = conv_offset2(input_offset);
+                    const int32_t offset2 = tinyaot_offset2(input_offset);
                     patch16[2 * j] = __sxtab16(offset2, v);
                     patch16[2 * j + 1] = tinyaot_sxtab16_ror8(offset2, v);
 #else

@@ -25,27 +25,6 @@
 #include "tinyaot_dsp.h"
 #include "tinyaot_kernels.h"
 
-static inline void dw_valid_taps(int32_t origin, int32_t dilation, int32_t kernel, int32_t size, int32_t *first,
-                                 int32_t *end)
-{
-    int32_t lo = 0;
-    int32_t hi = 0;
-    if (dilation == 1) {  /* no division */
-        lo = origin < 0 ? -origin : 0;
-        hi = size - origin > 0 ? size - origin : 0;
-    } else if (origin < 0) {
-        lo = (-origin + dilation - 1) / dilation;
-    }
-    if (dilation != 1 && size - 1 - origin >= 0) {
-        hi = (size - 1 - origin) / dilation + 1;
-    }
-    *first = lo < kernel ? lo : kernel;
-    *end = hi < kernel ? hi : kernel;
-    if (*end < *first) {
-        *end = *first;
-    }
-}
-
 static inline int8_t dw_output(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                int32_t act_min, int32_t act_max)
 {
@@ -408,8 +387,8 @@ __attribute__((noinline)) static void dw_pixel_any(const int8_t *image, const ti
     dw_window win;
     int32_t ky0, ky1, kx0, kx1;
     int32_t oc_first = 0;
-    dw_valid_taps(iy0, dilation_h, params->kernel_h, params->in_h, &ky0, &ky1);
-    dw_valid_taps(ix0, dilation_w, params->kernel_w, in_w, &kx0, &kx1);
+    tinyaot_valid_taps(iy0, dilation_h, params->kernel_h, params->in_h, &ky0, &ky1);
+    tinyaot_valid_taps(ix0, dilation_w, params->kernel_w, in_w, &kx0, &kx1);
     win.rows = ky1 - ky0;
     win.cols = kx1 - kx0;
     if (win.rows <= 0 || win.cols <= 0) {  /* no tap inside the image: the sums are the biases */

@@ -274,11 +274,6 @@ __attribute__((noinline)) static void mat8x1_s8w(const int8_t *a, const int8_t *
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 #else
-static inline int32_t wide_lo16(int32_t v)
-{
-    return (int32_t)((uint32_t)v << 16) >> 16;
-}
-
 /* The portable definition of mat8x1_s16 above. */
 static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
@@ -291,7 +286,7 @@ static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t
         for (i = 0; i < 8; ++i) {
             const int32_t even = w[i];
             const int32_t odd = w[8 + i];
-            acc[i] += q[0] * wide_lo16(even) + q[2] * (even >> 16) + q[1] * wide_lo16(odd) + q[3] * (odd >> 16);
+            acc[i] += q[0] * tinyaot_lo16(even) + q[2] * (even >> 16) + q[1] * tinyaot_lo16(odd) + q[3] * (odd >> 16);
         }
         w += 16;
     }
