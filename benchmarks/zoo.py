@@ -25,18 +25,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import zoo  # noqa: E402
 
 
-def _row(name: str, cm, x_float: np.ndarray, want: np.ndarray, use_m33: bool, regression: bool = False) -> dict:
+def _row(name: str, cm, x_float, want, use_m33: bool, regression: bool = False) -> dict:
+    """x_float / want: arrays, or lists of them for a model with several inputs / outputs."""
     macs = graph_macs(cm.graph)
+    n = len(x_float[0] if isinstance(x_float, list) else x_float)
     got = cm.run_float(cm.to_model_layout(x_float), engine="host")
-    got = np.asarray(got).reshape(len(x_float), -1)
-    want = want.reshape(len(x_float), -1)
+    pairs = zip(got, want) if isinstance(want, list) else [(got, want)]
+    agreement = " / ".join(_agreement(np.asarray(g).reshape(n, -1), np.asarray(w).reshape(n, -1), regression)
+                           for g, w in pairs)
     row = {"model": name, "macs": macs, "arena_bytes": cm.arena_bytes, "lower_bound_bytes": cm.lower_bound_bytes,
            "fp32_arena_bytes": cm.float_arena_bytes, "constant_bytes": cm.constant_bytes,
            "code_bytes": cm.code_bytes, "m33_instructions": None, "instructions_per_mac": None,
-           "int8_vs_float": _agreement(got, want, regression)}
+           "int8_vs_float": agreement}
     if use_m33:
-        xq = cm.quantize_input(cm.to_model_layout(x_float[:1]))
-        if not np.array_equal(cm.run(xq, engine="m33"), cm.run(xq, engine="reference")):
+        first = [v[:1] for v in x_float] if isinstance(x_float, list) else x_float[:1]
+        xq = cm.quantize_input(cm.to_model_layout(first))
+        got_m33, want_ref = cm.run(xq, engine="m33"), cm.run(xq, engine="reference")
+        if not all(np.array_equal(a, b) for a, b in zip(*(v if isinstance(v, list) else [v]
+                                                            for v in (got_m33, want_ref)))):
             raise SystemExit(f"{name}: Cortex-M33 output differs from the reference")
         row["m33_instructions"] = cm.last_m33.instructions
         row["instructions_per_mac"] = round(cm.last_m33.instructions / macs, 2) if macs else None
@@ -62,10 +68,15 @@ def seed_row(use_m33: bool) -> dict:
 def zoo_row(entry, use_m33: bool) -> dict:
     model = zoo.trained(entry)
     x, _ = zoo.synthetic_data(entry, 500, seed=1)
-    cm = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:200], name=entry.name)
+    if entry.inputs > 1:  # one example, calibration batch and held-out batch per input
+        example, cal, held = tuple(torch.from_numpy(v[:1]) for v in x), [v[:200] for v in x], [v[200:] for v in x]
+    else:
+        example, cal, held = torch.from_numpy(x[:1]), x[:200], x[200:]
+    cm = tinyaot.compile(model, example, calibration=cal, name=entry.name)
     with torch.no_grad():
-        want = model(torch.from_numpy(x[200:])).numpy()
-    return _row(entry.name, cm, x[200:], want, use_m33, regression=entry.classes == 0)
+        out = model(*[torch.from_numpy(v) for v in held]) if entry.inputs > 1 else model(torch.from_numpy(held))
+    want = [o.numpy() for o in out] if isinstance(out, tuple) else out.numpy()
+    return _row(entry.name, cm, held, want, use_m33, regression=entry.classes == 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_suite
 
-from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.errors import ModelError
 from tinyaot.frontend.tflite import compute_padding
 from tinyaot.ir import QParams, Tensor
 from tinyaot.ir.ops import RELU, RELU6
@@ -377,16 +377,16 @@ def _prepare(op, ins, out, attrs):
 
 def test_bad_graphs_get_clear_errors():
     x = act("x", (1, 4, 4, 4), 0.1, 0)
-    w = Tensor("w", (2, 3, 3, 2), "int8", data=np.zeros((2, 3, 3, 2), np.int8), qparams=QParams((0.01,), (0,)))
+    w = Tensor("w", (2, 3, 3, 3), "int8", data=np.zeros((2, 3, 3, 3), np.int8), qparams=QParams((0.01,), (0,)))
     b = Tensor("b", (2,), "int32", data=np.zeros(2, np.int32))
-    with pytest.raises(UnsupportedOpError, match="grouped convolution"):
+    with pytest.raises(ModelError, match="equal groups"):  # 3 weight input channels do not split 4 into groups
         _prepare("conv2d", [x, w, b], act("y", (1, 4, 4, 2), 0.1, 0), {"padding": (1, 1, 1, 1)})
     with pytest.raises(ModelError, match="share scale and zero point"):
         _prepare("avg_pool2d", [x], act("y", (1, 2, 2, 4), 0.2, 0), {"kernel": (2, 2), "stride": (2, 2)})
     with pytest.raises(ModelError, match="scale 1/256 and zero point -128"):
         _prepare("softmax", [act("x", (1, 5), 0.1, 0)], act("y", (1, 5), 1 / 255, -128), {})
-    with pytest.raises(UnsupportedOpError, match="broadcasting"):
-        _prepare("add", [act("a", (1, 4), 0.1, 0), act("b", (1, 1), 0.1, 0)], act("y", (1, 4), 0.1, 0), {})
+    with pytest.raises(ModelError, match="do not broadcast"):
+        _prepare("add", [act("a", (1, 4), 0.1, 0), act("b", (1, 3), 0.1, 0)], act("y", (1, 4), 0.1, 0), {})
     with pytest.raises(ModelError, match="entirely in the padding"):
         _prepare("avg_pool2d", [x], act("y", (1, 6, 4, 4), 0.1, 0),
                  {"kernel": (1, 1), "stride": (1, 1), "padding": (1, 1, 0, 0)})

@@ -83,7 +83,33 @@ def fc_case(k: int, c_in: int | None = None, optimize: str = "speed") -> Case:
     return Case(f"wide{'_w8' if optimize == 'size' else ''}{k}", g, [_samples(x.shape, rng)], optimize=optimize)
 
 
-CONVS = [conv_case(k) for k in range(32)]
+def shaped_case(k: int, kernel: tuple[int, int], c_in: int, c_out: int, hw: tuple[int, int],
+                stride: tuple[int, int], pad: tuple[int, int, int, int]) -> Case:
+    """The geometries of the MLPerf Tiny layers, whose paths the random cases may miss: a first 3x3 conv on three
+    channels (whole windows through the patch row by row), a 10x4 conv on one channel (rows of one quad straight
+    from the image, unaligned), 32- and 64-channel pointwise and 3x3 convs (the most unrolled microkernel)."""
+    rng = np.random.default_rng(9800 + k)
+    (kh, kw), (h, w), (sh, sw) = kernel, hw, stride
+    oh, ow = (h + pad[0] + pad[1] - kh) // sh + 1, (w + pad[2] + pad[3] - kw) // sw + 1
+    s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 128))
+    w_scales = [float(np.float32(10 ** rng.uniform(-3, -1.5))) for _ in range(c_out)]
+    weights = rng.integers(-127, 128, size=(c_out, kh, kw, c_in)).astype(np.int8)
+    bias = rng.integers(-20_000, 20_000, size=c_out).astype(np.int32)
+    x = act("x", (1, h, w, c_in), s_in, z_in)
+    wt = Tensor("w", weights.shape, "int8", data=weights, qparams=QParams(tuple(w_scales), (0,) * c_out, 0))
+    bt = Tensor("b", (c_out,), "int32", data=bias, qparams=QParams(tuple(s_in * s for s in w_scales), (0,) * c_out, 0))
+    out_scale = float(np.float32(s_in * np.mean(w_scales) * np.sqrt(kh * kw * c_in) * 10 ** rng.uniform(0.5, 2.0)))
+    y = act("y", (1, oh, ow, c_out), out_scale, int(rng.integers(-40, 40)))
+    attrs = {"stride": (sh, sw), "padding": pad, "dilation": (1, 1), "clamp": None}
+    g = one_op_graph("conv2d", [x, wt, bt], y, attrs)
+    return Case(f"pairs_shaped{k}", g, [_samples(x.shape, rng)], optimize="speed")
+
+
+SHAPED = [shaped_case(0, (3, 3), 3, 16, (6, 5), (1, 1), (1, 1, 1, 1)),
+          shaped_case(1, (10, 4), 1, 8, (13, 6), (2, 2), (4, 5, 1, 1)),
+          shaped_case(2, (1, 1), 32, 12, (3, 3), (1, 1), (0, 0, 0, 0)),
+          shaped_case(3, (3, 3), 64, 8, (4, 3), (1, 1), (1, 1, 1, 1))]
+CONVS = [conv_case(k) for k in range(32)] + SHAPED
 RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
 FCS = [fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
 SIZE = [conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]

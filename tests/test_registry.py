@@ -56,6 +56,18 @@ def _conv_add():
     return fused
 
 
+def _recurrent(op, gates):
+    """A one-layer recurrent graph: its second output is the int16 working memory the plan places."""
+    x = act("x", (1, 3, 5), 0.05, -3)
+    w_ih, w_hh = _weights("w_ih", (gates * 4, 5), 0), _weights("w_hh", (gates * 4, 4), 0)
+    biases = [_bias(gates * 4, 0.05, w_ih)] + ([Tensor("b_hh", (12,), "int32", data=RNG.integers(
+        -2000, 2000, size=12).astype(np.int32))] if op == "gru" else [])
+    g = one_op_graph(op, [x, w_ih, w_hh, *biases], act("y", (1, 3, 4), 0.01, 2), {"hidden": 4})
+    g.add_tensor(Tensor("state", (6, 4), "int16", qparams=QParams.per_tensor(2.0**-11, 0)))
+    g.nodes[0].outputs.append("state")
+    return g
+
+
 def _fc():
     x = act("x", (1, 8), 0.05, 4)
     w = _weights("w", (4, 8), 0)
@@ -70,6 +82,10 @@ CASES = {
     "fully_connected": _fc,
     "conv2d": lambda: _conv("conv2d"),
     "depthwise_conv2d": lambda: _conv("depthwise_conv2d"),
+    "transpose_conv2d": lambda: one_op_graph(
+        "transpose_conv2d", [act("x", (1, 3, 3, 3), 0.05, -3), w := _weights("w", (4, 3, 3, 3), 0), _bias(4, 0.05, w)],
+        act("y", (1, 6, 6, 4), 0.04, -20), {"stride": (2, 2), "padding": (1, 1, 1, 1), "output_padding": (1, 1),
+                                            "clamp": (0.0, float("inf"))}),
     "conv2d_add": _conv_add,
     "max_pool2d": lambda: _unary("max_pool2d", (1, 4, 4, 3), act("y", (1, 2, 2, 3), 0.05, -3),
                                  {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0)}),
@@ -81,17 +97,39 @@ CASES = {
                                 act("y", (1, 4, 3), 0.06, 0), {}),
     "mul": lambda: one_op_graph("mul", [act("a", (1, 4, 3), 0.05, -3), act("b", (1, 4, 3), 0.02, 7)],
                                 act("y", (1, 4, 3), 0.01, 2), {}),
+    "sub": lambda: one_op_graph("sub", [act("a", (1, 2, 4, 3), 0.05, -3), act("b", (1, 1, 1, 3), 0.02, 7)],
+                                act("y", (1, 2, 4, 3), 0.06, 0), {}),
+    "minimum": lambda: one_op_graph("minimum", [act("a", (1, 4, 3), 0.05, -3), Tensor(
+        "c", (3,), "int8", data=np.array([-90, 4, 100], np.int8), qparams=QParams.per_tensor(0.02, 7))],
+        act("y", (1, 4, 3), 0.04, 1), {}),
+    "maximum": lambda: one_op_graph("maximum", [act("a", (1, 4, 1), 0.05, -3), act("b", (1, 1, 3), 0.05, -3)],
+                                    act("y", (1, 4, 3), 0.05, -3), {}),
     "concat": lambda: one_op_graph("concat", [act("a", (1, 2, 2, 3), 0.05, -3), act("b", (1, 2, 2, 2), 0.02, 7)],
                                    act("y", (1, 2, 2, 5), 0.05, -3), {"axis": 3}),
     "pad": lambda: _unary("pad", (1, 3, 3, 2), act("y", (1, 5, 5, 2), 0.05, -3), {"padding": (1, 1, 1, 1)}),
+    "resize_nearest": lambda: _unary("resize_nearest", (1, 3, 4, 2), act("y", (1, 6, 7, 2), 0.05, -3),
+                                     {"half_pixel_centers": True}),
+    "resize_bilinear": lambda: _unary("resize_bilinear", (1, 3, 4, 2), act("y", (1, 6, 7, 2), 0.05, -3),
+                                      {"half_pixel_centers": True}),
     "softmax": lambda: _unary("softmax", (1, 10), act("y", (1, 10), 1 / 256, -128), {"beta": 1.0}),
     "lut": lambda: _unary("lut", (1, 16), act("y", (1, 16), 1 / 256, -128), {"function": "sigmoid"}),
     "relu": lambda: _unary("relu", (1, 16), act("y", (1, 16), 0.05, -3), {"clamp": (0.0, float("inf"))}),
     "transpose": lambda: _unary("transpose", (1, 2, 3, 4), act("y", (1, 4, 2, 3), 0.05, -3), {"perm": (0, 3, 1, 2)}),
     "quantize": lambda: _unary("quantize", (1, 16), act("y", (1, 16), 0.03, 11), {}),
+    "layer_norm": lambda: one_op_graph(
+        "layer_norm", [act("x", (1, 3, 8), 0.05, -3), Tensor("g", (8,), "float32", data=RNG.uniform(-1.5, 1.5, 8)
+                                                             .astype(np.float32)),
+                       Tensor("be", (8,), "float32", data=RNG.uniform(-0.5, 0.5, 8).astype(np.float32))],
+        act("y", (1, 3, 8), 0.03, 2), {"eps": 1e-5}),
+    "batch_matmul": lambda: one_op_graph("batch_matmul", [act("a", (1, 2, 3, 4), 0.05, -3),
+                                                          act("b", (1, 2, 5, 4), 0.04, 7)],
+                                         act("y", (1, 2, 3, 5), 0.1, 1), {"adj_y": True}),
     "uint8_to_int8": lambda: one_op_graph(
         "uint8_to_int8", [Tensor("x", (1, 16), "uint8", qparams=QParams.per_tensor(float(np.float32(0.05)), 125))],
         act("y", (1, 16), 0.05, -3), {}),
+    "lstm": lambda: _recurrent("lstm", 4),
+    "gru": lambda: _recurrent("gru", 3),
+    "frame_shift": lambda: _unary("frame_shift", (1, 1, 1, 3), act("y", (1, 1, 4, 3), 0.05, -3), {}),  # 3 kept
 }
 
 
@@ -103,9 +141,14 @@ def test_every_kernel_op_has_a_case_here():
 def test_every_op_has_its_spec_and_traits(op):
     s = OPS[op]
     assert issubclass(s.attrs, ops.Attrs) and s.doc and s.operands
-    assert s.qparams in (ops.WEIGHTED, ops.OWN, ops.INHERIT, ops.SOFTMAX, ops.AFTER_LOWERING, ops.FLOAT_ONLY)
+    assert s.qparams in (ops.WEIGHTED, ops.OWN, ops.INHERIT, ops.SOFTMAX, ops.AFTER_LOWERING, ops.FLOAT_ONLY,
+                         ops.RECURRENT)
     assert (s.weight_axis is not None) == (s.qparams == ops.WEIGHTED)
-    assert s.overlap in (None, "elementwise", "window", "residual") and s.macs in (None, "dense", "conv", "depthwise")
+    assert s.overlap in (None, "elementwise", "window", "residual", "transposed")
+    assert s.macs in (None, "dense", "conv", "depthwise", "transposed", "recurrent")
+    from tinyaot.plan.state import STATE_FAMILIES
+
+    assert s.state is None or s.state in STATE_FAMILIES  # state kept between invokes: a family plan/state.py knows
     if s.view:
         assert s.ref is None and s.overlap is None
     elif s.qparams != ops.FLOAT_ONLY:
@@ -215,7 +258,8 @@ def test_trait_sets_are_derived_from_the_registry():
     from tinyaot.quantize import lower, pt2e_lower
     from tinyaot.ref import interpreter
 
-    assert lower.INHERIT == {"reshape", "max_pool2d", "avg_pool2d", "pad", "transpose", "relu"}
+    assert lower.INHERIT == {"reshape", "max_pool2d", "avg_pool2d", "pad", "transpose", "relu", "resize_nearest",
+                             "resize_bilinear"}
     assert pt2e_lower.SAME_QPARAMS == lower.INHERIT - {"relu"}  # relu rescales: PT2E gives it its own qparams
     assert VIEW_OPS == interpreter.VIEW_OPS == ops_where(view=True) == {"reshape"}
     assert FUSABLE_PRODUCERS == ops_where(fuses_clamp=True)

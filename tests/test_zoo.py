@@ -15,7 +15,11 @@ N_BITEXACT = 20
 N_AGREE = 300
 
 
-@pytest.fixture(scope="module", params=ZOO, ids=[e.name for e in ZOO])
+# Models with several inputs or outputs have their own end-to-end tests (tests/test_multi_io.py).
+SINGLE = [e for e in ZOO if e.inputs == 1 and e.outputs == 1]
+
+
+@pytest.fixture(scope="module", params=SINGLE, ids=[e.name for e in SINGLE])
 def compiled(request):
     entry = request.param
     model = trained(entry)
@@ -67,6 +71,8 @@ def test_int8_agrees_with_float(compiled):
     entry, model, cm, x, y = compiled
     with torch.no_grad():
         want = model(torch.from_numpy(x)).numpy()
+    if want.ndim == 4:  # an image out (the conv decoder): channels-last in the compiled model
+        want = want.transpose(0, 2, 3, 1)
     got = cm.run_float(cm.to_model_layout(x), engine="host").reshape(want.shape)
     if entry.classes:
         agreement = (got.argmax(-1) == want.argmax(-1)).mean()
@@ -79,7 +85,8 @@ def test_int8_agrees_with_float(compiled):
 @pytest.mark.arm
 def test_plan_never_above_the_layer_by_layer_bound(compiled):
     entry, model, cm, *_ = compiled
-    assert cm.arena_bytes <= cm.lower_bound_bytes
+    align = cm.plan.alignment  # the arena's size is a multiple of it (gru_kws: a 637-byte input, bound 1053)
+    assert cm.arena_bytes <= -(-cm.lower_bound_bytes // align) * align
     source_bound = getattr(cm.plan, "source_lower_bound", None)
     assert source_bound is not None and cm.lower_bound_bytes <= source_bound  # the chosen order never loses
     rep = cm.report().to_dict()
@@ -87,13 +94,15 @@ def test_plan_never_above_the_layer_by_layer_bound(compiled):
 
 
 def test_no_runtime_permute_and_no_float_in_generated_c(compiled):
+    """No layout transpose (the input's layout is converted at compile time); attention's head split and merge
+    are real transposes, exactly as many as the entry declares."""
     entry, model, cm, *_ = compiled
-    assert "transpose" not in {n.op for n in cm.graph.nodes}
+    assert [n.op for n in cm.graph.nodes].count("transpose") == entry.head_transposes
     for fname, text in cm.c_sources.files.items():
         code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         if fname.endswith(".c"):
             assert not re.search(r"\b(float|double)\b", code), fname
-            assert "tinyaot_transpose" not in code, fname
+            assert entry.head_transposes or not re.search(r"\btinyaot_transpose_(s8|params)\b", code), fname
     if len(entry.shape) == 3 and entry.shape[0] > 1 and entry.shape[1] > 1:
         assert cm.input_layout == "NHWC"
         assert f'#define {entry.name.upper()}_INPUT_LAYOUT "NHWC"' in cm.c_sources.files[f"{entry.name}.h"]

@@ -24,6 +24,7 @@ class T:
     zero_point: int | list[int] = 0
     axis: int = 0
     name: str = ""
+    variable: bool = False  # a variable tensor (state an operator updates, e.g. an LSTM's)
 
 
 @dataclass
@@ -111,6 +112,8 @@ def build(m: Model) -> bytes:
         tflite.TensorAddName(b, name)
         if quant is not None:
             tflite.TensorAddQuantization(b, quant)
+        if t.variable:
+            tflite.TensorAddIsVariable(b, True)
         tensor_offsets.append(tflite.TensorEnd(b))
     codes = sorted({(op.code, op.version) for op in m.ops})
     code_index = {c: j for j, c in enumerate(codes)}

@@ -199,6 +199,188 @@ class LUTNet(nn.Module):
         return F.softmax(self.fc5(x), dim=-1)
 
 
+class SqueezeExcite(nn.Module):
+    """MobileNetV3's gate: global average pool -> linear -> ReLU -> linear -> hardsigmoid, one scale per channel
+    multiplied back over the feature map (a broadcast mul)."""
+
+    def __init__(self, channels: int, reduced: int):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(channels, reduced), nn.Linear(reduced, channels)
+
+    def forward(self, x):
+        s = F.hardsigmoid(self.fc2(F.relu(self.fc1(x.mean((2, 3))))))
+        return x * s[:, :, None, None]
+
+
+class SqueezeExciteCNN(nn.Module):
+    """MobileNetV3 style on 16x16 RGB: conv stem, a depthwise-separable block with a squeeze-excite gate and
+    hardswish, then the classifier."""
+
+    def __init__(self, classes: int = 6):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16),
+                                  nn.Hardswish())
+        self.dw = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False), nn.BatchNorm2d(16),
+                                nn.ReLU())
+        self.se = SqueezeExcite(16, 8)
+        self.project = nn.Sequential(nn.Conv2d(16, 24, 1, bias=False), nn.BatchNorm2d(24), nn.Hardswish())
+        self.fc = nn.Linear(24, classes)
+
+    def forward(self, x):
+        x = self.project(self.se(self.dw(self.stem(x))))
+        return self.fc(x.mean((2, 3)))
+
+
+class LayerNormMLP(nn.Module):
+    """An MLP with LayerNorm after each hidden layer (as in tabular / sensor-feature models)."""
+
+    def __init__(self, features: int = 64, classes: int = 8):
+        super().__init__()
+        self.fc1, self.ln1 = nn.Linear(features, 64), nn.LayerNorm(64)
+        self.fc2, self.ln2 = nn.Linear(64, 32), nn.LayerNorm(32)
+        self.fc3 = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = F.gelu(self.ln1(self.fc1(x)))
+        x = F.relu(self.ln2(self.fc2(x)))
+        return self.fc3(x)
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm: x + MHA(LN(x)), then x + MLP(LN(x)) with GELU."""
+
+    def __init__(self, dim: int, heads: int, hidden: int):
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(dim), nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ln2, self.fc1, self.fc2 = nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class TinyTransformer(nn.Module):
+    """16 tokens x 12 features -> linear to 16 dims -> one transformer block -> mean over tokens -> classifier."""
+
+    def __init__(self, classes: int = 6, dim: int = 16):
+        super().__init__()
+        self.embed = nn.Linear(12, dim)
+        self.block = TransformerBlock(dim, heads=2, hidden=32)
+        self.fc = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.fc(self.block(self.embed(x)).mean(1))
+
+
+class ShuffleUnit(nn.Module):
+    """A ShuffleNet unit without its channel shuffle (in NHWC that would be a run-time transpose): grouped 1x1
+    reduce, 3x3 (depthwise, or grouped at stride 2), grouped 1x1 expand; residual when the shapes allow."""
+
+    def __init__(self, cin, cout, groups, stride):
+        super().__init__()
+        mid = cout // 2
+        self.reduce = _conv_bn_relu(cin, mid, 1, groups=groups)
+        self.spatial = nn.Sequential(nn.Conv2d(mid, mid, 3, stride, 1, groups=mid if stride == 1 else groups,
+                                               bias=False), nn.BatchNorm2d(mid))
+        self.expand = nn.Sequential(nn.Conv2d(mid, cout, 1, groups=groups, bias=False), nn.BatchNorm2d(cout))
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        y = self.expand(self.spatial(self.reduce(x)))
+        return F.relu(x + y if self.residual else y)
+
+
+class ShuffleNetTiny(nn.Module):
+    """Grouped convolutions (groups 2 and 4) as ShuffleNet uses them, on 16x16 RGB."""
+
+    def __init__(self, classes: int = 6):
+        super().__init__()
+        self.stem = _conv_bn_relu(3, 16, 3, stride=2, padding=1)
+        self.unit1 = ShuffleUnit(16, 16, groups=2, stride=1)
+        self.unit2 = ShuffleUnit(16, 32, groups=4, stride=2)
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = self.unit2(self.unit1(self.stem(x)))
+        return self.fc(x.mean((2, 3)))
+
+
+class TwoHeadSensor(nn.Module):
+    """A multi-task sensor model: one Conv1d trunk over 3-axis motion, an activity head and an intensity head."""
+
+    def __init__(self, classes: int = 6, levels: int = 3):
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Conv1d(3, 16, 5, stride=2, padding=2), nn.BatchNorm1d(16), nn.ReLU(),
+                                   nn.Conv1d(16, 24, 5, stride=2, padding=2), nn.BatchNorm1d(24), nn.ReLU())
+        self.pool = nn.AdaptiveAvgPool1d(1)
+        self.activity = nn.Linear(24, classes)
+        self.intensity = nn.Sequential(nn.Linear(24, 16), nn.ReLU(), nn.Linear(16, levels))
+
+    def forward(self, x):
+        h = torch.flatten(self.pool(self.trunk(x)), 1)
+        return self.activity(h), self.intensity(h)
+
+
+class TwoInputFusion(nn.Module):
+    """Sensor fusion: a small image (a thermal or depth frame) and a feature vector (IMU statistics) -> one class."""
+
+    def __init__(self, classes: int = 5):
+        super().__init__()
+        self.image = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                   nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.vector = nn.Sequential(nn.Linear(12, 16), nn.ReLU())
+        self.head = nn.Linear(16, classes)
+
+    def forward(self, image, features):
+        return self.head(torch.flatten(self.image(image), 1) + self.vector(features))
+
+
+class ConvDecoder(nn.Module):
+    """An image-to-image autoencoder: stride-2 convs encode 16x16 to 4x4, a ConvTranspose2d x2 and an
+    nn.Upsample x2 + conv (reflect padding) decode back to the input's shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc1 = nn.Conv2d(1, 8, 3, stride=2, padding=1)
+        self.enc2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.dec1 = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.up = nn.Upsample(scale_factor=2)
+        self.dec2 = nn.Conv2d(8, 8, 3, padding=1, padding_mode="reflect")
+        self.out = nn.Conv2d(8, 1, 1)
+
+    def forward(self, x):
+        z = F.relu(self.enc2(F.relu(self.enc1(x))))
+        y = F.relu(self.dec2(self.up(F.relu(self.dec1(z)))))
+        return self.out(y)
+
+
+class GRUKWS(nn.Module):
+    """Keyword spotting on 49 frames of 13 MFCCs: one GRU layer of 32 units, a linear classifier on the last step."""
+
+    def __init__(self, classes: int = 12):
+        super().__init__()
+        self.gru = nn.GRU(13, 32, batch_first=True)
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.fc(y[:, -1])
+
+
+class LSTMSensor(nn.Module):
+    """Gesture / vibration windows (32 steps of 8 channels): two stacked LSTM layers, the classifier on h_n[-1]."""
+
+    def __init__(self, classes: int = 6):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 24, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(24, classes)
+
+    def forward(self, x):
+        _, (h, _) = self.lstm(x)
+        return self.fc(h[-1])
+
+
 @dataclass(frozen=True)
 class ZooEntry:
     name: str
@@ -206,6 +388,17 @@ class ZooEntry:
     shape: tuple[int, ...]  # one sample, torch layout
     classes: int  # 0 for the autoencoder (regression)
     epochs: int = 4
+    head_transposes: int = 0  # attention's head merges (its splits are read in place): the runtime transposes
+    more_shapes: tuple[tuple[int, ...], ...] = ()  # the other inputs of a model with several (torch layout)
+    more_heads: tuple[int, ...] = ()  # the classes of the other outputs of a model with several
+
+    @property
+    def inputs(self) -> int:
+        return 1 + len(self.more_shapes)
+
+    @property
+    def outputs(self) -> int:
+        return 1 + len(self.more_heads)
 
 
 ZOO = [
@@ -217,13 +410,33 @@ ZOO = [
     ZooEntry("branch_concat", BranchConcat, (3, 16, 16), 6, epochs=8),
     ZooEntry("sensor_conv1d", SensorConv1d, (3, 128), 6, epochs=8),
     ZooEntry("lut_net", LUTNet, (2, 8, 8), 5, epochs=10),
+    ZooEntry("two_head", TwoHeadSensor, (3, 64), 6, epochs=8, more_heads=(3,)),
+    ZooEntry("two_input", TwoInputFusion, (1, 16, 16), 5, epochs=8, more_shapes=((12,),)),
+    ZooEntry("shufflenet", ShuffleNetTiny, (3, 16, 16), 6, epochs=6),
+    ZooEntry("se_cnn", SqueezeExciteCNN, (3, 16, 16), 6, epochs=6),
+    ZooEntry("layernorm_mlp", LayerNormMLP, (64,), 8, epochs=6),
+    ZooEntry("tiny_transformer", TinyTransformer, (16, 12), 6, epochs=8, head_transposes=1),
+    ZooEntry("conv_decoder", ConvDecoder, (1, 16, 16), 0, epochs=6),
+    ZooEntry("gru_kws", GRUKWS, (49, 13), 12, epochs=8),
+    ZooEntry("lstm_sensor", LSTMSensor, (32, 8), 6, epochs=8),
 ]
 
 
 def synthetic_data(entry: ZooEntry, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Class templates (smooth random patterns) + noise; for the autoencoder, a low-rank signal."""
+    """Class templates (smooth random patterns) + noise; for the autoencoder, a low-rank signal. A model with
+    several inputs gets a list of arrays (each input's templates keyed by the same label); one with several
+    outputs gets labels (N, outputs): the class, then the class modulo each further head's classes."""
+    if entry.inputs > 1 or entry.outputs > 1:
+        return _several_io_data(entry, n, seed)
     rng = np.random.default_rng(1000 + seed)
     tmpl_rng = np.random.default_rng(zlib.crc32(entry.name.encode()))
+    if entry.classes == 0 and len(entry.shape) > 1:  # images: a few smooth patterns mixed, plus a little noise
+        basis = torch.nn.functional.interpolate(torch.from_numpy(tmpl_rng.normal(size=(6, 1, 4, 4))),
+                                                size=entry.shape[1:], mode="bilinear", align_corners=True)
+        coeff = rng.normal(size=(n, 6))
+        images = np.einsum("nk,kchw->nchw", coeff, basis.numpy()).mean(1, keepdims=True) / 2
+        images = np.repeat(images, entry.shape[0], axis=1) + rng.normal(scale=0.05, size=(n, *entry.shape))
+        return images.astype(np.float32), coeff
     if entry.classes == 0:
         basis = tmpl_rng.normal(size=(6, entry.shape[0]))
         coeff = rng.normal(size=(n, 6))
@@ -241,8 +454,45 @@ def synthetic_data(entry: ZooEntry, n: int, seed: int) -> tuple[np.ndarray, np.n
     return x.astype(np.float32), labels
 
 
+def _several_io_data(entry: ZooEntry, n: int, seed: int):
+    xs, labels = [], None
+    for k, shape in enumerate((entry.shape, *entry.more_shapes)):
+        one = ZooEntry(f"{entry.name}_{k}", entry.build, shape, entry.classes)
+        x, y = synthetic_data(one, n, seed)  # the same seed: the same labels for every input
+        xs.append(x)
+        labels = y
+    if entry.outputs == 1:
+        return (xs if entry.inputs > 1 else xs[0]), labels
+    heads = np.stack([labels, *[labels % c for c in entry.more_heads]], axis=1)
+    return (xs if entry.inputs > 1 else xs[0]), heads
+
+
+def _train_several_io(entry: ZooEntry, model: nn.Module, seed: int) -> nn.Module:
+    x, y = synthetic_data(entry, 384, seed)
+    xs = [torch.from_numpy(v) for v in (x if entry.inputs > 1 else [x])]
+    yt = torch.from_numpy(y).long()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(entry.epochs):
+        perm = torch.randperm(len(yt))
+        for i in range(0, len(yt), 32):
+            idx = perm[i:i + 32]
+            opt.zero_grad()
+            out = model(*[v[idx] for v in xs])
+            outs = out if isinstance(out, tuple) else (out,)
+            labels = yt[idx].reshape(len(idx), -1)
+            loss = sum(F.cross_entropy(o, labels[:, k]) for k, o in enumerate(outs))
+            loss.backward()
+            opt.step()
+    return model.eval()
+
+
 @functools.lru_cache(maxsize=None)
 def trained(entry: ZooEntry, seed: int = 0) -> nn.Module:
+    if entry.inputs > 1 or entry.outputs > 1:
+        torch.manual_seed(seed)
+        torch.set_num_threads(2)
+        return _train_several_io(entry, entry.build(), seed)
     torch.manual_seed(seed)
     torch.set_num_threads(2)
     model = entry.build()

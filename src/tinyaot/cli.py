@@ -135,9 +135,10 @@ def _print_json(args, obj) -> None:
 def _add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("model", help="an int8 .tflite file, or path/to/file.py:name (an nn.Module or a function "
                    "returning one)")
-    p.add_argument("--input-shape", help="model input shape with batch 1, e.g. 1,28,28 "
-                   "(default: the calibration samples' shape)")
-    p.add_argument("--calibration", help=".npy file of representative samples, shaped (N, ...)")
+    p.add_argument("--input-shape", action="append", help="model input shape with batch 1, e.g. 1,28,28 "
+                   "(default: the calibration samples' shape); once per input for a model with several")
+    p.add_argument("--calibration", action="append", help=".npy file of representative samples, shaped (N, ...); "
+                   "a model with several inputs takes one file per input, in the order of forward()'s arguments")
     p.add_argument("--name", default="model", help="C identifier prefixing every generated symbol (at most 32 "
                    "characters)")
     p.add_argument("--alignment", type=int, default=4, help="arena alignment in bytes, a power of two (default 4)")
@@ -188,9 +189,29 @@ def _validate(args) -> None:
     check_name(args.name)
     check_alignment(args.alignment)
     check_model(args.model)
+    _several_files(args)
     _validate_options(args)
     _load_inputs(args)
     _validate_outputs(args)
+
+
+def _several_files(args) -> None:
+    """--calibration, --input and --input-shape may repeat (one per model input): args.<flag>s holds them all,
+    args.<flag> the first, which is all a one-input model uses."""
+    for flag in ("calibration", "input", "input_shape"):
+        given = getattr(args, flag, None)
+        if isinstance(given, str):
+            given = [given]
+        setattr(args, f"{flag}s", list(given or []))
+        setattr(args, flag, given[0] if given else None)
+    counts = {f"--{f.replace('_', '-')}": len(getattr(args, f"{f}s")) for f in ("calibration", "input", "input_shape")}
+    several = {flag: n for flag, n in counts.items() if n > 1}
+    if several and _is_tflite(args) and "--calibration" in several:
+        raise ModelError("a .tflite model is calibrated from one --calibration file per input only when it is float; "
+                         "give one file per input of the float .tflite")
+    if len(set(several.values())) > 1:
+        raise ModelError(f"{' and '.join(several)} are repeated a different number of times "
+                         f"({', '.join(f'{k} x{v}' for k, v in several.items())}): give one of each per model input")
 
 
 def _validate_options(args) -> None:
@@ -201,7 +222,8 @@ def _validate_options(args) -> None:
         if _is_tflite(args):
             raise ModelError("--input-shape is for PyTorch models; a .tflite file sets its own input shape: "
                              "drop --input-shape")
-        args.shape = parse_shape(args.input_shape)
+        args.shapes = [parse_shape(s) for s in args.input_shapes]
+        args.shape = args.shapes[0]
     _validate_calibration_given(args)
     if _is_tflite(args) and args.layout == "torch":
         raise ModelError("--layout torch: a .tflite model has no PyTorch layout, its inputs are in its own "
@@ -263,18 +285,20 @@ def _load_inputs(args) -> None:
 
     args.arrays = {}
     if args.calibration:
-        args.arrays["calibration"] = load_array(args.calibration, "calibration")
+        args.arrays["calibrations"] = [load_array(f, "calibration") for f in args.calibrations]
+        args.arrays["calibration"] = args.arrays["calibrations"][0]
         _check_calibration_use(args)
     if getattr(args, "input", None):
-        args.arrays["input"] = load_array(args.input, "input")
+        args.arrays["inputs"] = [load_array(f, "input") for f in args.inputs]
+        args.arrays["input"] = args.arrays["inputs"][0]
     if getattr(args, "data", None):
         x, y = load_arrays(args.data, "data")
         args.arrays["data"] = (x, None if y is None else check_labels(y, len(x), args.data))
     if getattr(args, "labels", None):
         args.arrays["labels"] = _export_labels(args, check_labels(load_array(args.labels, "labels"), None,
                                                                   f"--labels {args.labels}"))
-    if not _is_tflite(args):
-        _check_torch_shapes(args)
+    if not _is_tflite(args) and len(args.calibrations) <= 1:
+        _check_torch_shapes(args)  # several inputs: each shape is checked once the model is imported
 
 
 def _check_calibration_use(args) -> None:
@@ -388,17 +412,22 @@ def _compile_from_args(args):
     from tinyaot.loader import load_model
 
     model = load_model(args.model)
-    cal = args.arrays["calibration"]
-    shape = args.shape or (1,) + tuple(cal.shape[1:])
+    cals = args.arrays["calibrations"]
+    shapes = getattr(args, "shapes", None) or [(1,) + tuple(c.shape[1:]) for c in cals]
     _stage(args, f"compiling {args.model}")
-    return _checked(tinyaot.compile(model, torch.zeros(shape), calibration=cal, **options), args)
+    if len(cals) > 1:  # one example and one calibration batch per input
+        example = tuple(torch.zeros(shape) for shape in shapes)
+        return _checked(tinyaot.compile(model, example, calibration=list(cals), **options), args)
+    return _checked(tinyaot.compile(model, torch.zeros(shapes[0]), calibration=cals[0], **options), args)
 
 
 def _checked(cm, args):
     """--data: the trust check on samples that never calibrated anything (strict: its findings are errors)."""
+    _check_input_count(cm, args)
     if "data" in args.arrays and args.command != "eval":
         from tinyaot.diagnostics import raise_or_warn
 
+        _one_input_only(cm, "--data")
         _stage(args, f"checking the int8 model on {args.data}")
         x, y = args.arrays["data"]
         cm.check = cm.check_data(_model_input(cm, x.astype(np.float64), args.layout, "--data"), labels=y,
@@ -407,17 +436,44 @@ def _checked(cm, args):
     return cm
 
 
-def _model_input(cm, x: np.ndarray, layout: str = "auto", what: str = "--input") -> np.ndarray:
+def _check_input_count(cm, args) -> None:
+    """A model with several inputs takes one --calibration (PyTorch) and one --input file per input."""
+    for flag in ("calibration", "input"):
+        files = getattr(args, f"{flag}s", [])
+        if flag == "calibration" and (_is_tflite(args) or not files):
+            continue
+        if files and len(files) != cm.n_inputs:
+            raise ModelError(f"model '{cm.name}' has {cm.n_inputs} input(s) but --{flag} was given {len(files)} "
+                             f"time(s); give one --{flag} file per input, in the model's input order")
+
+
+def _one_input_only(cm, flag: str) -> None:
+    if cm.n_inputs > 1:
+        raise ModelError(f"{flag} takes the samples of a one-input model; '{cm.name}' has {cm.n_inputs} inputs: "
+                         "check it from Python with cm.check_data([x0, x1, ...], labels)")
+
+
+def _model_inputs(cm, arrays: list[np.ndarray], layout: str = "auto", what: str = "--input"):
+    """One array per model input (a list for a model with several), each in the model's layout."""
+    if cm.n_inputs == 1:
+        return _model_input(cm, arrays[0], layout, what)
+    return [_model_input(cm, x, layout, f"{what} {k}", k) for k, x in enumerate(arrays)]
+
+
+def _model_input(cm, x: np.ndarray, layout: str = "auto", what: str = "--input", k: int = 0) -> np.ndarray:
     """Inputs come in PyTorch's channels-first layout or the model's own; convert the former. When both read as
-    the same shape (channels == height == width) only the user knows which it is: --layout says."""
-    from tinyaot.ir.layout import torch_sample_shape
+    the same shape (channels == height == width) only the user knows which it is: --layout says. k: which input
+    of a model with several."""
+    from tinyaot.ir.layout import torch_sample_shape, torch_to_model_layout
 
     g = cm.graph
-    if g.layout != "NHWC" or g.torch_input_rank == 0:  # the same layout either way
+    name = g.inputs[k]
+    io_layout, rank = g.io_layout_of(name)
+    if io_layout != "NHWC" or rank == 0:  # the same layout either way
         return x
-    model = tuple(cm.input_shape[1:])
+    model = tuple(g.tensor(name).shape[1:])
     fits_model = x.shape[1:] == model or x.shape == model
-    torch = torch_sample_shape(model, g.layout, g.torch_input_rank)
+    torch = torch_sample_shape(model, io_layout, rank)
     fits_torch = x.shape[1:] == torch or x.shape == torch
     if layout == "auto" and fits_model and fits_torch:
         raise ModelError(f"{what} of shape {x.shape} reads both as PyTorch's layout (N, {_dims(torch)}) and as the "
@@ -426,7 +482,7 @@ def _model_input(cm, x: np.ndarray, layout: str = "auto", what: str = "--input")
     if layout in ("auto", "model") and fits_model:
         return x
     if layout in ("auto", "torch") and fits_torch:
-        return cm.to_model_layout(x if x.shape[1:] == torch else x[None])
+        return torch_to_model_layout(x if x.shape[1:] == torch else x[None], io_layout, rank)
     which = {"auto": "", "torch": " in PyTorch's layout (--layout torch)", "model": " in the model's layout "
              "(--layout model)"}[layout]
     raise ModelError(f"{what} of shape {x.shape} does not fit{which}: model '{cm.name}' takes (N, {_dims(model)}) "
@@ -441,6 +497,20 @@ def _dims(shape) -> str:
 
 
 def _summary(cm) -> dict:
+    if cm.n_inputs > 1 or cm.n_outputs > 1:
+        return _summary_one(cm) | {"inputs": _ios(cm, cm.graph.inputs), "outputs": _ios(cm, cm.graph.outputs)}
+    return _summary_one(cm)
+
+
+def _ios(cm, tensors) -> list[dict]:
+    g = cm.graph
+    return [{"shape": list(g.tensor(t).shape), "dtype": g.tensor(t).dtype, "scale": g.tensor(t).qparams.scale[0],
+             "zero_point": g.tensor(t).qparams.zero_point[0]} for t in tensors]
+
+
+def _summary_one(cm) -> dict:
+    """The first input and output (the only ones of most models)."""
+    first_in, first_out = _ios(cm, cm.graph.inputs[:1])[0], _ios(cm, cm.graph.outputs[:1])[0]
     return {
         "name": cm.name,
         "arena_bytes": cm.arena_bytes,
@@ -449,10 +519,8 @@ def _summary(cm) -> dict:
         "constant_bytes": cm.constant_bytes,
         "code_bytes": cm.code_bytes,
         "flash_bytes": cm.flash_bytes,
-        "input": {"shape": list(cm.input_shape), "dtype": "int8", "scale": cm.input_qparams[0],
-                  "zero_point": cm.input_qparams[1]},
-        "output": {"shape": list(cm.output_shape), "dtype": "int8", "scale": cm.output_qparams[0],
-                   "zero_point": cm.output_qparams[1]},
+        "input": first_in,
+        "output": first_out,
     }
 
 
@@ -514,21 +582,34 @@ _ENGINES = {"reference": "the reference interpreter", "host": "host C", "m33": "
 
 def cmd_run(args) -> int:
     cm = _compile_from_args(args)
-    x = _model_input(cm, args.arrays["input"], args.layout)
-    _stage(args, f"running {args.input} on {_ENGINES[args.engine]}")
-    if np.issubdtype(x.dtype, np.floating):
+    x = _model_inputs(cm, args.arrays["inputs"], args.layout)
+    _stage(args, f"running {', '.join(args.inputs)} on {_ENGINES[args.engine]}")
+    first = x[0] if isinstance(x, list) else x
+    if np.issubdtype(first.dtype, np.floating):
         y = cm.run_float(x, engine=args.engine)
     else:
         y = cm.run(x, engine=args.engine)
+    ys = y if cm.n_outputs > 1 else [y]
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        np.save(args.output, y)
+        if cm.n_outputs > 1:  # output k -> <name>.<k>.npy beside the name given
+            for k, v in enumerate(ys):
+                np.save(Path(args.output).with_suffix(f".{k}.npy"), v)
+        else:
+            np.save(args.output, y)
     args.feedback.stop()
     if args.json:
-        print(json.dumps({"engine": args.engine, "output": y.tolist(), "argmax": np.argmax(y, -1).tolist()}))
+        if cm.n_outputs > 1:
+            print(json.dumps({"engine": args.engine, "outputs": [v.tolist() for v in ys],
+                              "argmax": [np.argmax(v, -1).tolist() for v in ys]}))
+        else:
+            print(json.dumps({"engine": args.engine, "output": y.tolist(), "argmax": np.argmax(y, -1).tolist()}))
     else:
         np.set_printoptions(linewidth=120)
-        print(y)
+        for k, v in enumerate(ys):
+            if cm.n_outputs > 1:
+                print(f"output {k}:")
+            print(v)
     return 0
 
 
@@ -599,10 +680,14 @@ def cmd_profile(args) -> int:
     cm = _compile_from_args(args)
     x = None
     if args.input:
-        x = _model_input(cm, args.arrays["input"], args.layout)
-        x = x.reshape((-1,) + tuple(cm.input_shape[1:]))[:1]
-        if not np.issubdtype(x.dtype, np.integer):
-            x = cm.quantize_input(x)
+        xs = _model_inputs(cm, args.arrays["inputs"], args.layout)
+        xs = xs if isinstance(xs, list) else [xs]
+        shapes = [cm.graph.tensor(t).shape for t in cm.graph.inputs]
+        xs = [v.reshape((-1,) + tuple(shape[1:]))[:1] for v, shape in zip(xs, shapes)]
+        if not np.issubdtype(xs[0].dtype, np.integer):
+            xs = cm.quantize_input(xs if len(xs) > 1 else xs[0])
+            xs = xs if isinstance(xs, list) else [xs]
+        x = xs if len(xs) > 1 else xs[0]
     _stage(args, "profiling on the emulated Cortex-M33" + (" (with the instruction mix)" if args.mix else ""))
     rep = cm.profile(x, mix=args.mix)
     if args.json:
@@ -615,6 +700,7 @@ def cmd_profile(args) -> int:
 def cmd_eval(args) -> int:
     x, y = args.arrays["data"]
     cm = _compile_from_args(args)
+    _one_input_only(cm, "eval --data")
     x = _model_input(cm, x.astype(np.float32) if x.dtype != np.int8 else x, args.layout, "--data")
     quantized = x.dtype == np.int8
     result: dict = {"samples": int(len(x)), "engine": args.engine}
@@ -732,7 +818,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a model on inputs from a .npy file", epilog=EXIT_CODES)
     _add_model_args(r)
-    r.add_argument("--input", required=True, help=".npy input (int8 is used as is; float is quantized)")
+    r.add_argument("--input", required=True, action="append", help=".npy input (int8 is used as is; float is "
+                   "quantized); once per input, in order, for a model with several")
     r.add_argument("--engine", default="reference", choices=["reference", "host", "m33"])
     r.add_argument("-o", "--output", help="save the outputs to this .npy file")
     r.set_defaults(func=cmd_run)
@@ -764,7 +851,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="exact Cortex-M33 instructions per op for one inference (QEMU)",
                         epilog=EXIT_CODES)
     _add_model_args(pr)
-    pr.add_argument("--input", help=".npy whose first sample is profiled (default: zeros)")
+    pr.add_argument("--input", action="append", help=".npy whose first sample is profiled (default: zeros); once "
+                    "per input for a model with several")
     pr.add_argument("--mix", action="store_true", help="also count each op's loads, stores, multiplies/MACs and "
                     "branches (taken or not): the profiling run goes through a QEMU plugin (built with the host C "
                     "compiler)")

@@ -35,6 +35,9 @@ class CompiledModel:
         self.unconstrained_arena_bytes = unconstrained_arena_bytes  # the arena without preserve/separate
         self._host = None
         self.last_m33 = None  # M33Result of the latest m33 run
+        self.stream_info = None  # passes.streaming.StreamInfo of a model compiled with stream=True
+        self.window = None  # (float graph, int8 graph, options) of the full window a streamed model came from
+        self._window_model = None
 
     # ---- numbers -------------------------------------------------------------------------
     @property
@@ -49,6 +52,36 @@ class CompiledModel:
     @property
     def arena_bytes(self) -> int:
         return self.plan.arena_bytes
+
+    @property
+    def state_bytes(self) -> int:
+        """The state region: what stateful layers (a streamed conv's past frames) keep between invokes."""
+        return self.plan.state_bytes
+
+    @property
+    def ram_bytes(self) -> int:
+        """Arena + state: the model's static RAM (the stack comes on top: cm.last_m33.stack_bytes)."""
+        return self.plan.arena_bytes + self.plan.state_bytes
+
+    def window_model(self) -> CompiledModel:
+        """A streamed model's full-window twin: the same int8 graph (same weights and qparams) before the
+        streaming conversion, planned and generated on first use."""
+        if self.window is None:
+            raise ModelError(f"'{self.name}' was not compiled with stream=True: it is its own full-window model")
+        if self._window_model is None:
+            from tinyaot.pipeline import _plan_and_generate
+
+            float_graph, int8_graph, opts = self.window
+            self._window_model = _plan_and_generate(f"{self.name}_window", float_graph, int8_graph, opts.alignment,
+                                                    opts.contract, None, opts.optimize, calibration=self.calibration)
+        return self._window_model
+
+    def stream(self, engine: str = "reference"):
+        """A stream over this model: step(frame) runs one invoke on the same state, reset() starts again.
+        ("reference" or "host"; cm.run(frames, engine=...) runs a whole batch as one stream from a reset.)"""
+        from tinyaot.targets.stream import open_stream
+
+        return open_stream(self, engine)
 
     @property
     def contract(self):
@@ -96,29 +129,53 @@ class CompiledModel:
         code = self.code_bytes
         return None if code is None else self.constant_bytes + code
 
+    # One-input one-output models give plain values; a model with several inputs (outputs) gives lists with one
+    # entry per input (output), in the model's order.
     @property
-    def input_qparams(self) -> tuple[float, int]:
-        return _pair(self.graph.tensor(self.graph.inputs[0]).qparams)
+    def n_inputs(self) -> int:
+        return len(self.graph.inputs)
 
     @property
-    def output_qparams(self) -> tuple[float, int]:
-        return _pair(self.graph.tensor(self.graph.outputs[0]).qparams)
+    def n_outputs(self) -> int:
+        return len(self.graph.outputs)
+
+    def _per(self, tensors, value):
+        got = [value(self.graph.tensor(t)) for t in tensors]
+        return got[0] if len(got) == 1 else got
 
     @property
-    def input_shape(self) -> tuple[int, ...]:
-        return self.graph.tensor(self.graph.inputs[0]).shape
+    def input_qparams(self):
+        """(scale, zero_point) of the input; a list of them for a model with several inputs."""
+        return self._per(self.graph.inputs, lambda t: _pair(t.qparams))
 
     @property
-    def output_shape(self) -> tuple[int, ...]:
-        return self.graph.tensor(self.graph.outputs[0]).shape
+    def output_qparams(self):
+        return self._per(self.graph.outputs, lambda t: _pair(t.qparams))
 
     @property
-    def input_size(self) -> int:
-        return self.graph.tensor(self.graph.inputs[0]).nbytes
+    def input_shape(self):
+        return self._per(self.graph.inputs, lambda t: t.shape)
 
     @property
-    def output_size(self) -> int:
-        return self.graph.tensor(self.graph.outputs[0]).nbytes
+    def output_shape(self):
+        return self._per(self.graph.outputs, lambda t: t.shape)
+
+    @property
+    def input_size(self):
+        return self._per(self.graph.inputs, lambda t: t.nbytes)
+
+    @property
+    def output_size(self):
+        return self._per(self.graph.outputs, lambda t: t.nbytes)
+
+    @property
+    def input_sizes(self) -> list[int]:
+        """Bytes of each input, in order (every model: a list of one for a one-input model)."""
+        return [self.graph.tensor(t).nbytes for t in self.graph.inputs]
+
+    @property
+    def output_sizes(self) -> list[int]:
+        return [self.graph.tensor(t).nbytes for t in self.graph.outputs]
 
     # ---- code -----------------------------------------------------------------------------
     @cached_property
@@ -146,11 +203,29 @@ class CompiledModel:
         return self.c_sources.write(Path(directory))
 
     # ---- running --------------------------------------------------------------------------
-    def _as_batch(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
+    def _as_batch(self, x):
+        """(batch, form): the input as a batch in the model's shape, and how it came (one, sample, batch...).
+        Several inputs: a list with one batch per input, all in the same form and with the same count."""
+        if self.n_inputs == 1:
+            return self._as_one_batch(x, self.graph.inputs[0], "the input")
+        if not isinstance(x, (list, tuple)) or len(x) != self.n_inputs:
+            raise ModelError(f"model '{self.name}' has {self.n_inputs} inputs: pass a list with one array per input "
+                             f"(shapes {', '.join(str(s) for s in self.input_shape)}), got {type(x).__name__}"
+                             + (f" of {len(x)}" if isinstance(x, (list, tuple)) else ""))
+        got = [self._as_one_batch(v, t, f"input {i}") for i, (v, t) in enumerate(zip(x, self.graph.inputs))]
+        forms, counts = {f for _, f in got}, {len(b) for b, _ in got}
+        if len(counts) != 1:
+            raise ModelError(f"the inputs hold {', '.join(str(len(b)) for b, _ in got)} samples: pass the same "
+                             "number of samples for every input")
+        single = {"one", "sample"}
+        return [b for b, _ in got], (got[0][1] if len(forms) == 1 or forms <= single else "batch")
+
+    def _as_one_batch(self, x, tensor: str, what: str) -> tuple[np.ndarray, str]:
         x = np.asarray(x)
-        shape, sample = self.input_shape, self.input_shape[1:]
+        shape = self.graph.tensor(tensor).shape
+        sample = shape[1:]
         if x.size == 0:
-            raise ModelError(f"the input of shape {x.shape} is empty; model '{self.name}' takes {shape} (or a batch "
+            raise ModelError(f"{what} of shape {x.shape} is empty; model '{self.name}' takes {shape} (or a batch "
                              f"shaped (N, {', '.join(map(str, sample))}) with N >= 1)")
         if x.shape == shape:
             return x.reshape((1,) + shape), "one"
@@ -161,13 +236,16 @@ class CompiledModel:
         if x.shape[1:] == shape:
             return x.reshape((len(x),) + shape), "batch"
         raise ModelError(
-            f"input of shape {x.shape} does not fit model '{self.name}', which takes {shape} "
+            f"{what} of shape {x.shape} does not fit model '{self.name}', which takes {shape} "
             f"(or a batch shaped (N, {', '.join(map(str, sample))}))"
         )
 
-    def _shape_like(self, out: np.ndarray, form: str) -> np.ndarray:
-        """Give outputs the batch form the inputs came in."""
-        per = self.output_shape
+    def _shape_like(self, out, form: str, tensors=None):
+        """Give outputs the batch form the inputs came in (a list of them for several outputs)."""
+        tensors = self.graph.outputs if tensors is None else tensors
+        if len(tensors) > 1:
+            return [self._shape_like(o, form, [t]) for o, t in zip(out, tensors)]
+        per = self.graph.tensor(tensors[0]).shape
         if form == "one":
             return out.reshape(per)
         if form == "sample":
@@ -176,22 +254,28 @@ class CompiledModel:
             return out.reshape((len(out),) + per[1:])
         return out.reshape((len(out),) + per)
 
-    def run(self, x, engine: str = "reference", arena_bytes: int | None = None) -> np.ndarray:
-        """int8 in, int8 out. `x` is one input or a batch of them (dim 0)."""
+    def run(self, x, engine: str = "reference", arena_bytes: int | None = None):
+        """int8 in, int8 out. `x` is one input or a batch of them (dim 0); for a model with several inputs, a
+        list with one such array per input, and a model with several outputs returns a list of them. A model with
+        state (stream=True) runs the batch as one stream: every call starts from a reset, then one invoke per
+        sample in order on the same instance (cm.stream() keeps a stream going across calls)."""
         from tinyaot.targets.engines import engine_named
 
         runner = engine_named(engine)  # targets/engines.py: the registry of engines
         batch, form = self._as_batch(x)
+        batches = batch if isinstance(batch, list) else [batch]
         dtype = np.dtype(self.input_dtype)
-        if batch.dtype != dtype:
-            info = np.iinfo(dtype)
-            if not np.issubdtype(batch.dtype, np.integer) or batch.min() < info.min or batch.max() > info.max:
-                raise ModelError(
-                    f"run() takes {dtype} inputs (got {batch.dtype}); use run_float() for float inputs "
-                    f"or quantize with scale={self.input_qparams[0]:.6g}, zero_point={self.input_qparams[1]}"
-                )
-            batch = batch.astype(dtype)
-        result = runner.run(self, batch, arena_bytes)
+        for i, b in enumerate(batches):
+            if b.dtype != dtype:
+                info = np.iinfo(dtype)
+                if not np.issubdtype(b.dtype, np.integer) or b.min() < info.min or b.max() > info.max:
+                    scale, zp = _pair(self.graph.tensor(self.graph.inputs[i]).qparams)
+                    raise ModelError(
+                        f"run() takes {dtype} inputs (got {b.dtype}); use run_float() for float inputs "
+                        f"or quantize with scale={scale:.6g}, zero_point={zp}"
+                    )
+                batches[i] = b.astype(dtype)
+        result = runner.run(self, batches if isinstance(batch, list) else batches[0], arena_bytes)
         if runner.emulated:
             self.last_m33 = result
         return self._shape_like(result.outputs, form)
@@ -209,24 +293,37 @@ class CompiledModel:
         return self.graph.tensor(self.graph.inputs[0]).dtype
 
     @property
-    def input_layout(self) -> str:
-        """"NHWC" (channels-last feature map), "NCHW" (compiled with input_layout="NCHW") or "plain"."""
-        return self.graph.layout
+    def input_layout(self):
+        """"NHWC" (channels-last feature map), "NCHW" (compiled with input_layout="NCHW") or "plain"; a list for a
+        model with several inputs."""
+        return self._per(self.graph.inputs, lambda t: self.graph.io_layout_of(t.name)[0])
 
-    def to_model_layout(self, x) -> np.ndarray:
-        """A batch in PyTorch's channels-first layout -> the layout this model takes (NCHW -> NHWC)."""
+    def to_model_layout(self, x):
+        """A batch in PyTorch's channels-first layout -> the layout this model takes (NCHW -> NHWC); a list with
+        one batch per input for a model with several."""
         from tinyaot.ir.layout import torch_to_model_layout
 
-        return torch_to_model_layout(np.asarray(x), self.graph.layout, self.graph.torch_input_rank)
+        return self._each_input(x, lambda v, t: torch_to_model_layout(np.asarray(v), *self.graph.io_layout_of(t)))
 
-    def quantize_input(self, x) -> np.ndarray:
-        """Host-side helper: float input -> int8 with the published scale and zero point."""
+    def _each_input(self, x, fn):
+        if self.n_inputs == 1:
+            return fn(x, self.graph.inputs[0])
+        if not isinstance(x, (list, tuple)) or len(x) != self.n_inputs:
+            raise ModelError(f"model '{self.name}' has {self.n_inputs} inputs: pass a list with one array per input")
+        return [fn(v, t) for v, t in zip(x, self.graph.inputs)]
+
+    def quantize_input(self, x):
+        """Host-side helper: float input -> int8 with the published scale and zero point (a list in, a list out
+        for a model with several inputs)."""
+        return self._each_input(x, self._quantize_one)
+
+    def _quantize_one(self, x, tensor: str) -> np.ndarray:
         x = _real(x)
         if x.size == 0:
             raise ModelError(f"the input of shape {x.shape} is empty; pass at least one input")
         if not np.isfinite(x).all():
             raise ModelError("input holds NaN/Inf values; int8 cannot represent them")
-        scale, zp = self.input_qparams
+        scale, zp = _pair(self.graph.tensor(tensor).qparams)
         info = np.iinfo(self.input_dtype)
         lo, hi = scale * (info.min - zp), scale * (info.max - zp)
         outside = float(np.mean((x < lo - scale / 2) | (x > hi + scale / 2)))
@@ -234,26 +331,34 @@ class CompiledModel:
             warnings.warn(
                 f"{outside:.1%} of input values fall outside the calibrated range [{lo:.4g}, {hi:.4g}] "
                 "and saturate; calibrate on data that covers the inputs you run",
-                stacklevel=3,
+                stacklevel=4,
             )
         return quantize_array(x, QParams.per_tensor(scale, zp), self.input_dtype)
 
-    def dequantize_output(self, y) -> np.ndarray:
+    def dequantize_output(self, y):
+        if self.n_outputs > 1:
+            if not isinstance(y, (list, tuple)) or len(y) != self.n_outputs:
+                raise ModelError(f"model '{self.name}' has {self.n_outputs} outputs: pass a list with one array "
+                                 "per output")
+            return [(np.asarray(v, dtype=np.float64) - zp) * scale for v, (scale, zp) in zip(y, self.output_qparams)]
         scale, zp = self.output_qparams
         return (np.asarray(y, dtype=np.float64) - zp) * scale
 
-    def run_float(self, x, engine: str = "reference") -> np.ndarray:
+    def run_float(self, x, engine: str = "reference"):
         """Float in, float out: quantize on the host, run int8, dequantize on the host."""
         return self.dequantize_output(self.run(self.quantize_input(x), engine=engine))
 
-    def float_reference(self, x) -> np.ndarray:
+    def float_reference(self, x):
         """The float model (after BN folding/fusion) evaluated in NumPy; for an imported int8 model, the float
         model its integers stand for (quantize/dequantize.py)."""
         self._need_float_graph("float_reference()")
-        batch, form = self._as_batch(_real(x))
+        x = self._each_input(x, lambda v, t: _real(v))
+        batch, form = self._as_batch(x)
         g = self.reference_graph
-        y = evaluate(g, batch.reshape((-1,) + self.input_shape[1:]))
-        return self._shape_like(y[g.outputs[0]], form)
+        y = evaluate(g, [b.reshape((-1,) + b.shape[2:]) for b in batch] if isinstance(batch, list)
+                     else batch.reshape((-1,) + batch.shape[2:]))
+        outs = [y[t] for t in g.outputs]
+        return self._shape_like(outs[0] if len(outs) == 1 else outs, form)
 
     # ---- reports --------------------------------------------------------------------------
     def report(self):
@@ -279,17 +384,21 @@ class CompiledModel:
         model's with model_layout=True; or (inputs, labels)); a float .tflite `float_model` adds the output
         agreement with it."""
         from tinyaot.ir.layout import torch_sample_shape
-        from tinyaot.quantize.calibrate import as_sample_batch
+        from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches
         from tinyaot.report.quant_error import compare_float_tflite
 
-        if isinstance(data, tuple) and len(data) == 2 and labels is None:
+        if isinstance(data, tuple) and len(data) == 2 and labels is None and self.n_inputs == 1:
             data, labels = data
         g = self.graph
-        if model_layout:
-            x = as_sample_batch(data, tuple(self.input_shape[1:]), "data").batch
+        shapes = [tuple(g.tensor(t).shape[1:]) for t in g.inputs]
+        if not model_layout:
+            shapes = [torch_sample_shape(s, *g.io_layout_of(t)) for s, t in zip(shapes, g.inputs)]
+        if self.n_inputs == 1:
+            x = as_sample_batch(data, shapes[0], "data").batch
         else:
-            shape = torch_sample_shape(tuple(self.input_shape[1:]), g.layout, g.torch_input_rank)
-            x = self.to_model_layout(as_sample_batch(data, shape, "data").batch)
+            x = [s.batch for s in as_sample_batches(data, shapes, "data")]
+        if not model_layout:
+            x = self.to_model_layout(x)
         report = self.layer_errors(x, labels=labels)
         if float_model is not None:
             report.extra["float .tflite"] = compare_float_tflite(self, float_model, x)

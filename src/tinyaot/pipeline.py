@@ -22,7 +22,7 @@ from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
 from tinyaot.plan.kernels import check_optimize
-from tinyaot.quantize.calibrate import as_sample_batch, collect_ranges
+from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch_len, collect_ranges
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
@@ -55,7 +55,11 @@ def check_alignment(alignment) -> int:
 
 def check_batch_one(example_input, what: str = "example_input") -> None:
     """tinyaot compiles batch-1 models (run() loops over a batch); a batch-N example would build a fixed
-    batch-N model with N times the arena."""
+    batch-N model with N times the arena. Several inputs: a tuple of them, each checked."""
+    if isinstance(example_input, (tuple, list)):
+        for k, x in enumerate(example_input):
+            check_batch_one(x, f"{what}[{k}]")
+        return
     shape = tuple(getattr(example_input, "shape", ()))
     if not shape or shape[0] != 1:
         raise ModelError(
@@ -68,7 +72,8 @@ def check_batch_one(example_input, what: str = "example_input") -> None:
 def import_float_model(model, example_input) -> Graph:
     """Front end: PyTorch nn.Module -> float Graph."""
     if example_input is None:
-        raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1)")
+        raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1; a tuple of them "
+                         "when forward() takes several)")
     check_batch_one(example_input)
     from tinyaot.frontend.pytorch import from_torch
 
@@ -200,7 +205,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
                   alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
                   observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
                   float_model=None, preserve_input: bool = False, separate_output: bool = False,
-                  optimize: str = "speed", progress=None) -> CompiledModel:
+                  optimize: str = "speed", stream: bool = False, progress=None) -> CompiledModel:
     """Compile a model to int8 C.
 
     example_input and calibration are in PyTorch's layout (e.g. NCHW); for a float .tflite, in its own (NHWC).
@@ -220,11 +225,23 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     in the arena); "size" keeps int8 weights (the conv kernel widens them as it reads: no more flash than the
     int8 model); "memory" runs the plain int8 kernels for the smallest arena. progress is called with each
     stage's name.
+
+    stream=True (a PyTorch causal Conv1d / TCN model, example and calibration full windows): calibrated and
+    quantized as the full-window model, then converted to a step function (passes/streaming.py): each invoke
+    takes one frame and outputs the full model's output at that frame, each causal conv keeping its past frames
+    in the state region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream).
     """
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
-                    Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize))
+                    Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
+                    bool(stream))
     if input_dtype not in ("int8", "uint8"):
         raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
+    if stream and (is_tflite(model) or _is_pt2e(model)):
+        raise ModelError("stream=True converts a PyTorch nn.Module (a causal Conv1d / TCN model) calibrated by "
+                         "tinyaot; .tflite and PT2E models are not streamed yet: compile the nn.Module")
+    if stream and data is not None:
+        raise ModelError("data= checks a model against its float twin window by window; with stream=True compile "
+                         "the full-window model for that report (the streamed outputs equal its outputs)")
     if is_tflite(model):
         from tinyaot.frontend.tflite import is_float_tflite
 
@@ -250,9 +267,13 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
             "a float model needs calibration samples: pass calibration= a few hundred representative "
             "inputs (an array/tensor shaped (N, ...) like the example input, or an iterable of batches)"
         )
-    samples = as_sample_batch(calibration, tuple(example_input.shape[1:]))
-    batch = torch_to_model_layout(samples.batch, float_graph.layout, float_graph.torch_input_rank)
-    return _quantize_and_plan(float_graph, samples, batch, data, opts)
+    examples = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
+    sets = as_sample_batches(calibration, [tuple(x.shape[1:]) for x in examples])
+    batches = [torch_to_model_layout(s.batch, *float_graph.io_layout_of(name))
+               for s, name in zip(sets, float_graph.inputs)]
+    if len(sets) == 1:
+        return _quantize_and_plan(float_graph, sets[0], batches[0], data, opts)
+    return _quantize_and_plan(float_graph, sets, batches, data, opts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,6 +289,7 @@ class _Options:
     contract: Contract
     progress: object  # callable(str) or None
     optimize: str = "speed"
+    stream: bool = False  # convert to a one-frame step function (passes/streaming.py)
 
 
 def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
@@ -287,8 +309,12 @@ def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledM
 
 
 def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> CompiledModel:
-    findings = check_samples(samples, float_graph)
-    _say(opts.progress, f"calibrating on {len(batch)} samples")
+    """samples/batch: one input's SampleSet and model-layout batch, or lists of them (several inputs)."""
+    if isinstance(samples, list):
+        findings = [f for i, s in enumerate(samples) for f in check_samples(s, float_graph, f"calibration input {i}")]
+    else:
+        findings = check_samples(samples, float_graph)
+    _say(opts.progress, f"calibrating on {batch_len(batch)} samples")
     calib = collect_ranges(float_graph, batch, observer=opts.observer, layer_observers=opts.layer_observers)
     findings += check_ranges(float_graph, calib, opts.observer)
     _say(opts.progress, "quantizing to int8")
@@ -297,9 +323,31 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
     if opts.input_dtype == "uint8":
         int8_graph = accept_uint8_input(int8_graph)
     raise_or_warn(findings, opts.strict, opts.name)  # said before the later stages, which may refuse the model
+    if opts.stream:
+        return _finish(_stream(float_graph, int8_graph, calib, opts), [], None, opts, said=findings)
     cm = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
                             opts.optimize, calibration=calib)
     return _finish(cm, [], data, opts, said=findings)
+
+
+def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompiledModel:
+    """The int8 full-window graph as a step function; the full-window graph stays reachable (cm.window_model())."""
+    from tinyaot.passes.streaming import stream_graph
+
+    _say(opts.progress, "converting to a one-frame step function (streaming)")
+    streamed, info = stream_graph(int8_graph)
+    verify_graph(streamed, "the streaming conversion", quantized=True)
+    cm = _plan_and_generate(opts.name, None, streamed, opts.alignment, opts.contract, opts.progress, opts.optimize,
+                            calibration=calib)
+    cm.stream_info = info
+    cm.window = (float_graph, int8_graph, opts)  # what window_model() plans on first use
+    return cm
+
+
+def _is_pt2e(model) -> bool:
+    from tinyaot.frontend.pt2e import is_pt2e
+
+    return is_pt2e(model)
 
 
 def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model=None, said=()) -> CompiledModel:

@@ -12,6 +12,7 @@ from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
 from tinyaot.codegen.ops import EMITTERS, describe
 from tinyaot.codegen.params import constant_bytes
 from tinyaot.ir import Graph
+from tinyaot.ir.ops import OPS
 from tinyaot.plan import MemoryPlan
 
 SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
@@ -46,6 +47,12 @@ def _library_file(sub: str, fname: str) -> str:
 def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     prefix = c_ident(name).lower()
     macro = prefix.upper()
+    unplaced = [n.name for n in g.nodes if OPS[n.op].state is not None and plan.state_of(n.name) is None]
+    if unplaced:
+        from tinyaot.errors import PlanError
+
+        raise PlanError(f"stateful layer(s) {', '.join(unplaced)} have no slot in the plan's state region: plan "
+                        "the graph with plan.plan_graph, which places the state")
     offsets = {t: f"{macro}_OFFSET_{c_ident(plan.buffer_of(t).name).upper()}" for b in plan.buffers for t in b.tensors}
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
     src = CSources(name=prefix)
@@ -95,6 +102,84 @@ def _io_macros(g: Graph, tensor: str, macro: str, kind: str) -> list[str]:
     ]
 
 
+def _several(g: Graph) -> bool:
+    return len(g.inputs) > 1 or len(g.outputs) > 1
+
+
+def _index_param(tensors) -> str:
+    """Models with several inputs or outputs take the index in their accessors; one-input models keep (void)."""
+    return ", size_t index" if len(tensors) > 1 else ""
+
+
+def _io_section(g: Graph, macro: str) -> list[str]:
+    """Every input's and output's size, shape, scale and zero point; a one-input one-output model keeps the
+    unnumbered names (INPUT_SIZE, ...), several get them numbered (INPUT0_SIZE, INPUT1_SIZE, ...)."""
+    lines = [f"#define {macro}_NUM_INPUTS {len(g.inputs)}", f"#define {macro}_NUM_OUTPUTS {len(g.outputs)}"]
+    if not _several(g):
+        return [*lines, f'#define {macro}_INPUT_LAYOUT "{g.layout}"', "",
+                *_io_macros(g, g.inputs[0], macro, "INPUT"), "", *_io_macros(g, g.outputs[0], macro, "OUTPUT"), ""]
+    lines.append("")
+    for kind, tensors in (("INPUT", g.inputs), ("OUTPUT", g.outputs)):
+        for i, t in enumerate(tensors):
+            layout = g.io_layout_of(t)[0]
+            if kind == "INPUT":
+                lines.append(f'#define {macro}_INPUT{i}_LAYOUT "{layout}"')
+            lines += _io_macros(g, t, macro, f"{kind}{i}")
+            lines.append("")
+    return lines
+
+
+def _io_declarations(g: Graph, prefix: str, macro: str, in_dtype: str, in_ctype: str) -> list[str]:
+    run = [f"/* Run one inference. Returns {macro}_OK, or {macro}_ERROR_NOT_INITIALIZED. */",
+           f"int {prefix}_invoke(void);"]
+    if not _several(g):
+        return [f"/* Where to write the {in_dtype} input ({macro}_INPUT_SIZE bytes), inside the arena (after init). */",
+                f"{in_ctype} *{prefix}_input(void);", "", *run, "",
+                f"/* The int8 output ({macro}_OUTPUT_SIZE bytes), inside the arena (after init). */",
+                f"const int8_t *{prefix}_output(void);"]
+    return [*_accessor_comment(len(g.inputs), "input", f"Where to write the {in_dtype}", macro),
+            f"{in_ctype} *{prefix}_input({_index_type(len(g.inputs))});", "", *run, "",
+            *_accessor_comment(len(g.outputs), "output", "The int8", macro),
+            f"const int8_t *{prefix}_output({_index_type(len(g.outputs))});"]
+
+
+def _index_type(n: int) -> str:
+    return "size_t index" if n > 1 else "void"
+
+
+def _accessor_comment(n: int, kind: str, what: str, macro: str) -> list[str]:
+    if n == 1:
+        return [f"/* {what} {kind} ({macro}_{kind.upper()}0_SIZE bytes), inside the arena (after init). */"]
+    return [f"/* {what} {kind} number `index` ({macro}_{kind.upper()}<index>_SIZE bytes), inside the arena (after",
+            f" * init); NULL for an index >= {macro}_NUM_{kind.upper()}S. */"]
+
+
+def _io_accessors(g: Graph, plan: MemoryPlan, prefix: str, macro: str, in_ctype: str) -> list[str]:
+    """<name>_instance_input/_output and the default instance's: an offset each, or a table of them."""
+    out = []
+    for kind, tensors, ctype in (("input", g.inputs, in_ctype), ("output", g.outputs, "int8_t")):
+        const = "const " if kind == "output" else ""
+        if len(tensors) == 1:
+            out += [f"{const}{ctype} *{prefix}_instance_{kind}(const {prefix}_instance_t *instance)", "{",
+                    f"    return ({const}{ctype} *)(instance->arena + {_offset(plan, tensors[0], macro)});", "}", ""]
+            continue
+        table = f"{prefix}_{kind}_offsets"
+        out += [f"/* Arena offset of each {kind}, by index. */",
+                f"static const uint32_t {table}[{len(tensors)}] = {{",
+                *[f"    {_offset(plan, t, macro)},  /* {kind} {i}: {t} */" for i, t in enumerate(tensors)],
+                "};", "",
+                f"{const}{ctype} *{prefix}_instance_{kind}(const {prefix}_instance_t *instance, size_t index)", "{",
+                f"    if (index >= {macro}_NUM_{kind.upper()}S) {{", "        return NULL;", "    }",
+                f"    return ({const}{ctype} *)(instance->arena + {table}[index]);", "}", ""]
+    for kind, tensors, ctype in (("input", g.inputs, in_ctype), ("output", g.outputs, "int8_t")):
+        const = "const " if kind == "output" else ""
+        several = len(tensors) > 1
+        out += [f"{const}{ctype} *{prefix}_{kind}({'size_t index' if several else 'void'})", "{",
+                f"    return {prefix}_instance_{kind}(&{prefix}_default_instance{', index' if several else ''});",
+                "}", ""]
+    return out
+
+
 def _input_ctype(g: Graph) -> tuple[str, str]:
     dtype = g.tensor(g.inputs[0]).dtype
     return dtype, {"uint8": "uint8_t"}.get(dtype, "int8_t")
@@ -119,13 +204,10 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
         f"#define {macro}_ARENA_SIZE {plan.arena_bytes}",
         f"#define {macro}_ARENA_ALIGNMENT {plan.alignment}",
         f"#define {macro}_ARENA_LOWER_BOUND {plan.lower_bound}  /* live bytes at the busiest step */",
-        f'#define {macro}_INPUT_LAYOUT "{g.layout}"',
-        "",
-        *_io_macros(g, g.inputs[0], macro, "INPUT"),
-        "",
-        *_io_macros(g, g.outputs[0], macro, "OUTPUT"),
-        "",
+        *_state_size(plan, macro),
+        *_io_section(g, macro),
         *_contract_comment(g, plan, macro, prefix),
+        *_state_contract(g, plan, prefix),
         "",
         "/* Status codes. */",
         f"#define {macro}_OK 0",
@@ -133,6 +215,8 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
         f"#define {macro}_ERROR_ARENA_MISALIGNED (-2)",
         f"#define {macro}_ERROR_NOT_INITIALIZED (-3)",
         f"#define {macro}_ERROR_NULL_ARGUMENT (-4)",
+        *([f"#define {macro}_ERROR_STATE_TOO_SMALL (-5)", f"#define {macro}_ERROR_STATE_MISALIGNED (-6)"]
+          if plan.state else []),
         "",
         "/*",
         f" * Bind the arena. Pass NULL to use the built-in static arena (unless {macro}_NO_STATIC_ARENA",
@@ -141,28 +225,21 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
         " */",
         f"int {prefix}_init(uint8_t *arena, size_t arena_size);",
         "",
-        f"/* Where to write the {in_dtype} input ({macro}_INPUT_SIZE bytes), inside the arena (after init). */",
-        f"{in_ctype} *{prefix}_input(void);",
+        *_state_declarations(plan, prefix, macro),
+        *_io_declarations(g, prefix, macro, in_dtype, in_ctype),
         "",
-        f"/* Run one inference. Returns {macro}_OK, or {macro}_ERROR_NOT_INITIALIZED. */",
-        f"int {prefix}_invoke(void);",
-        "",
-        f"/* The int8 output ({macro}_OUTPUT_SIZE bytes), inside the arena (after init). */",
-        f"const int8_t *{prefix}_output(void);",
-        "",
-        "/*",
-        " * Several instances of this model (two sensors, one per core): each has its own arena and runs",
-        " * independently of the others, since the kernels keep no state outside the arena. The functions",
-        " * above drive one built-in instance; these take the instance. instance_init needs an arena (no NULL).",
-        " */",
+        *_instances_comment(plan, prefix),
         "typedef struct {",
         "    uint8_t *arena;",
+        *(["    uint8_t *state;  /* the state region: bound by instance_bind_state */"] if plan.state else []),
         f"}} {prefix}_instance_t;",
         "",
         f"int {prefix}_instance_init({prefix}_instance_t *instance, uint8_t *arena, size_t arena_size);",
-        f"{in_ctype} *{prefix}_instance_input(const {prefix}_instance_t *instance);",
+        *([f"int {prefix}_instance_bind_state({prefix}_instance_t *instance, uint8_t *state, size_t state_size);",
+           f"int {prefix}_instance_reset(const {prefix}_instance_t *instance);"] if plan.state else []),
+        f"{in_ctype} *{prefix}_instance_input(const {prefix}_instance_t *instance{_index_param(g.inputs)});",
         f"int {prefix}_instance_invoke(const {prefix}_instance_t *instance);",
-        f"const int8_t *{prefix}_instance_output(const {prefix}_instance_t *instance);",
+        f"const int8_t *{prefix}_instance_output(const {prefix}_instance_t *instance{_index_param(g.outputs)});",
         "",
         "#ifdef __cplusplus",
         "}",
@@ -180,6 +257,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         _banner(f"{prefix}.c", prefix),
         "#include <stddef.h>",
         "#include <stdint.h>",
+        *(["#include <string.h>"] if plan.state else []),
         "",
         f'#include "{prefix}.h"',
         '#include "tinyaot_kernels.h"',
@@ -191,6 +269,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
             f"#define {macro}_OFFSET_{c_ident(b.name).upper()} {plan.offsets[b.name]}"
             f"  /* {b.nbytes} B, steps {b.first}-{b.last} */"
         )
+    out += _state_offsets(g, plan, macro)
     out += [
         "",
         "/* A profiler may define this to timestamp the end of each step; it costs nothing otherwise. */",
@@ -218,6 +297,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"}} {prefix}_static_arena {macro}_ARENA_ALIGNED;",
         "#endif",
         "",
+        *_static_state(plan, prefix, macro),
         f"static {prefix}_instance_t {prefix}_default_instance;",
         "",
         f"int {prefix}_instance_init({prefix}_instance_t *instance, uint8_t *arena, size_t arena_size)",
@@ -232,9 +312,11 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"        return {macro}_ERROR_ARENA_MISALIGNED;",
         "    }",
         "    instance->arena = arena;",
+        *(["    instance->state = NULL;"] if plan.state else []),
         f"    return {macro}_OK;",
         "}",
         "",
+        *_state_functions(plan, prefix, macro),
         f"int {prefix}_init(uint8_t *arena, size_t arena_size)",
         "{",
         "    if (arena == NULL) {",
@@ -245,29 +327,12 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"        return {macro}_ERROR_ARENA_TOO_SMALL;",
         "#endif",
         "    }",
-        f"    return {prefix}_instance_init(&{prefix}_default_instance, arena, arena_size);",
+        f"    {'int status = ' if plan.state else 'return '}{prefix}_instance_init(&{prefix}_default_instance, arena, "
+        "arena_size);",
+        *_init_binds_state(plan, prefix, macro),
         "}",
         "",
-        f"{in_ctype} *{prefix}_instance_input(const {prefix}_instance_t *instance)",
-        "{",
-        f"    return ({in_ctype} *)(instance->arena + {_offset(plan, g.inputs[0], macro)});",
-        "}",
-        "",
-        f"const int8_t *{prefix}_instance_output(const {prefix}_instance_t *instance)",
-        "{",
-        f"    return (const int8_t *)(instance->arena + {_offset(plan, g.outputs[0], macro)});",
-        "}",
-        "",
-        f"{in_ctype} *{prefix}_input(void)",
-        "{",
-        f"    return {prefix}_instance_input(&{prefix}_default_instance);",
-        "}",
-        "",
-        f"const int8_t *{prefix}_output(void)",
-        "{",
-        f"    return {prefix}_instance_output(&{prefix}_default_instance);",
-        "}",
-        "",
+        *_io_accessors(g, plan, prefix, macro, in_ctype),
         f"int {prefix}_invoke(void)",
         "{",
         f"    return {prefix}_instance_invoke(&{prefix}_default_instance);",
@@ -279,6 +344,9 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         "    if (arena == NULL) {",
         f"        return {macro}_ERROR_NOT_INITIALIZED;",
         "    }",
+        *([f"    uint8_t *const state = instance->state;  /* {macro}_STATE_SIZE bytes kept between invokes */",
+           "    if (state == NULL) {", f"        return {macro}_ERROR_NOT_INITIALIZED;", "    }"]
+          if plan.state else []),
     ]
     for step, (node, e) in enumerate(emitted):
         if e.kernel_file is None:
@@ -294,7 +362,9 @@ def _contract_comment(g: Graph, plan: MemoryPlan, macro: str, prefix: str) -> li
     """The buffer contract, read from the plan: what invoke does to the input, and where the output sits."""
     from tinyaot.plan.contract import io_facts
 
-    facts = io_facts(plan, g.inputs[0], g.outputs[0])
+    facts = io_facts(plan, g.inputs, g.outputs)
+    if _several(g):
+        return _contract_comment_several(facts, macro, prefix)
     if facts.input_overwritten:
         inp = [f" * - invoke() overwrites the input: after {prefix}_invoke() the input bytes hold intermediate",
                " *   values, so write a whole new input before every invoke (compile with preserve_input to",
@@ -322,5 +392,143 @@ def _contract_comment(g: Graph, plan: MemoryPlan, macro: str, prefix: str) -> li
     ]
 
 
+def _contract_comment_several(facts, macro: str, prefix: str) -> list[str]:
+    """The buffer contract of a model with several inputs or outputs: the facts hold for all of them."""
+    inp = (f" * - invoke() may overwrite the inputs: write every input before each {prefix}_invoke()."
+           if facts.input_overwritten
+           else " * - invoke() leaves every input as it was (no other buffer uses their bytes).")
+    out = (" * - An output may share bytes with an input: copy the outputs before writing the next inputs."
+           if facts.output_overlaps_input else " * - No output shares bytes with an input (double buffering works).")
+    return ["/*", " * Buffer contract. Inputs and outputs live inside the arena, at fixed offsets.", inp, out,
+            " * - The outputs are valid until the next invoke().", " */",
+            f"#define {macro}_INVOKE_PRESERVES_INPUT {0 if facts.input_overwritten else 1}",
+            f"#define {macro}_OUTPUT_OVERLAPS_INPUT {1 if facts.output_overlaps_input else 0}"]
+
+
 def _offset(plan: MemoryPlan, tensor: str, macro: str) -> str:
     return f"{macro}_OFFSET_{c_ident(plan.buffer_of(tensor).name).upper()}"
+
+
+# ---- the state region (plan/state.py): only models with stateful layers have one --------------------------
+
+
+def _state_size(plan: MemoryPlan, macro: str) -> list[str]:
+    if not plan.state:
+        return []
+    return ["/* The state region keeps what the streaming layers carry from one invoke to the next, apart from",
+            " * the arena (RAM = arena + state). */",
+            f"#define {macro}_STATE_SIZE {plan.state_bytes}",
+            f"#define {macro}_STATE_ALIGNMENT {plan.alignment}"]
+
+
+def _state_contract(g: Graph, plan: MemoryPlan, prefix: str) -> list[str]:
+    """What a stateful model's invoke does to its state, and (streaming) what its input is."""
+    if not plan.state:
+        return []
+    lines = ["/*", " * State contract.",
+             f" * - Each invoke reads and updates the state region: {prefix}_init binds the built-in one (or",
+             f" *   {prefix}_bind_state the caller's) and resets it; invokes never clear it; {prefix}_reset()",
+             " *   returns it to the start (every byte at its zero point, real 0), as for a new stream."]
+    if any(OPS[n.op].state == "window" for n in g.nodes):
+        lines += [" * - Streaming: the input is the newest frame only. Each invoke consumes it and outputs what the",
+                  " *   full-window model outputs for the window ending at that frame; the earlier frames each",
+                  " *   causal conv needs are in the state region, so no sliding window is kept in the input: write",
+                  " *   the next whole frame before every invoke (invoke may overwrite it, see above).",
+                  " * - After a reset the past frames are zeros: the k-th frame's output is the full model's output",
+                  " *   at frame k of a stream starting at the reset (each conv's causal zero padding before it)."]
+    return [*lines, " */"]
+
+
+def _state_declarations(plan: MemoryPlan, prefix: str, macro: str) -> list[str]:
+    if not plan.state:
+        return []
+    return ["/*",
+            f" * Bind the caller's state region ({macro}_STATE_SIZE bytes aligned to {macro}_STATE_ALIGNMENT) instead",
+            f" * of the built-in one ({macro}_NO_STATIC_STATE leaves it out: then call this after init), and reset it.",
+            " */",
+            f"int {prefix}_bind_state(uint8_t *state, size_t state_size);", "",
+            f"/* Start a new stream: the state back to its initial value. Returns {macro}_OK or a negative status. */",
+            f"int {prefix}_reset(void);", ""]
+
+
+def _state_offsets(g: Graph, plan: MemoryPlan, macro: str) -> list[str]:
+    if not plan.state:
+        return []
+    out = ["", "/* State region offset of every stateful layer's slot; the state is never part of the arena. */"]
+    for slot in plan.state:
+        out.append(f"#define {macro}_STATE_OFFSET_{c_ident(slot.node).upper()} {slot.offset}"
+                   f"  /* {slot.nbytes} B, reset to {slot.fill} */")
+    return out
+
+
+def _static_state(plan: MemoryPlan, prefix: str, macro: str) -> list[str]:
+    if not plan.state:
+        return []
+    return [f"#ifndef {macro}_NO_STATIC_STATE",
+            "#if defined(__GNUC__) || defined(__clang__)",
+            f"#define {macro}_STATE_ALIGNED __attribute__((aligned({macro}_STATE_ALIGNMENT)))",
+            "#else",
+            f"#define {macro}_STATE_ALIGNED",
+            "#endif",
+            "static union {",
+            f"    uint8_t bytes[{macro}_STATE_SIZE];",
+            "    int64_t align;",
+            f"}} {prefix}_static_state {macro}_STATE_ALIGNED;",
+            "#endif", ""]
+
+
+def _init_binds_state(plan: MemoryPlan, prefix: str, macro: str) -> list[str]:
+    if not plan.state:
+        return []
+    return [f"    if (status != {macro}_OK) {{", "        return status;", "    }",
+            f"#ifndef {macro}_NO_STATIC_STATE",
+            f"    return {prefix}_bind_state({prefix}_static_state.bytes, sizeof {prefix}_static_state.bytes);",
+            "#else",
+            "    return status;",
+            "#endif"]
+
+
+def _state_functions(plan: MemoryPlan, prefix: str, macro: str) -> list[str]:
+    """bind_state and reset, for an instance and for the built-in one."""
+    if not plan.state:
+        return []
+    resets = [f"    memset(instance->state + {macro}_STATE_OFFSET_{c_ident(s.node).upper()}, {s.fill}, {s.nbytes}u);"
+              f"  /* {s.node} */" for s in plan.state]
+    return [
+        f"int {prefix}_instance_bind_state({prefix}_instance_t *instance, uint8_t *state, size_t state_size)",
+        "{",
+        "    if (instance == NULL || state == NULL) {", f"        return {macro}_ERROR_NULL_ARGUMENT;", "    }",
+        f"    if (state_size < {macro}_STATE_SIZE) {{", f"        return {macro}_ERROR_STATE_TOO_SMALL;", "    }",
+        f"    if (((uintptr_t)state & ({macro}_STATE_ALIGNMENT - 1u)) != 0u) {{",
+        f"        return {macro}_ERROR_STATE_MISALIGNED;", "    }",
+        "    instance->state = state;",
+        f"    return {prefix}_instance_reset(instance);",
+        "}", "",
+        f"int {prefix}_instance_reset(const {prefix}_instance_t *instance)",
+        "{",
+        "    if (instance == NULL || instance->state == NULL) {", f"        return {macro}_ERROR_NOT_INITIALIZED;",
+        "    }",
+        "    /* every slot at its zero point (memset stores the int8 value's byte) */",
+        *resets,
+        f"    return {macro}_OK;",
+        "}", "",
+        f"int {prefix}_bind_state(uint8_t *state, size_t state_size)", "{",
+        f"    return {prefix}_instance_bind_state(&{prefix}_default_instance, state, state_size);", "}", "",
+        f"int {prefix}_reset(void)", "{", f"    return {prefix}_instance_reset(&{prefix}_default_instance);", "}", "",
+    ]
+
+
+def _instances_comment(plan: MemoryPlan, prefix: str) -> list[str]:
+    if not plan.state:
+        return ["/*",
+                " * Several instances of this model (two sensors, one per core): each has its own arena and runs",
+                " * independently of the others, since the kernels keep no state outside the arena. The functions",
+                " * above drive one built-in instance; these take the instance. instance_init needs an arena (no "
+                "NULL).",
+                " */"]
+    return ["/*",
+            " * Several instances of this model (two sensors, one per core): each has its own arena and its own",
+            " * state region and runs independently of the others. The functions above drive one built-in",
+            " * instance; these take the instance: instance_init binds an arena (no NULL), then",
+            f" * {prefix}_instance_bind_state a state region of its own (which resets it) before the first invoke.",
+            " */"]

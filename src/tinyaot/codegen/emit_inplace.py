@@ -22,6 +22,7 @@ def ring_kernel(spec: OpSpec) -> str:
 KERNEL_DEPS = {f"{ring_kernel(s)}.c": (f"{s.ref}.c",) for s in OPS.values() if s.ring}
 KERNEL_DEPS["conv2d_add_s8.c"] = ("conv2d_s8.c", "add_s8.c")  # codegen/emit_residual.py
 KERNEL_DEPS["conv2d_pairs_s8.c"] = ("add_s8.c",)  # its conv2d_add kernel ends in tinyaot_add_s8
+KERNEL_DEPS["gru_s8.c"] = ("lstm_s8.c",)  # TFLM's int16 sigmoid / tanh (codegen/emit_recurrent.py)
 
 
 def emit_ring(node: Node, g: Graph, prefix: str, offsets: dict[str, str], ring):

@@ -30,13 +30,35 @@ HOST_ONLY: dict[str, dict[str, str]] = {
         "broadcast": "chooses tinyaot_mul_s8 or tinyaot_mul_broadcast_s8 at compile time",
         "constants": "constant operands are emitted as arrays and passed as the operand pointers",
     },
+    "AddParams": {
+        "a_shape": "read through a_strides",
+        "b_shape": "read through b_strides",
+        "broadcast": "chooses tinyaot_add_s8 or tinyaot_add_broadcast_s8 at compile time",
+        "constants": "constant operands are emitted as arrays and passed as the operand pointers",
+    },
+    "MinmaxParams": {
+        "a_shape": "read through a_strides",
+        "b_shape": "read through b_strides",
+        "broadcast": "chooses tinyaot_minmax_s8 or tinyaot_minmax_broadcast_s8 at compile time",
+        "constants": "constant operands are emitted as arrays and passed as the operand pointers",
+    },
+    "BatchMatmulParams": {
+        "lhs_view": "shape, perm and adj_x are folded into the lhs strides",
+        "rhs_view": "shape, perm and adj_y are folded into the rhs strides",
+    },
     "TransposeParams": {"perm": "folded into in_strides", "in_shape": "folded into in_strides"},
 }
 
 
 # Arrays a kernel can do without (NULL: it computes the values itself), by struct: speed mode's tables, which
 # the size and memory modes leave out (codegen/emit.py without_speed_tables). Any other pointer must be an array.
-NULLABLE_ARRAYS = {"tinyaot_add_params": ("input1_table", "input2_table")}  # 2 KB of flash per add
+NULLABLE_ARRAYS = {"tinyaot_add_params": ("input1_table", "input2_table"),  # 2 KB of flash per add
+                   "tinyaot_minmax_params": ("input1_table", "input2_table")}  # 256 B per rescaled operand
+
+
+# Members whose values are named by a family of the header's #defines, by struct: member -> the defines' prefix;
+# the generated C reads `.mode = TINYAOT_PAD_REFLECT`, not a bare number.
+NAMED_VALUES = {"tinyaot_pad_params": {"mode": "TINYAOT_PAD_"}}
 
 
 class ParamsMismatch(TinyAOTError):
@@ -88,7 +110,17 @@ def _value(f: CField, v, struct: str, base: str, arrays: list[str], notes: dict[
         if len(v) != f.length:
             raise ParamsMismatch(f"{where} holds {f.length} values, got {len(v)}")
         return "{" + ", ".join(_scalar(where, x) for x in v) + "}"
+    prefix = NAMED_VALUES.get(struct, {}).get(f.name)
+    if prefix is not None:
+        return _named(where, prefix, v)
     return _scalar(where, v)
+
+
+def _named(where: str, prefix: str, v) -> str:
+    names = [k for k, value in kernel_header().defines.items() if k.startswith(prefix) and value == v]
+    if len(names) != 1:
+        raise ParamsMismatch(f"{where} is one of the {prefix}* defines, got {v!r}")
+    return names[0]
 
 
 def _scalar(where: str, v) -> str:

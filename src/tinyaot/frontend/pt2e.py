@@ -88,10 +88,13 @@ class PT2EBuilder(Builder):
         shape = tuple(n.meta["val"].shape)
         users = {str(u.target) for u in _users_through_qdq(n)}
         nhwc = len(shape) == 4 or (len(shape) == 3 and bool(users & CHANNEL_OPS))
-        name = self.activation("input", torch_to_ir_shape(shape) if nhwc else shape)
+        first = not self.graph.inputs
+        name = self.activation("input" if first else f"input_{n.name}", torch_to_ir_shape(shape) if nhwc else shape)
         self.graph.inputs.append(name)
-        self.graph.layout = "NHWC" if nhwc else "plain"
-        self.graph.torch_input_rank = len(shape) if nhwc else 0
+        layout = ("NHWC", len(shape)) if nhwc else ("plain", 0)
+        self.graph.io_layouts[name] = layout
+        if first:
+            self.graph.layout, self.graph.torch_input_rank = layout
         self.values[n.name] = Value(name, nhwc, len(shape))
 
     def bind_const(self, n, tensor) -> None:
@@ -288,9 +291,11 @@ def _walk(gm) -> PT2EBuilder:
                 raise _unsupported(n)
         elif n.op == "output":
             outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
-            if len(outs) != 1:
-                raise ModelError(f"tinyaot compiles models with one output; this GraphModule returns {len(outs)}")
-            b.graph.outputs = [b.output_name(outs[0])]
+            for o in outs:
+                name = b.output_name(o)
+                if name in b.graph.outputs:
+                    raise ModelError(f"the GraphModule returns the same tensor ({o.name}) twice; return it once")
+                b.graph.outputs.append(name)
     return b
 
 
@@ -298,23 +303,28 @@ def _example(gm, example_input):
     """The input's torch shape, checked against an example input when one is given."""
     import torch
 
-    ph = next(n for n in gm.graph.nodes if n.op == "placeholder")
-    val = ph.meta.get("val")
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    vals = [ph.meta.get("val") for ph in placeholders]
     if example_input is None:
-        if val is None:
+        if any(v is None for v in vals):
             raise ModelError("pass example_input: this GraphModule records no input shape")
-        return tuple(val.shape)
-    x = torch.as_tensor(np.asarray(example_input) if not isinstance(example_input, torch.Tensor) else example_input)
-    if val is not None and tuple(val.shape) != tuple(x.shape):
-        raise ModelError(f"example_input has shape {tuple(x.shape)}, but the PT2E graph was exported for "
-                         f"{tuple(val.shape)}")
+        return tuple(vals[0].shape)
+    examples = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
+    xs = [torch.as_tensor(np.asarray(e) if not isinstance(e, torch.Tensor) else e) for e in examples]
+    if len(xs) != len(placeholders):
+        raise ModelError(f"the PT2E graph takes {len(placeholders)} inputs; example_input gives {len(xs)}")
+    for x, val in zip(xs, vals):
+        if val is not None and tuple(val.shape) != tuple(x.shape):
+            raise ModelError(f"example_input has shape {tuple(x.shape)}, but the PT2E graph was exported for "
+                             f"{tuple(val.shape)}")
     try:
         with torch.no_grad():
-            gm(x.to(torch.float32))
+            gm(*[x.to(torch.float32) for x in xs])
     except Exception as exc:  # noqa: BLE001 -- whatever the graph raises, the user gets one clear line
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ModelError(f"the PT2E graph does not run on example_input of shape {tuple(x.shape)}: {first}") from None
-    return tuple(x.shape)
+        shapes = ", ".join(str(tuple(x.shape)) for x in xs)
+        raise ModelError(f"the PT2E graph does not run on example_input of shape {shapes}: {first}") from None
+    return tuple(xs[0].shape)
 
 
 def from_pt2e(model, example_input=None) -> tuple[Graph, dict, dict]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
+from tinyaot.frontend.pytorch_attention import decompose_attention
 from tinyaot.frontend.pytorch_ops import CONVERTERS, Builder, Value
 from tinyaot.ir import Graph
 
@@ -17,19 +18,23 @@ def supported_ops() -> list[str]:
 
 
 # Layers with state or control flow that have no integer kernel; caught before export for a clear message.
-UNSUPPORTED_MODULES = ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "Transformer",
+UNSUPPORTED_MODULES = ("RNN", "LSTMCell", "GRUCell", "RNNCell", "Transformer",
                        "TransformerEncoderLayer", "TransformerDecoderLayer", "Embedding", "EmbeddingBag")
 
 
-def check_modules(model) -> None:
+def check_modules(model):
+    """The model to export: refused if it holds a layer without integer kernels; nn.MultiheadAttention layers
+    decomposed (in a copy) into ops that have them (frontend/pytorch_attention.py)."""
     for path, module in model.named_modules():
         kind = type(module).__name__
         if kind in UNSUPPORTED_MODULES:
             raise UnsupportedOpError(
                 f"layer '{path}' is an nn.{kind}, which tinyaot cannot compile to integer kernels "
-                f"(recurrent/attention/embedding layers are not supported). Supported PyTorch ops: "
+                f"(nn.LSTM, nn.GRU and nn.MultiheadAttention are; RNN, cells, Transformer modules and embeddings "
+                f"are not: write the layer with supported modules). Supported PyTorch ops: "
                 f"{', '.join(supported_ops())}."
             )
+    return decompose_attention(model)
 
 
 def _unsupported(n) -> UnsupportedOpError:
@@ -42,38 +47,46 @@ def _unsupported(n) -> UnsupportedOpError:
 
 
 def _export(model, example_input):
+    """example_input: one tensor, or a tuple/list with one tensor per forward() argument."""
     import torch
 
-    if isinstance(example_input, np.ndarray):
-        example_input = torch.from_numpy(example_input)
-    if not isinstance(example_input, torch.Tensor):
-        raise ModelError(
-            f"example_input must be a torch.Tensor or numpy array, got {type(example_input).__name__}"
-        )
-    example_input = example_input.detach().to(torch.float32)
+    several = isinstance(example_input, (tuple, list))
+    inputs = tuple(example_input) if several else (example_input,)
+    if not inputs:
+        raise ModelError("example_input is empty: pass one tensor per argument of the model's forward()")
+    tensors = []
+    for k, x in enumerate(inputs):
+        if isinstance(x, np.ndarray):
+            x = torch.from_numpy(x)
+        if not isinstance(x, torch.Tensor):
+            where = f"example_input[{k}]" if several else "example_input"
+            raise ModelError(f"{where} must be a torch.Tensor or numpy array, got {type(x).__name__}")
+        tensors.append(x.detach().to(torch.float32))
     modes = {m: m.training for m in model.modules()}  # the user's module is given back in the mode it came in
     try:
-        return _export_eval(model.eval(), example_input), example_input
+        return _export_eval(model.eval(), tuple(tensors)), tensors
     finally:
         for m, training in modes.items():
             m.training = training
 
 
-def _export_eval(model, example_input):
+def _export_eval(model, example_inputs: tuple):
     import torch
 
     try:
         with torch.no_grad():
-            model(example_input)
+            model(*example_inputs)
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        shapes = ", ".join(str(tuple(x.shape)) for x in example_inputs)
         raise ModelError(
-            f"the model does not run on an example input of shape {tuple(example_input.shape)}: {first}. "
-            "Pass an example input (batch size 1) shaped like the data the model was built for."
+            f"the model does not run on example input(s) of shape {shapes}: {first}. "
+            "Pass an example input (batch size 1) shaped like the data the model was built for, one per argument "
+            "of forward() (a tuple when it takes several)."
         ) from None
     try:
         with torch.no_grad():
-            return torch.export.export(model, (example_input,))
+            return torch.export.export(model, example_inputs)
     except Exception as exc:  # torch.export's own errors are long; keep the first lines
         first = "\n".join(str(exc).splitlines()[:6])
         raise ModelError(f"torch.export could not trace the model: {first}") from exc
@@ -81,7 +94,7 @@ def _export_eval(model, example_input):
 
 def from_torch(model, example_input) -> Graph:
     """Export `model` with torch.export and translate it to a float Graph (NHWC inside)."""
-    check_modules(model)
+    model = check_modules(model)
     ep, example = _export(model, example_input)
     params = {**dict(ep.named_parameters()), **dict(ep.named_buffers())}
     params.update(getattr(ep, "constants", {}) or {})
@@ -104,15 +117,27 @@ def from_torch(model, example_input) -> Graph:
             CONVERTERS[key](b, n)
         elif n.op == "output":
             outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
-            b.graph.outputs = [b.output_name(o) for o in outs]
-    if len(b.graph.inputs) != 1 or len(b.graph.outputs) != 1:
-        raise ModelError(
-            f"tinyaot compiles models with one input and one output; this one has "
-            f"{len(b.graph.inputs)} inputs and {len(b.graph.outputs)} outputs"
-        )
+            for o in outs:
+                b.graph.outputs.append(_output_tensor(b, o))
+    if not b.graph.inputs:
+        raise ModelError("the model takes no tensor input; tinyaot compiles models of one or more tensors")
     _check_finite_constants(b.graph)
     b.graph.prune()
     return b.graph
+
+
+def _output_tensor(b: Builder, o) -> str:
+    """An output tensor of the IR; each output needs bytes of its own (the C publishes each at its offset)."""
+    if not hasattr(o, "name") or o.name not in b.values:
+        raise ModelError(f"the model returns {o!r}, which is not a tensor; return tensors only (a tuple of them "
+                         "for several outputs)")
+    name = b.output_name(o)
+    if name in b.graph.outputs:
+        raise ModelError(f"the model returns the same tensor ({o.name}) twice; return it once")
+    if name in b.graph.inputs or b.graph.tensor(name).is_const:
+        raise ModelError(f"output {len(b.graph.outputs)} ({o.name}) is an input or a constant, not computed by the "
+                         "model; return only computed tensors")
+    return name
 
 
 def _check_finite_constants(g: Graph) -> None:

@@ -15,12 +15,14 @@ import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
+from tinyaot.frontend.pytorch_attention import CONVERTERS as ATTENTION_CONVERTERS
+from tinyaot.frontend.pytorch_recurrent import CONVERTERS as RECURRENT_CONVERTERS
 from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.ir.ops import RELU
 
 CHANNEL_OPS = {"aten.conv1d.default", "aten.conv1d.padding", "aten.max_pool1d.default", "aten.avg_pool1d.default",
                "aten.adaptive_avg_pool1d.default", "aten.batch_norm.default", "aten.conv2d.default",
-               "aten.conv2d.padding"}
+               "aten.conv2d.padding", "aten.conv_transpose1d.default"}
 
 
 @dataclass(frozen=True)
@@ -84,15 +86,20 @@ class Builder:
         shape = tuple(n.meta["val"].shape)
         users = {str(u.target) for u in n.users}
         nhwc = len(shape) == 4 or (len(shape) == 3 and bool(users & CHANNEL_OPS))
-        name = self.activation("input", torch_to_ir_shape(shape) if nhwc else shape)
+        first = not self.graph.inputs
+        name = self.activation("input" if first else f"input_{n.name}", torch_to_ir_shape(shape) if nhwc else shape)
         self.graph.inputs.append(name)
-        self.graph.layout = "NHWC" if nhwc else "plain"
-        self.graph.torch_input_rank = len(shape) if nhwc else 0
+        layout = ("NHWC", len(shape)) if nhwc else ("plain", 0)
+        self.graph.io_layouts[name] = layout
+        if first:
+            self.graph.layout, self.graph.torch_input_rank = layout
         self.values[n.name] = Value(name, nhwc, len(shape))
 
     def output_name(self, fx_out) -> str:
         v = self.values[fx_out.name]
-        self.graph.output_layout = "NHWC" if v.nhwc else "plain"
+        if not self.graph.outputs:
+            self.graph.output_layout = "NHWC" if v.nhwc else "plain"
+        self.graph.io_layouts.setdefault(v.name, ("NHWC", v.torch_rank) if v.nhwc else ("plain", 0))
         return v.name
 
     def arg(self, a) -> Value:
@@ -228,16 +235,38 @@ def _conv(b: Builder, n, one_d: bool) -> None:
     out_shape = torch_to_ir_shape(torch_out)
     layer = layer_name(n)
     attrs = {"stride": stride, "padding": pad, "dilation": dilation}
-    if groups == 1:
-        wt = b.const(f"{layer}.weight", w.transpose(0, 2, 3, 1))  # OHWI
-        out = b.emit("conv2d", [x.name, wt, b.const(f"{layer}.bias", bias)], out_shape, attrs)
-    elif groups == in_c and in_per_group == 1:
+    if groups > 1 and groups == in_c and in_per_group == 1:
         attrs["depth_multiplier"] = out_c // in_c
         wt = b.const(f"{layer}.weight", w.transpose(1, 2, 3, 0))  # [1, kh, kw, in * m]
         out = b.emit("depthwise_conv2d", [x.name, wt, b.const(f"{layer}.bias", bias)], out_shape, attrs)
-    else:
-        raise b.error(f"grouped convolution with groups={groups} (1 < groups < in_channels={in_c}) is not "
-                      "supported; use groups=1 or depthwise (groups=in_channels)")
+    else:  # groups = 1, or grouped: [out, in/groups, kh, kw] -> OHWI, TFLite's grouped CONV_2D filter
+        wt = b.const(f"{layer}.weight", w.transpose(0, 2, 3, 1))
+        out = b.emit("conv2d", [x.name, wt, b.const(f"{layer}.bias", bias)], out_shape, attrs)
+    b.bind(n, out, True, len(torch_out))
+
+
+def _conv_transpose(b: Builder, n) -> None:
+    """ConvTranspose2d / ConvTranspose1d (a 1-D signal is H = 1): weights [in, out, kh, kw] -> [out, kh, kw, in]."""
+    args = list(n.args) + [None] * (8 - len(n.args))
+    x_arg, w_arg, bias_arg, stride, padding, output_padding, groups, dilation = args[:8]
+    one_d = len(_val_shape(n)) == 3
+    dims = 1 if one_d else 2
+    stride, padding, extra, dilation = (_pair(v if v is not None else d, dims)
+                                        for v, d in ((stride, 1), (padding, 0), (output_padding, 0), (dilation, 1)))
+    if int(groups or 1) != 1 or any(d != 1 for d in dilation):
+        raise b.error(f"transposed convolution with groups={int(groups or 1)} and dilation={tuple(dilation)} is not "
+                      "supported; supported: groups=1, dilation=1 (any stride, padding and output_padding)")
+    x = b.to_channels_last(b.arg(x_arg))
+    w = b.const_data(w_arg)  # [in, out, kh, kw] or [in, out, k]
+    if one_d:
+        w = w[:, :, None, :]
+        stride, padding, extra = (1, *stride), (0, *padding), (0, *extra)
+    bias = b.const_data(bias_arg) if bias_arg is not None else np.zeros(w.shape[1])
+    torch_out = _val_shape(n)
+    layer = layer_name(n)
+    attrs = {"stride": stride, "padding": (padding[0], padding[0], padding[1], padding[1]), "output_padding": extra}
+    wt = b.const(f"{layer}.weight", w.transpose(1, 2, 3, 0))
+    out = b.emit("transpose_conv2d", [x.name, wt, b.const(f"{layer}.bias", bias)], torch_to_ir_shape(torch_out), attrs)
     b.bind(n, out, True, len(torch_out))
 
 
@@ -347,11 +376,11 @@ def _mean(b: Builder, n) -> None:
     dims = tuple(sorted(d % rank for d in (dims if dims is not None else range(rank))))
     spatial = (2, 3) if rank == 4 else (2,)
     if not x.nhwc or dims != spatial:
-        if not x.nhwc and dims == (rank - 1,) and rank >= 2:
-            b.bind(n, b.emit("mean", [x.name], _val_shape(n), {"axes": (rank - 1,), "keepdims": keepdim}), False)
+        if not x.nhwc and rank >= 2 and dims[0] > 0 and dims == tuple(range(dims[0], dims[-1] + 1)):
+            b.bind(n, b.emit("mean", [x.name], _val_shape(n), {"axes": dims, "keepdims": keepdim}), False)
             return
         raise b.error(f"mean over dims {dims} is not supported; supported: the spatial dims of a feature map "
-                      "(global average pooling) or the last dim")
+                      "(global average pooling), or consecutive dims after the batch (e.g. the tokens of [1, T, D])")
     out_shape = torch_to_ir_shape(_val_shape(n)) if keepdim else _val_shape(n)
     out = b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": keepdim})
     b.bind(n, out, keepdim, rank if keepdim else None)
@@ -369,6 +398,9 @@ def _scalar_affine(b: Builder, n, op: str) -> bool:
     if not math.isfinite(scale_by):
         raise b.error("division by zero")
     x = b.arg(x_arg)
+    if b.graph.tensor(x.name).is_const:  # arithmetic on a parameter: folded now
+        _bind_const(b, n, b.graph.tensor(x.name).data.astype(np.float64) * scale_by + offset)
+        return True
     attrs = {"function": "affine", "scale_by": scale_by, "offset": offset}
     b.bind(n, b.emit("lut", [x.name], b.shape(x), attrs), x.nhwc, x.torch_rank)
     return True
@@ -381,23 +413,132 @@ def _scalar_op(op: str):
     return convert
 
 
-def _binary(op: str):
+def _alpha(n) -> float:
+    return float(n.args[2] if len(n.args) > 2 else n.kwargs.get("alpha", 1))
+
+
+def _binary(op: str, swap: bool = False):
+    """add / sub / mul / minimum / maximum of two tensors, NumPy-broadcast up to 4-D (torch's rules), or of a
+    tensor and a Python number (a table, or a clamp for minimum / maximum). swap: rsub (other - x)."""
     def convert(b: Builder, n) -> None:
-        if op in ("add", "mul") and _scalar_affine(b, n, op):
-            return
-        if not all(hasattr(a, "name") for a in n.args[:2]):
-            raise b.error(f"{op} with a Python scalar first operand is not supported; write it as x {op} c")
-        if len(n.args) > 2 and n.args[2] != 1 or n.kwargs.get("alpha", 1) != 1:
-            raise b.error("add with alpha != 1 is not supported")
-        x, y = b.arg(n.args[0]), b.arg(n.args[1])
-        if b.graph.tensor(x.name).is_const or b.graph.tensor(y.name).is_const:
-            raise b.error(f"{op} with a constant tensor operand is not supported")
-        if x.nhwc != y.nhwc:
-            x, y = b.to_channels_last(x), b.to_channels_last(y)
-        if b.shape(x) != b.shape(y):
-            raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is not supported")
-        b.bind(n, b.emit(op, [x.name, y.name], b.shape(x)), x.nhwc, x.torch_rank)
+        args = [n.args[1], n.args[0]] if swap else list(n.args[:2])
+        _binary_node(b, n, op, args, _alpha(n) if op in ("add", "sub") else 1.0)
     return convert
+
+
+def _clamp_tensor(b: Builder, n) -> None:
+    """torch.clamp with tensor bounds: maximum with the lower, then minimum with the upper (either may be a number
+    or absent)."""
+    lo = n.args[1] if len(n.args) > 1 else n.kwargs.get("min")
+    hi = n.args[2] if len(n.args) > 2 else n.kwargs.get("max")
+    x = n.args[0]
+    for op, bound in (("maximum", lo), ("minimum", hi)):
+        if bound is not None:
+            _binary_node(b, n, op, [x, bound], 1.0)
+            x = n  # the value so far, bound to this FX node
+
+
+def _binary_node(b: Builder, n, op: str, args: list, alpha: float) -> None:
+    """One binary element-wise op of args (FX nodes or numbers) for FX node n, which it binds."""
+    if not hasattr(args[1], "name") and isinstance(args[1], (int, float)):  # x op c
+        _scalar_operand(b, n, op, args[0], float(args[1]) * alpha, first=True)
+        return
+    if not hasattr(args[0], "name") and isinstance(args[0], (int, float)):  # c op x (rsub of a number)
+        _scalar_operand(b, n, op, args[1], float(args[0]), first=False, alpha=alpha)
+        return
+    x, y = b.arg(args[0]), b.arg(args[1])
+    tx, ty = b.graph.tensor(x.name), b.graph.tensor(y.name)
+    if alpha != 1.0:
+        if not ty.is_const:
+            raise b.error(f"{op} with alpha={alpha:g} of two activations is not supported (alpha is supported with "
+                          "a constant second operand); scale one of them (x * alpha) first")
+        y = _const_value(b, n, ty.data * alpha)
+        ty = b.graph.tensor(y.name)
+    if tx.is_const and ty.is_const:  # folded now: no kernel needed
+        _bind_const(b, n, _real(op, tx.data, ty.data))
+        return
+    for v, t in ((x, tx), (y, ty)):
+        if t.is_const and t.size == 1:  # a one-number tensor is a scalar
+            _scalar_operand(b, n, op, args[1] if v is x else args[0], float(t.data.reshape(-1)[0]),
+                            first=v is y)
+            return
+    x, y = _common_layout(b, x, y)
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(b.shape(x), b.shape(y)))
+    except ValueError:
+        raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: they do not broadcast") from None
+    if len(shape) > 4:
+        raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is supported up to 4-D")
+    nhwc = x.nhwc or y.nhwc
+    want = _val_shape(n)
+    if (torch_to_ir_shape(want) if nhwc else want) != shape:
+        raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)} gives {shape}, torch says {want}; this "
+                      "mix of layouts is not supported")
+    rank = x.torch_rank if x.nhwc else y.torch_rank
+    b.bind(n, b.emit(op, [x.name, y.name], shape), nhwc, rank if nhwc else len(want))
+
+
+def _real(op: str, a: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The value of `op` on two constants (torch order): the front end folds it."""
+    fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "minimum": np.minimum, "maximum": np.maximum}[op]
+    return fn(a.astype(np.float64), c.astype(np.float64))
+
+
+def _const_value(b: Builder, n, data: np.ndarray) -> Value:
+    name = b.const(f"{layer_name(n)}.constant", np.asarray(data, dtype=np.float32))
+    return Value(name, False, np.ndim(data))
+
+
+def _bind_const(b: Builder, n, data: np.ndarray) -> None:
+    v = _const_value(b, n, np.asarray(data).reshape(_val_shape(n)))
+    b.values[n.name] = v
+
+
+def _scalar_operand(b: Builder, n, op: str, x_arg, c: float, first: bool, alpha: float = 1.0) -> None:
+    """x op c (first) or c op x with a number c: a table (lut 'affine') for add / sub / mul, a clamp for minimum /
+    maximum; alpha scales x (rsub: c - alpha * x)."""
+    x = b.arg(x_arg)
+    data = b.graph.tensor(x.name).data
+    if data is not None:  # arithmetic on a parameter: folded now
+        _bind_const(b, n, _real(op, data, np.float64(c)) if first else _real(op, np.float64(c), data * alpha))
+        return
+    if op in ("minimum", "maximum"):
+        lo, hi = (-math.inf, c) if op == "minimum" else (c, math.inf)
+        b.bind(n, b.emit("relu", [x.name], b.shape(x), {"clamp": (lo, hi)}), x.nhwc, x.torch_rank)
+        return
+    if op == "mul":
+        scale_by, offset = c, 0.0
+    elif op == "add":
+        scale_by, offset = 1.0, c
+    else:  # sub: x - c, or c - alpha * x
+        scale_by, offset = (1.0, -c) if first else (-alpha, c)
+    attrs = {"function": "affine", "scale_by": scale_by, "offset": offset}
+    b.bind(n, b.emit("lut", [x.name], b.shape(x), attrs), x.nhwc, x.torch_rank)
+
+
+def _common_layout(b: Builder, x: Value, y: Value) -> tuple[Value, Value]:
+    """Both operands in one layout: a constant is laid out like the activation at compile time (no kernel); an
+    activation in torch order meeting a channels-last one is converted (a view when its bytes allow)."""
+    if x.nhwc == y.nhwc:
+        if x.nhwc and x.torch_rank != y.torch_rank:
+            raise b.error(f"broadcasting a {x.torch_rank}-D feature map with a {y.torch_rank}-D one is not "
+                          "supported")
+        return x, y
+    nhwc, plain = (x, y) if x.nhwc else (y, x)
+    t = b.graph.tensor(plain.name)
+    rank = nhwc.torch_rank
+    if len(t.shape) > rank:
+        raise b.error(f"a {len(t.shape)}-D operand broadcast over a {rank}-D feature map is not supported")
+    padded = (1,) * (rank - len(t.shape)) + tuple(t.shape)  # torch's broadcasting aligns trailing axes
+    if t.is_const:
+        data = t.data.reshape(padded)
+        data = data.transpose(0, 2, 3, 1) if rank == 4 else data.transpose(0, 2, 1)[:, None]
+        moved = Value(b.const(f"{t.name}_nhwc", data), True, rank)
+    else:
+        src = plain if padded == tuple(t.shape) else Value(b.emit("reshape", [plain.name], padded, suffix="_view"),
+                                                            False, rank)
+        moved = b.to_channels_last(Value(src.name, False, rank))
+    return (nhwc, moved) if x.nhwc else (moved, nhwc)
 
 
 def _cat(b: Builder, n) -> None:
@@ -412,12 +553,28 @@ def _cat(b: Builder, n) -> None:
     b.bind(n, b.emit("concat", [v.name for v in vals], out_shape, {"axis": axis}), vals[0].nhwc, vals[0].torch_rank)
 
 
+TORCH_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "replicate"}  # torch -> IR pad mode
+
+
 def _pad(b: Builder, n) -> None:
     pads = list(n.args[1])
     mode = n.args[2] if len(n.args) > 2 else n.kwargs.get("mode", "constant")
     value = n.args[3] if len(n.args) > 3 else n.kwargs.get("value", None)
-    if mode != "constant" or value not in (None, 0, 0.0):
-        raise b.error(f"padding mode {mode!r} with value {value} is not supported; only zero padding")
+    if mode not in TORCH_PAD_MODES or (mode == "constant" and value not in (None, 0, 0.0)):
+        what = f"constant padding with value {value}" if mode == "constant" else f"padding mode {mode!r}"
+        raise b.error(f"{what} is not supported; supported: zero padding, mode='reflect' and mode='replicate' "
+                      "(also as Conv padding_mode)")
+    _spatial_pad(b, n, pads, TORCH_PAD_MODES[mode])
+
+
+def _mode_pad(mode: str):
+    """aten.reflection_pad2d / replication_pad2d (and 1d): F.pad's modes by their own names."""
+    def convert(b: Builder, n) -> None:
+        _spatial_pad(b, n, list(n.args[1]), mode)
+    return convert
+
+
+def _spatial_pad(b: Builder, n, pads: list, mode: str) -> None:
     x = b.to_channels_last(b.arg(n.args[0]))
     pads += [0] * (4 - len(pads))
     left, right, top, bottom = pads[:4]
@@ -427,8 +584,66 @@ def _pad(b: Builder, n) -> None:
         top = bottom = 0
     if len(n.args[1]) > 4 or min(pads) < 0:
         raise b.error("padding beyond the two spatial dims, or negative padding, is not supported")
-    out = b.emit("pad", [x.name], torch_to_ir_shape(_val_shape(n)), {"padding": (top, bottom, left, right)})
+    attrs = {"padding": (top, bottom, left, right), "mode": None if mode == "constant" else mode}
+    out = b.emit("pad", [x.name], torch_to_ir_shape(_val_shape(n)), attrs)
     b.bind(n, out, True, x.torch_rank)
+
+
+def _resize(kind: str):
+    """aten.upsample_* (F.interpolate, nn.Upsample) as TFLite's resize ops. nearest: PyTorch's 'nearest' is
+    TFLite's plain nearest (floor(dst * in / out)), 'nearest-exact' its half_pixel_centers; bilinear:
+    align_corners=False is TFLite's half_pixel_centers, True its align_corners."""
+    def convert(b: Builder, n) -> None:
+        x = b.to_channels_last(b.arg(n.args[0]))
+        out_shape = torch_to_ir_shape(_val_shape(n))
+        if kind == "bilinear":
+            corners = bool(n.args[2] if len(n.args) > 2 else n.kwargs.get("align_corners", False))
+            scales = n.args[3] if len(n.args) > 3 else n.kwargs.get("scale_factors")
+            _check_linear_scales(b, b.shape(x), out_shape, scales, corners)
+            attrs = {"align_corners": corners, "half_pixel_centers": not corners}
+        else:
+            attrs = {"align_corners": False, "half_pixel_centers": kind == "nearest-exact"}
+            _check_nearest_sources(b, n, b.shape(x), out_shape, attrs["half_pixel_centers"])
+        op = "resize_bilinear" if kind == "bilinear" else "resize_nearest"
+        b.bind(n, b.emit(op, [x.name], out_shape, attrs), True, x.torch_rank)
+    return convert
+
+
+def _check_nearest_sources(b: Builder, n, in_shape, out_shape, half_pixel_centers: bool) -> None:
+    """The pixels PyTorch copies (its op run on a tensor of pixel numbers) must be the ones TFLite's formula picks:
+    they differ for some scale_factors (PyTorch then uses 1 / scale_factor, not in / out)."""
+    import torch
+
+    from tinyaot.ir.resize import nearest_source
+
+    _, in_h, in_w, _ = in_shape
+    one_d = len(n.args[0].meta["val"].shape) == 3
+    probe = torch.arange(in_h * in_w, dtype=torch.float32).reshape((1, 1, in_w) if one_d else (1, 1, in_h, in_w))
+    got = n.target(probe, *n.args[1:], **n.kwargs).reshape(out_shape[1], out_shape[2]).to(torch.int64).numpy()
+    rows = nearest_source(in_h, out_shape[1], False, half_pixel_centers)
+    cols = nearest_source(in_w, out_shape[2], False, half_pixel_centers)
+    if not np.array_equal(got, rows[:, None] * in_w + cols[None, :]):
+        raise b.error(f"nearest resize {in_h}x{in_w} -> {out_shape[1]}x{out_shape[2]} with this scale_factor picks "
+                      "other pixels than TFLite's nearest resize can (PyTorch uses 1 / scale_factor, not in / out); "
+                      "give size= instead, or a scale_factor that multiplies the size to a whole number")
+
+
+def _check_linear_scales(b: Builder, in_shape, out_shape, scales, corners: bool) -> None:
+    """TFLite's bilinear samples at in / out; PyTorch at 1 / scale_factor when one is given: they must agree."""
+    if scales is None or corners:
+        return
+    for size, out, s in zip(in_shape[1:3][-len(scales):], out_shape[1:3][-len(scales):], scales):
+        if size * float(s) != out:
+            raise b.error(f"bilinear resize of {size} pixels by scale_factor {s} to {out}: PyTorch samples at "
+                          f"1 / {s}, TFLite's bilinear resize at {size} / {out}; give size= instead, or a "
+                          "scale_factor that multiplies the size to a whole number")
+
+
+def _refused_resize(what: str):
+    def convert(b: Builder, n) -> None:
+        raise b.error(f"{what} interpolation has no integer kernel in tinyaot; supported: mode='nearest', "
+                      "'nearest-exact' and 'bilinear' (F.interpolate, nn.Upsample)")
+    return convert
 
 
 def _softmax(b: Builder, n) -> None:
@@ -493,6 +708,8 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.conv2d.padding": _conv2d,
     "aten.conv1d.default": _conv1d,
     "aten.conv1d.padding": _conv1d,
+    "aten.conv_transpose2d.input": _conv_transpose,
+    "aten.conv_transpose1d.default": _conv_transpose,
     "aten.batch_norm.default": _batch_norm,
     "aten.relu.default": _relu,
     "aten.relu_.default": _relu,
@@ -510,16 +727,37 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.add.Tensor": _binary("add"),
     "aten.add_.Tensor": _binary("add"),
     "aten.mul.Tensor": _binary("mul"),
+    "aten.mul_.Tensor": _binary("mul"),
     "aten.mul.Scalar": _scalar_op("mul"),
     "aten.add.Scalar": _scalar_op("add"),
-    "aten.sub.Tensor": _scalar_op("sub"),
+    "aten.sub.Tensor": _binary("sub"),
+    "aten.sub_.Tensor": _binary("sub"),
+    "aten.rsub.Tensor": _binary("sub", swap=True),
     "aten.sub.Scalar": _scalar_op("sub"),
+    "aten.minimum.default": _binary("minimum"),
+    "aten.maximum.default": _binary("maximum"),
+    "aten.clamp_min.Tensor": _binary("maximum"),
+    "aten.clamp_max.Tensor": _binary("minimum"),
+    "aten.clamp.Tensor": _clamp_tensor,
+    "aten.max.other": _binary("maximum"),
+    "aten.min.other": _binary("minimum"),
     "aten.div.Tensor": _scalar_op("div"),
     "aten.div.Scalar": _scalar_op("div"),
     "aten.rsub.Scalar": _scalar_op("rsub"),
     "aten.cat.default": _cat,
     "aten.pad.default": _pad,
     "aten.constant_pad_nd.default": _pad,
+    "aten.reflection_pad1d.default": _mode_pad("reflect"),
+    "aten.reflection_pad2d.default": _mode_pad("reflect"),
+    "aten.replication_pad1d.default": _mode_pad("replicate"),
+    "aten.replication_pad2d.default": _mode_pad("replicate"),
+    "aten.upsample_nearest1d.vec": _resize("nearest"),
+    "aten.upsample_nearest2d.vec": _resize("nearest"),
+    "aten._upsample_nearest_exact1d.vec": _resize("nearest-exact"),
+    "aten._upsample_nearest_exact2d.vec": _resize("nearest-exact"),
+    "aten.upsample_linear1d.vec": _resize("bilinear"),
+    "aten.upsample_bilinear2d.vec": _resize("bilinear"),
+    "aten.upsample_bicubic2d.vec": _refused_resize("bicubic"),
     "aten.softmax.int": _softmax,
     "aten._softmax.default": _softmax,
     "aten.sigmoid.default": _lut("sigmoid"),
@@ -547,3 +785,8 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.detach.default": _identity,
     "aten.identity.default": _identity,
 }
+
+# LayerNorm, matmul of two activations and attention (frontend/pytorch_attention.py).
+CONVERTERS.update(ATTENTION_CONVERTERS)
+# nn.LSTM / nn.GRU, their zero initial state and last-step reads (frontend/pytorch_recurrent.py).
+CONVERTERS.update(RECURRENT_CONVERTERS)

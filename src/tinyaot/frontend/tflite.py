@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
+from tinyaot.frontend.tflite_recurrent import unidirectional_sequence_lstm
 from tinyaot.ir import Graph, Node, QParams, Tensor
 
 SCHEMA_VERSION = 3
@@ -265,9 +266,9 @@ def _check_qparams(ti: _TensorInfo) -> None:
 # ---- conversion: plain model -> IR graph -------------------------------------------------------
 
 
-def _input_is_quantized(info: _ModelInfo) -> bool:
+def _input_is_quantized(info: _ModelInfo, x: int | None = None) -> bool:
     """A float32 input whose only reader is a QUANTIZE to int8: an int8 model with a float interface."""
-    x = info.inputs[0]
+    x = info.inputs[0] if x is None else x
     readers = [op for op in info.ops if x in op.inputs]
     return (len(readers) == 1 and readers[0].name == "QUANTIZE" and readers[0].outputs
             and info.tensors[readers[0].outputs[0]].dtype == "int8")
@@ -415,24 +416,32 @@ class _Importer:
 
     # -- boundaries --
     def boundaries(self) -> None:
+        """Every model input and output (several are published in order); a float32 interface around an int8
+        model (QUANTIZE after an input, DEQUANTIZE before an output) is dropped: the compiled model is int8."""
         info = self.info
-        if len(info.inputs) != 1 or len(info.outputs) != 1:
-            raise UnsupportedOpError(f"the model has {len(info.inputs)} inputs and {len(info.outputs)} outputs; "
-                                     "tinyaot compiles models with one input and one output")
-        x, y = info.inputs[0], info.outputs[0]
-        if not self.float_mode and self.t(x).type_code == 0 and _input_is_quantized(info):
-            reader = next(op for op in info.ops if x in op.inputs)
-            self.skip.add(reader.index)
-            x = reader.outputs[0]
-        self._check_batch(self.t(x))
-        self.activation(x, "input", None)
-        self.g.inputs = ["input"]
-        if not self.float_mode and self.t(y).type_code == 0:
-            writer = [op for op in info.ops if y in op.outputs]
-            if len(writer) == 1 and writer[0].name == "DEQUANTIZE" and self.t(writer[0].inputs[0]).dtype == "int8":
-                self.skip.add(writer[0].index)
-                y = writer[0].inputs[0]
-        self.output_index = y
+        if not info.inputs or not info.outputs:
+            raise ModelError(f"the model has {len(info.inputs)} inputs and {len(info.outputs)} outputs; it needs at "
+                             "least one of each")
+        self.g.inputs = []
+        for k, x in enumerate(info.inputs):
+            if not self.float_mode and self.t(x).type_code == 0 and _input_is_quantized(info, x):
+                reader = next(op for op in info.ops if x in op.inputs)
+                self.skip.add(reader.index)
+                x = reader.outputs[0]
+            self._check_batch(self.t(x))
+            name = "input" if k == 0 else f"input_{k}"
+            self.activation(x, name, None)
+            self.g.inputs.append(self.names[x])
+            if k:  # the first input's layout is the graph's (NHWC); the others say their own
+                self.g.io_layouts[name] = ("NHWC" if len(self.t(x).shape) == 4 else "plain", 0)
+        self.output_indices = []
+        for y in info.outputs:
+            if not self.float_mode and self.t(y).type_code == 0:
+                writer = [op for op in info.ops if y in op.outputs]
+                if len(writer) == 1 and writer[0].name == "DEQUANTIZE" and self.t(writer[0].inputs[0]).dtype == "int8":
+                    self.skip.add(writer[0].index)
+                    y = writer[0].inputs[0]
+            self.output_indices.append(y)
 
     def _check_batch(self, ti: _TensorInfo) -> None:
         """Dimension 0 of the input is the batch, and a microcontroller runs one inference at a time."""
@@ -468,9 +477,12 @@ class _Importer:
             if len(op.outputs) != 1:
                 raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
             convert(self, op)
-        if self.output_index not in self.names:
-            raise ModelError(f"no operator writes the model output tensor {self.output_index}")
-        self.g.outputs = [self.names[self.output_index]]
+        for y in self.output_indices:
+            if y not in self.names or self.names[y] in self.g.inputs:
+                raise ModelError(f"no operator writes the model output tensor {y}")
+        self.g.outputs = [self.names[y] for y in self.output_indices]
+        if len(set(self.g.outputs)) != len(self.g.outputs):
+            raise ModelError("the model lists the same output tensor twice")
         return self.g
 
     def _refuse_conversion_op(self, op: _OpInfo) -> None:
@@ -582,9 +594,11 @@ def _conv_2d(imp: _Importer, op: _OpInfo) -> None:
         raise ModelError(f"operator {op.index} (CONV_2D): weights must be 4-D [out, kh, kw, in], got {wt.shape}")
     _check_weights(imp, op, wt, axis=0)
     x_shape = imp.g.tensor(x).shape
-    if wt.shape[3] != x_shape[3]:
-        raise UnsupportedOpError(f"operator {op.index} (CONV_2D): grouped convolution ({x_shape[3]} input channels, "
-                                 f"weights take {wt.shape[3]}) is not supported")
+    if len(x_shape) == 4 and (x_shape[3] % wt.shape[3] or wt.shape[0] % (x_shape[3] // wt.shape[3])):
+        # TFLM's grouped conv: groups = input depth / filter depth, which must split both channel counts
+        raise ModelError(f"operator {op.index} (CONV_2D): weights take {wt.shape[3]} input channels, which does not "
+                         f"split the input's {x_shape[3]} channels and the {wt.shape[0]} output channels into "
+                         "equal groups")
     stride, dilation = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
     oh, ow, pad = _spatial(imp, op, x_shape, wt.shape[1], wt.shape[2], o.Padding(), stride, dilation)
     imp.check_shape(op, (x_shape[0], oh, ow, wt.shape[0]))
@@ -617,6 +631,42 @@ def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
     b = imp.bias(op, bi, f"{name}_bias", out_c)
     imp.node(op, "depthwise_conv2d", [x, w, b], {"stride": stride, "padding": pad, "dilation": dilation,
                                                  "depth_multiplier": mult,
+                                                 "clamp": imp.clamp(op, o.FusedActivationFunction())})
+    _check_weighted_qparams(imp, op, xi, wi, bi)
+
+
+def _transpose_conv(imp: _Importer, op: _OpInfo) -> None:
+    """TRANSPOSE_CONV (output_shape, weights [out, kh, kw, in], input, optional bias): TFLM pads as a conv from the
+    output's size to the input's would (ComputePaddingHeightWidth, dilation 1) and crops the full result."""
+    si, wi, xi, bi = imp.args(op, 3, 4)
+    o = imp.options(op, "TransposeConvOptions")
+    x = imp.ir_input(xi, op)
+    name = f"transpose_conv2d_{op.index}"
+    w = imp.weights(wi, f"{name}_weight", op)
+    wt = imp.g.tensor(w)
+    x_shape, y_shape = imp.g.tensor(x).shape, tuple(imp.t(op.outputs[0]).shape)
+    if len(wt.shape) != 4 or len(x_shape) != 4 or len(y_shape) != 4 or wt.shape[3] != x_shape[3] \
+            or wt.shape[0] != y_shape[3]:
+        raise ModelError(f"operator {op.index} (TRANSPOSE_CONV): weights {list(wt.shape)} must be [out, kh, kw, in] "
+                         f"for the input {list(x_shape)} and output {list(y_shape)}")
+    _check_weights(imp, op, wt, axis=0)
+    shape = imp.t(si).data
+    if shape is not None and tuple(int(v) for v in np.frombuffer(shape.tobytes(), np.int32)) != y_shape:
+        raise ModelError(f"operator {op.index} (TRANSPOSE_CONV): its output_shape input "
+                         f"{np.frombuffer(shape.tobytes(), np.int32).tolist()} differs from its output tensor's "
+                         f"shape {list(y_shape)}")
+    stride = (o.StrideH(), o.StrideW())
+    if min(stride) < 1:
+        raise ModelError(f"operator {op.index} (TRANSPOSE_CONV): stride {stride} must be >= 1")
+    pad, extra = [], []
+    for size, out, k, st in ((x_shape[1], y_shape[1], wt.shape[1], stride[0]), (x_shape[2], y_shape[2], wt.shape[2],
+                                                                                  stride[1])):
+        before = compute_padding(o.Padding(), out, k, st, 1)[1]
+        after = (size - 1) * st + k - before - out  # negative: rows the full result does not reach
+        pad += [before, max(after, 0)]
+        extra.append(max(-after, 0))
+    b = imp.bias(op, bi, f"{name}_bias", wt.shape[0])
+    imp.node(op, "transpose_conv2d", [x, w, b], {"stride": stride, "padding": tuple(pad), "output_padding": extra,
                                                  "clamp": imp.clamp(op, o.FusedActivationFunction())})
     _check_weighted_qparams(imp, op, xi, wi, bi)
 
@@ -681,8 +731,9 @@ def _check_rescale(imp: _Importer, op: _OpInfo, inputs: list[int], out: int) -> 
 
 
 def _check_add_qparams(imp: _Importer, op: _OpInfo, ai: int, bi: int) -> None:
-    """TFLM's int8 ADD scales both inputs by s / (2 max(s_a, s_b)) and the sum by 2 max(s_a, s_b) / (2^20 s_out),
-    each through QuantizeMultiplierSmallerThanOneExp, which needs a multiplier below 1 that does not flush."""
+    """TFLM's int8 ADD (and SUB) scales both inputs by s / (2 max(s_a, s_b)) and the sum by 2 max(s_a, s_b) /
+    (2^20 s_out), each through QuantizeMultiplierSmallerThanOneExp, which needs a multiplier below 1 that does not
+    flush."""
     if imp.float_mode:
         return
     sa, sb, so = (float(imp.t(i).scale[0]) for i in (ai, bi, op.outputs[0]))
@@ -691,14 +742,14 @@ def _check_add_qparams(imp: _Importer, op: _OpInfo, ai: int, bi: int) -> None:
     real = twice_max / (2**20 * so)
     if real >= 1.0:
         raise ModelError(
-            f"operator {op.index} (ADD): the output multiplier 2 * max(input scales) / (2^20 * output_scale) = "
-            f"{real:.3g} must be below 1 for TFLite's ADD (scales {scales}): the output scale is far too small; "
-            f"{_REPAIR}")
+            f"operator {op.index} ({op.name}): the output multiplier 2 * max(input scales) / (2^20 * output_scale) "
+            f"= {real:.3g} must be below 1 for TFLite's {op.name} (scales {scales}): the output scale is far too "
+            f"small; {_REPAIR}")
     for what, real in (("output", real), ("first input", sa / twice_max), ("second input", sb / twice_max)):
         if _multiplier_shift(real) < MIN_SHIFT:
             raise ModelError(
-                f"operator {op.index} (ADD): the {what} multiplier {real:.3g} is below 2^-32 and flushes to zero in "
-                f"TFLite's QuantizeMultiplier, so that operand is ignored (scales {scales}); {_REPAIR}")
+                f"operator {op.index} ({op.name}): the {what} multiplier {real:.3g} is below 2^-32 and flushes to zero "
+                f"in TFLite's QuantizeMultiplier, so that operand is ignored (scales {scales}); {_REPAIR}")
 
 
 def _check_weighted_qparams(imp: _Importer, op: _OpInfo, xi: int, wi: int, bi: int) -> None:
@@ -788,20 +839,49 @@ def _same_qparams(imp: _Importer, op: _OpInfo, xi: int) -> None:
                                  f"{a.zero_point}) -> ({b.scale}, {b.zero_point}); tinyaot needs them equal here")
 
 
-def _add(imp: _Importer, op: _OpInfo) -> None:
-    ai, bi = imp.args(op, 2, 2)
-    o = imp.options(op, "AddOptions") if op.options_type else None
-    clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
-    if _scalar_affine(imp, op, ai, bi, "add", clamp):
-        return
-    a, b = imp.ir_input(ai, op), imp.ir_input(bi, op)
+def _broadcast_shape(imp: _Importer, op: _OpInfo, a: str, b: str) -> None:
+    """The output shape of a binary element-wise operator: its operands' NumPy broadcast, up to 4-D."""
     sa, sb = imp.g.tensor(a).shape, imp.g.tensor(b).shape
-    if sa != sb:
-        raise UnsupportedOpError(f"operator {op.index} (ADD) broadcasts {list(sa)} with {list(sb)}; tinyaot "
-                                 "supports ADD of equal shapes")
-    imp.check_shape(op, sa)
-    imp.node(op, "add", [a, b], {"clamp": clamp})
-    _check_add_qparams(imp, op, ai, bi)
+    if max(len(sa), len(sb)) > 4:
+        raise UnsupportedOpError(f"operator {op.index} ({op.name}) of shapes {list(sa)} and {list(sb)}: tinyaot "
+                                 "broadcasts element-wise operators up to 4-D")
+    try:
+        want = np.broadcast_shapes(tuple(sa), tuple(sb))
+    except ValueError:
+        raise ModelError(f"operator {op.index} ({op.name}): shapes {list(sa)} and {list(sb)} do not "
+                         "broadcast") from None
+    imp.check_shape(op, want)
+
+
+def _add_or_sub(ir_op: str, options: str):
+    """ADD and SUB: TFLM's int8 kernels share their arithmetic (SUB subtracts the second scaled input)."""
+    def convert(imp: _Importer, op: _OpInfo) -> None:
+        ai, bi = imp.args(op, 2, 2)
+        o = imp.options(op, options) if op.options_type else None
+        clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
+        if _scalar_affine(imp, op, ai, bi, ir_op, clamp):
+            return
+        a, b = _operand(imp, op, ai, f"{ir_op}_{op.index}_a"), _operand(imp, op, bi, f"{ir_op}_{op.index}_b")
+        _broadcast_shape(imp, op, a, b)
+        imp.node(op, ir_op, [a, b], {"clamp": clamp})
+        _check_add_qparams(imp, op, ai, bi)
+
+    return convert
+
+
+def _minmax(ir_op: str):
+    """MINIMUM / MAXIMUM: TFLM compares the int8 bytes and reads no qparams, which means something only when both
+    inputs share the output's scale and zero point (as TFLite's converter writes them)."""
+    def convert(imp: _Importer, op: _OpInfo) -> None:
+        ai, bi = imp.args(op, 2, 2)
+        a, b = _operand(imp, op, ai, f"{ir_op}_{op.index}_a"), _operand(imp, op, bi, f"{ir_op}_{op.index}_b")
+        _broadcast_shape(imp, op, a, b)
+        if not imp.float_mode:
+            for i in (ai, bi):
+                _same_qparams(imp, op, i)
+        imp.node(op, ir_op, [a, b], {})
+
+    return convert
 
 
 def _reshape(imp: _Importer, op: _OpInfo) -> None:
@@ -883,18 +963,58 @@ def _pad(imp: _Importer, op: _OpInfo) -> None:
     imp.node(op, "pad", [x], {"padding": (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))})
 
 
+MIRROR_PAD_MODES = {0: "reflect", 1: "symmetric"}  # tflite.MirrorPadMode -> IR pad mode
+
+
+def _mirror_pad(imp: _Importer, op: _OpInfo) -> None:
+    xi, pi = imp.args(op, 2, 2)
+    x = imp.ir_input(xi, op)
+    pads = _const_ints(imp, op, pi, "paddings")
+    o = imp.options(op, "MirrorPadOptions")
+    if o.Mode() not in MIRROR_PAD_MODES:
+        raise ModelError(f"operator {op.index} (MIRROR_PAD) has unknown mode {o.Mode()} (expected REFLECT or "
+                         "SYMMETRIC)")
+    if pads.shape != (4, 2) or pads[0].any() or pads[3].any() or (pads < 0).any():
+        raise UnsupportedOpError(f"operator {op.index} (MIRROR_PAD): tinyaot pads the H and W axes of NHWC tensors "
+                                 f"by >= 0; got paddings {pads.tolist()}")
+    _same_qparams(imp, op, xi)
+    imp.node(op, "pad", [x], {"padding": (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1])),
+                              "mode": MIRROR_PAD_MODES[o.Mode()]})
+
+
+def _resize(ir_op: str, options: str):
+    """RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR: a constant output size, TFLite's flags, the input's qparams
+    (TFLM's int8 kernels compute in the input's and ignore the output's)."""
+    def convert(imp: _Importer, op: _OpInfo) -> None:
+        xi, si = imp.args(op, 2, 2)
+        x = imp.ir_input(xi, op)
+        x_shape = imp.g.tensor(x).shape
+        size = _const_ints(imp, op, si, "size").reshape(-1)
+        if len(x_shape) != 4 or size.shape != (2,) or (size < 1).any():
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}) needs a 4-D NHWC input and a size of two "
+                                     f"positive ints; got input {list(x_shape)}, size {size.tolist()}")
+        imp.check_shape(op, (x_shape[0], int(size[0]), int(size[1]), x_shape[3]))
+        o = imp.options(op, options) if op.options_type else None
+        corners, half = (bool(o.AlignCorners()), bool(o.HalfPixelCenters())) if o is not None else (False, False)
+        if ir_op == "resize_bilinear" and corners and half:
+            raise ModelError(f"operator {op.index} ({op.name}) sets both align_corners and half_pixel_centers; "
+                             "TFLite allows one of them")
+        _same_qparams(imp, op, xi)
+        imp.node(op, ir_op, [x], {"align_corners": corners, "half_pixel_centers": half})
+
+    return convert
+
+
 def _operand(imp: _Importer, op: _OpInfo, index: int, name: str) -> str:
-    """An activation, or a constant int8 operand (with its qparams) kept in flash (int8 models only: in a float model
-    only a one-number constant can be an operand, as a table: _scalar_affine)."""
+    """An activation, or a constant operand kept in flash: int8 with its qparams in an int8 model, float32 in a float
+    model (quantize/lower.py gives it per-tensor qparams from its values; a one-number constant becomes a table
+    instead: _scalar_affine)."""
     if index in imp.names:
         return imp.names[index]
     if imp.t(index).data is not None:
-        if imp.float_mode:  # tinyaot's calibration quantizes activations only (quantize/lower.py)
-            raise UnsupportedOpError(
-                f"operator {op.index} ({op.name}): the constant tensor operand '{imp.t(index).name}' of shape "
-                f"{list(imp.t(index).shape)} is not supported in a float model yet (tinyaot quantizes a constant "
-                "operand only when it is one number); convert with full-integer quantization, where tinyaot takes "
-                "the converter's int8 constant as is")
+        if imp.float_mode:
+            imp._refuse_float16(imp.t(index), op, "constant operand")
+            return imp.constant(index, name, op, "float32", "constant operand")
         return imp.constant(index, name, op, "int8", "constant operand")
     return imp.ir_input(index, op)
 
@@ -912,7 +1032,8 @@ def _scalar_affine(imp: _Importer, op: _OpInfo, ai: int, bi: int, kind: str, cla
             value = float(data.reshape(-1)[0])
             x = imp.names[xi]
             imp.check_shape(op, imp.g.tensor(x).shape)
-            scale_by, offset = (1.0, value) if kind == "add" else (value, 0.0)
+            scale_by, offset = {"add": (1.0, value), "mul": (value, 0.0),
+                                "sub": (1.0, -value) if xi == ai else (-1.0, value)}[kind]
             imp.node(op, "lut", [x], {"function": "affine", "scale_by": scale_by, "offset": offset, "clamp": clamp})
             return True
     return False
@@ -964,6 +1085,19 @@ def _transpose(imp: _Importer, op: _OpInfo) -> None:
     imp.node(op, "transpose", [x], {"perm": perm})
 
 
+def _batch_matmul(imp: _Importer, op: _OpInfo) -> None:
+    """BATCH_MATMUL of two activations (TFLM's int8 kernel); a constant operand is a FULLY_CONNECTED's weights."""
+    ai, bi = imp.args(op, 2, 2)
+    o = imp.options(op, "BatchMatMulOptions") if op.options_type else None
+    for i in (ai, bi):
+        if i not in imp.names and imp.t(i).data is not None:
+            raise UnsupportedOpError(f"operator {op.index} (BATCH_MATMUL): operand '{imp.t(i).name}' is a constant; "
+                                     "tinyaot multiplies two activations here (constant weights: FULLY_CONNECTED)")
+    attrs = {"adj_x": bool(o.AdjX()), "adj_y": bool(o.AdjY())} if o is not None else {}
+    imp.node(op, "batch_matmul", [imp.ir_input(ai, op), imp.ir_input(bi, op)], attrs)
+    _check_rescale(imp, op, [ai, bi], op.outputs[0])
+
+
 def _quantize(imp: _Importer, op: _OpInfo) -> None:
     (xi,) = imp.args(op, 1, 1)
     if imp.t(xi).dtype != "int8":
@@ -975,16 +1109,21 @@ def _quantize(imp: _Importer, op: _OpInfo) -> None:
 
 
 CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
-    "ADD": _add,
+    "ADD": _add_or_sub("add", "AddOptions"),
     "AVERAGE_POOL_2D": _average_pool_2d,
+    "BATCH_MATMUL": _batch_matmul,
     "CONCATENATION": _concatenation,
     "CONV_2D": _conv_2d,
     "DEPTHWISE_CONV_2D": _depthwise_conv_2d,
+    "TRANSPOSE_CONV": _transpose_conv,
     "FULLY_CONNECTED": _fully_connected,
     "HARD_SWISH": _lut("tflm_hard_swish", "hardswish"),
     "LOGISTIC": _lut("tflm_logistic", "sigmoid"),
     "MAX_POOL_2D": _max_pool_2d,
+    "MAXIMUM": _minmax("maximum"),
     "MEAN": _mean,
+    "MIRROR_PAD": _mirror_pad,
+    "MINIMUM": _minmax("minimum"),
     "MUL": _mul,
     "PAD": _pad,
     "QUANTIZE": _quantize,
@@ -992,9 +1131,13 @@ CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "RELU6": _relu((0.0, 6.0), rescales=False),
     "RELU_N1_TO_1": _relu((-1.0, 1.0), rescales=False),
     "RESHAPE": _reshape,
+    "RESIZE_BILINEAR": _resize("resize_bilinear", "ResizeBilinearOptions"),
+    "RESIZE_NEAREST_NEIGHBOR": _resize("resize_nearest", "ResizeNearestNeighborOptions"),
     "SOFTMAX": _softmax,
+    "SUB": _add_or_sub("sub", "SubOptions"),
     "TANH": _lut("tflm_tanh", "tanh"),
     "TRANSPOSE": _transpose,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm,
 }
 
 

@@ -98,6 +98,9 @@ class Graph:
     layout: str = "plain"  # the input's layout as the compiled model takes it: "NHWC", "NCHW" or "plain"
     output_layout: str = "plain"  # "NHWC" when the output is a feature map
     torch_input_rank: int = 0  # rank of the channels-first torch input that `layout` converts (3 or 4), else 0
+    # Models with several inputs or outputs: tensor -> (layout, torch rank) of every input and output; the three
+    # fields above describe the first input and the first output (io_layout_of reads either).
+    io_layouts: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]
@@ -107,11 +110,21 @@ class Graph:
         (nodes and tensors themselves are shared: stages make new ones rather than edit them)."""
         fields = dict(tensors=dict(self.tensors), nodes=list(self.nodes), inputs=list(self.inputs),
                       outputs=list(self.outputs), layout=self.layout, output_layout=self.output_layout,
-                      torch_input_rank=self.torch_input_rank)
+                      torch_input_rank=self.torch_input_rank, io_layouts=dict(self.io_layouts))
         unknown = set(changes) - set(fields)
         if unknown:
             raise TypeError(f"Graph has no field(s) {', '.join(sorted(unknown))}")
         return Graph(**(fields | changes))
+
+    def io_layout_of(self, tensor_name: str) -> tuple[str, int]:
+        """(layout, torch rank) of an input or output: how user data in PyTorch's layout maps onto it."""
+        if tensor_name in self.io_layouts:
+            return self.io_layouts[tensor_name]
+        if self.inputs and tensor_name == self.inputs[0]:
+            return self.layout, self.torch_input_rank
+        if self.outputs and tensor_name == self.outputs[0] and self.output_layout == "NHWC":
+            return "NHWC", len(self.tensor(tensor_name).shape)
+        return "plain", 0
 
     def producer(self, tensor_name: str) -> Node | None:
         for node in self.nodes:

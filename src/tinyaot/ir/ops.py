@@ -128,6 +128,23 @@ class ConvAttrs(Attrs):
 
 
 @dataclass(frozen=True, eq=False)
+class TransposeConvAttrs(Attrs):
+    """PyTorch's ConvTranspose2d: padding crops the full (in - 1) * stride + kernel result (top, bottom, left,
+    right), output_padding adds rows / columns at the bottom / right."""
+
+    stride: tuple[int, int] | None = None
+    padding: tuple[int, int, int, int] | None = None
+    output_padding: tuple[int, int] | None = None
+    clamp: tuple[float, float] | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        _ints(self, "stride", 2, 1)
+        _ints(self, "padding", 4, 0)
+        _ints(self, "output_padding", 2, 0)
+
+
+@dataclass(frozen=True, eq=False)
 class DepthwiseAttrs(ConvAttrs):
     depth_multiplier: int | None = None
 
@@ -193,12 +210,31 @@ class ConcatAttrs(Attrs):
     axis: int | None = None
 
 
+PAD_MODES = ("constant", "reflect", "symmetric", "replicate")  # None = constant (the zero point)
+
+
 @dataclass(frozen=True, eq=False)
 class PadAttrs(Attrs):
     padding: tuple[int, int, int, int] | None = None
+    mode: str | None = None  # PAD_MODES: reflect mirrors without the edge, symmetric with it, replicate repeats it
 
     def validate(self) -> None:
         _ints(self, "padding", 4, 0)
+        if self.mode is not None and self.mode not in PAD_MODES:
+            raise AttrError(f"pad mode must be one of {', '.join(PAD_MODES)}, got {self.mode!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeAttrs(Attrs):
+    """TFLite's resize flags (None = False); the output size is the output tensor's H and W (ir/resize.py)."""
+
+    align_corners: bool | None = None
+    half_pixel_centers: bool | None = None
+
+    def validate(self) -> None:
+        for name in ("align_corners", "half_pixel_centers"):
+            if getattr(self, name) not in (None, True, False):
+                raise AttrError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -238,8 +274,52 @@ class TransposeAttrs(Attrs):
 
 
 @dataclass(frozen=True, eq=False)
+class LayerNormAttrs(Attrs):
+    eps: float | None = None
+
+    def validate(self) -> None:
+        if self.eps is not None and not (math.isfinite(self.eps) and self.eps >= 0):
+            raise AttrError(f"layer_norm eps must be a finite number >= 0, got {self.eps!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class BatchMatmulAttrs(Attrs):
+    adj_x: bool | None = None  # the lhs is stored transposed (its last two axes swapped)
+    adj_y: bool | None = None  # the rhs likewise
+    lhs_perm: tuple[int, ...] | None = None  # the lhs operand is transpose(stored tensor, lhs_perm), then adj_x
+    rhs_perm: tuple[int, ...] | None = None  # likewise (a transpose folded in, read at permuted strides)
+
+    def validate(self) -> None:
+        for name in ("adj_x", "adj_y"):
+            if getattr(self, name) not in (None, True, False):
+                raise AttrError(f"batch_matmul {name} must be a bool, got {getattr(self, name)!r}")
+        for name in ("lhs_perm", "rhs_perm"):
+            perm = getattr(self, name)
+            if perm is not None and (sorted(perm) != list(range(len(perm))) or perm[0] != 0):
+                raise AttrError(f"batch_matmul {name} must be a permutation of 0..n-1 keeping the batch (0) first, "
+                                f"got {perm!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class BatchNormAttrs(Attrs):
     eps: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RecurrentAttrs(Attrs):
+    """One unidirectional recurrent layer (lstm, gru) over a whole sequence, zero initial state per invoke."""
+
+    hidden: int | None = None
+    last_only: bool | None = None  # the output is the last step's hidden state [1, H] instead of [1, T, H]
+    cell_clip: float | None = None  # lstm: > 0 clips the cell state to +-cell_clip (TFLite's option)
+
+    def validate(self) -> None:
+        if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or self.hidden < 1:
+            raise AttrError(f"a recurrent layer needs its hidden size, an integer >= 1, got {self.hidden!r}")
+        if self.last_only not in (None, True, False):
+            raise AttrError(f"last_only must be True or False, got {self.last_only!r}")
+        if self.cell_clip is not None and not (math.isfinite(self.cell_clip) and self.cell_clip >= 0):
+            raise AttrError(f"cell_clip must be a finite number >= 0, got {self.cell_clip!r}")
 
 
 # --- traits -------------------------------------------------------------------------------------------------
@@ -251,6 +331,8 @@ INHERIT = "inherit"  # the input's (the int8 values mean the same reals)
 SOFTMAX = "softmax"  # fixed: scale 1/256, zero point -128 (TFLite's)
 AFTER_LOWERING = "after lowering"  # made by a pass on the int8 graph, never lowered
 FLOAT_ONLY = "float only"  # folded away before lowering
+RECURRENT = "recurrent"  # quantize/recurrent.py: weights per gate row, the output's from calibration, the state's
+#                         power-of-two scale from the calibrated range of the float graph's second output
 
 
 @dataclass(frozen=True)
@@ -266,12 +348,24 @@ class OpSpec:
     view: bool = False  # no kernel: the output is another name for the input's bytes
     moves_only: bool = False  # output values are input values rearranged (qparams pass through)
     ring: bool = False  # has an in-place ring kernel variant (plan/inplace.py)
-    overlap: str | None = None  # in-place rule family (plan/overlap.py): elementwise | window | residual
-    macs: str | None = None  # work measure (report/macs.py): dense | conv | depthwise
+    overlap: str | None = None  # in-place rule family (plan/overlap.py): elementwise | window | residual |
+    #                              transposed
+    macs: str | None = None  # work measure (report/macs.py): dense | conv | depthwise | transposed | recurrent
     ref: str | None = None  # reference kernel module ref/<ref>.py (prepare + <ref>); None for views
     emit: str | None = None  # codegen/<emit>.py:emit_<op>, when the generic call (inputs, &params, outputs) of
     #                           C kernel tinyaot_<ref> in c/kernels/<ref>.c is not enough
     title: str | None = None  # how the generated C's layer comments name the op ("Conv2d 3x3 /2")
+    int8_constants: bool = False  # a constant operand is lowered to int8 with its own per-tensor qparams (from
+    #                               its values) and read from flash by the kernel
+    work_rows: int = 0  # > 0: a second output, the kernel's int16 working memory of work_rows x hidden values
+    #                     (a recurrent layer's state within one invoke; not `state`, which survives invokes),
+    #                     which no op reads: the plan places it in the arena, live at the layer's step
+    state: str | None = None  # the op keeps bytes across invokes in the state region (plan/state.py family:
+    #                            "window", the last frames a causal conv reads); its kernel takes them last
+
+    @property
+    def outputs(self) -> int:
+        return 2 if self.work_rows else 1
 
     @property
     def has_clamp(self) -> bool:
@@ -286,9 +380,14 @@ _SPECS = (
     _spec("fully_connected", ("x", "weight[out, in]", "bias[out]"), ClampAttrs,
           "y = x @ weight.T + bias over the last axis", WEIGHTED, weight_axis=0, fuses_clamp=True, macs="dense",
           ref="fully_connected_s8", emit="emit_conv", title="Linear"),
-    _spec("conv2d", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]"), ConvAttrs, "2-D convolution, groups = 1",
+    _spec("conv2d", ("x NHWC", "weight[out, kh, kw, in / groups]", "bias[out]"), ConvAttrs, "2-D convolution; "
+          "grouped when the weight's input depth is in / groups (TFLite's rule)",
           WEIGHTED, weight_axis=0, fuses_clamp=True, ring=True, overlap="window", macs="conv", ref="conv2d_s8",
           emit="emit_conv", title="Conv2d"),
+    _spec("transpose_conv2d", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]"), TransposeConvAttrs,
+          "transposed convolution (TFLite's TRANSPOSE_CONV, PyTorch's ConvTranspose2d, groups = dilation = 1)",
+          WEIGHTED, weight_axis=0, fuses_clamp=True, overlap="transposed", macs="transposed", ref="transpose_conv2d_s8",
+          title="ConvTranspose2d"),
     _spec("depthwise_conv2d", ("x NHWC", "weight[1, kh, kw, in * multiplier]", "bias[in * multiplier]"),
           DepthwiseAttrs, "depthwise convolution (groups = in_channels)", WEIGHTED, weight_axis=3,
           fuses_clamp=True, ring=True, overlap="window", macs="depthwise", ref="depthwise_conv2d_s8",
@@ -300,8 +399,19 @@ _SPECS = (
           overlap="window", ref="avg_pool2d_s8", title="AvgPool"),
     _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
           "pooling); clamp optional", OWN, rescales=True, ref="mean_s8"),
-    _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (broadcast not needed)", OWN,
-          rescales=True, fuses_clamp=True, overlap="elementwise", ref="add_s8"),
+    _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (TFLite's ADD); NumPy broadcasting up to "
+          "4-D; one operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise",
+          ref="add_s8", emit="emit_misc", int8_constants=True),
+    _spec("sub", ("a", "b"), ClampAttrs, "a - b with rescaling (TFLite's SUB: the add kernel with the second scaled "
+          "operand subtracted); NumPy broadcasting up to 4-D; one operand may be constant", OWN, rescales=True,
+          fuses_clamp=True, overlap="elementwise", ref="add_s8", emit="emit_misc", int8_constants=True),
+    _spec("minimum", ("a", "b"), ClampAttrs, "elementwise minimum (TFLite's MINIMUM); an operand with other "
+          "qparams than the output's is requantized first; NumPy broadcasting up to 4-D; one operand may be "
+          "constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="minmax_s8",
+          emit="emit_misc", int8_constants=True),
+    _spec("maximum", ("a", "b"), ClampAttrs, "elementwise maximum (TFLite's MAXIMUM), as minimum", OWN,
+          rescales=True, fuses_clamp=True, overlap="elementwise", ref="minmax_s8", emit="emit_misc",
+          int8_constants=True),
     _spec("conv2d_add", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]", "skip (the output's shape)"),
           ConvAddAttrs, "add(skip, conv2d(x)) fused (passes/fuse_residual.py): the conv rounds to conv_qparams "
           "and conv_clamp, then int8 add with clamp; skip_input 1|2 is the skip's operand slot", AFTER_LOWERING,
@@ -309,12 +419,18 @@ _SPECS = (
           emit="emit_residual"),
     _spec("mul", ("a", "b"), ClampAttrs, "elementwise multiply with rescaling; NumPy broadcasting up to 4-D; one "
           "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8",
-          emit="emit_misc"),
+          emit="emit_misc", int8_constants=True),
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
           "are requantized", OWN, rescales=True, ref="concat_s8",
           emit="emit_misc"),
-    _spec("pad", ("x NHWC",), PadAttrs, "zero padding (pads with the zero point), padding (top, bottom, left, "
-          "right) >= 0", INHERIT, ref="pad_s8"),
+    _spec("pad", ("x NHWC",), PadAttrs, "spatial padding (top, bottom, left, right) >= 0; mode constant (the zero "
+          "point, real 0), reflect, symmetric or replicate", INHERIT, ref="pad_s8"),
+    _spec("resize_nearest", ("x NHWC",), ResizeAttrs, "nearest-neighbour resize of H and W to the output's, "
+          "TFLite's RESIZE_NEAREST_NEIGHBOR (align_corners, half_pixel_centers)", INHERIT, moves_only=True,
+          ref="resize_nearest_s8", title="ResizeNearest"),
+    _spec("resize_bilinear", ("x NHWC",), ResizeAttrs, "bilinear resize of H and W to the output's, TFLite's "
+          "integer RESIZE_BILINEAR (10-bit source coordinates; align_corners, half_pixel_centers)", INHERIT,
+          ref="resize_bilinear_s8", title="ResizeBilinear"),
     _spec("softmax", ("x",), SoftmaxAttrs, "softmax over the last axis; int8 output scale 1/256, zp -128",
           SOFTMAX, ref="softmax_s8"),
     _spec("lut", ("x",), LutAttrs, "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, "
@@ -329,8 +445,33 @@ _SPECS = (
           moves_only=True, ref="transpose_s8"),
     _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams", OWN, rescales=True,
           overlap="elementwise", ref="requantize_s8"),
+    _spec("frame_shift", ("frame [1, 1, 1, C]",), NoAttrs, "streaming (passes/streaming.py): the output is the "
+          "window [1, 1, K, C] of the last K - 1 frames, kept in the state region, then the new frame; the state "
+          "moves on by one frame", AFTER_LOWERING, moves_only=True, ref="frame_shift_s8", emit="emit_stream",
+          state="window", title="FrameShift"),
     _spec("uint8_to_int8", ("x uint8",), NoAttrs, "uint8 input -> int8 (q - 128), in place "
           "(passes/uint8_input.py)", AFTER_LOWERING, overlap="elementwise", ref="uint8_to_int8"),
+    _spec("layer_norm", ("x", "gamma[D] (float)", "beta[D] (float)"), LayerNormAttrs, "layer normalization over "
+          "the last axis (D): integer mean, variance and reciprocal square root, then the per-channel affine "
+          "gamma, beta folded into per-channel requantization constants", OWN, rescales=True, ref="layer_norm_s8",
+          title="LayerNorm"),
+    _spec("batch_matmul", ("lhs [..., M, K]", "rhs [..., K, N]"), BatchMatmulAttrs, "matrix product of two "
+          "activations over the last two axes (TFLite BATCH_MATMUL: zero points, int32 accumulate, one per-tensor "
+          "requantization); batch axes broadcast; adj_x / adj_y: an operand stored transposed; lhs_perm / rhs_perm: "
+          "an operand stored permuted (a folded transpose)", OWN,
+          rescales=True, ref="batch_matmul_s8", title="BatchMatMul"),
+    _spec("lstm", ("x [1, T, F]", "weight_ih[4H, F] (gates i, f, g, o)", "weight_hh[4H, H]", "bias[4H]"),
+          RecurrentAttrs, "one unidirectional LSTM layer over the sequence (TFLite Micro's integer "
+          "UNIDIRECTIONAL_SEQUENCE_LSTM: int16 gates in Q3.12, its int16 sigmoid / tanh, int16 cell state at a "
+          "power-of-two scale, int8 hidden state); output [1, T, H], or [1, H] when last_only; second output: the "
+          "float cell state (calibration), int16 working memory after lowering", RECURRENT, work_rows=6,
+          macs="recurrent", ref="lstm_s8", emit="emit_recurrent", title="LSTM"),
+    _spec("gru", ("x [1, T, F]", "weight_ih[3H, F] (gates r, z, n)", "weight_hh[3H, H]", "bias_ih[3H]",
+                  "bias_hh[3H]"), RecurrentAttrs, "one unidirectional GRU layer over the sequence (PyTorch's GRU, "
+          "tinyaot's integer definition from the lstm's blocks: int16 Q3.12 gates, TFLM's int16 sigmoid / tanh, "
+          "int16 hidden state at a power-of-two scale beside the int8 one); output [1, T, H], or [1, H] when "
+          "last_only; second output: the float hidden state (calibration), int16 working memory after lowering",
+          RECURRENT, work_rows=6, macs="recurrent", ref="gru_s8", emit="emit_recurrent", title="GRU"),
     _spec("batch_norm", ("x", "scale", "shift"), BatchNormAttrs, "y = x * scale + shift per channel; folded "
           "into the producing conv or linear (passes/fold_batch_norm.py)", FLOAT_ONLY),
 )

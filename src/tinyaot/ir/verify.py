@@ -54,8 +54,8 @@ def _node(g: Graph, node, quantized: bool) -> list[str]:
     if (len(node.inputs) < fixed) if variadic else (len(node.inputs) != fixed):
         problems.append(f"{node.name} ({node.op}) has {len(node.inputs)} operands; its spec: "
                         f"{', '.join(spec.operands)}")
-    if len(node.outputs) != 1:
-        problems.append(f"{node.name} has {len(node.outputs)} outputs; every op has one")
+    if len(node.outputs) != spec.outputs:
+        problems.append(f"{node.name} ({node.op}) has {len(node.outputs)} outputs; its spec: {spec.outputs}")
     if quantized:
         problems += _quantized(g, node, spec)
     return problems

@@ -1,7 +1,24 @@
-"""Merge chains of scalar arithmetic (`(x * 0.5 + 1) / 6`) into one table: one rounding instead of several."""
+"""Fold affine arithmetic into its neighbours at float level, before quantization, so int8 rounds once:
+
+- chains of scalar arithmetic (`(x * 0.5 + 1) / 6`) into one table;
+- a per-channel constant multiplied, added or subtracted right after a conv / linear (a learned scale or bias,
+  `conv(x) * self.scale + self.shift`) into that layer's weights and bias, as fold_batch_norm does with a
+  BatchNorm: y = s * (W x + b) + t = (s W) x + (s b + t). A non-negative scale also folds through a ReLU
+  between them (relu(z) * s = relu(s * z) for s >= 0).
+
+What does not fold stays an element-wise op whose constant operand is quantized on its own (quantize/lower.py).
+"""
 from __future__ import annotations
 
-from tinyaot.ir import Graph
+import numpy as np
+
+from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import OPS, RELU, WEIGHTED, ops_where
+
+FOLDABLE = ops_where(qparams=WEIGHTED)  # a per-output-channel weight (along spec.weight_axis) and a bias
+ADD = "add"
+SUB = "sub"
+MUL = "mul"
 
 
 def _affine(node) -> bool:
@@ -25,5 +42,63 @@ def fold_affine_chains(g: Graph) -> Graph:
             g.nodes.remove(first)
             changed = True
             break
+    while any(_fold_channel_constant(g, node) for node in list(g.nodes)):
+        pass
     g.prune()
     return g
+
+
+def _per_channel(g: Graph, node: Node) -> tuple[int, np.ndarray] | None:
+    """(slot of the activation operand, the constant as one value per output channel) when `node` is a clamp-free
+    add / sub / mul of an activation and a constant that varies along the last axis only and does not grow the
+    activation's shape; else None."""
+    if node.op not in (ADD, SUB, MUL) or len(node.inputs) != 2 or node.attrs.get("clamp"):
+        return None
+    ta, tb = (g.tensor(n) for n in node.inputs)
+    if ta.is_const == tb.is_const:
+        return None
+    slot = 0 if tb.is_const else 1
+    x, c = (ta, tb) if slot == 0 else (tb, ta)
+    y = g.tensor(node.outputs[0])
+    if x.shape != y.shape or not x.shape or c.data.ndim > len(x.shape):
+        return None
+    channels = x.shape[-1]
+    data = np.asarray(c.data, dtype=np.float64)
+    if any(d != 1 for d in data.shape[:-1]) or (data.ndim and data.shape[-1] not in (1, channels)):
+        return None
+    return slot, np.broadcast_to(data.reshape(-1), (channels,)).copy()
+
+
+def _fold_channel_constant(g: Graph, node: Node) -> bool:
+    found = _per_channel(g, node)
+    if found is None:
+        return False
+    slot, c = found
+    x = node.inputs[slot]
+    producer, relu = g.producer(x), None
+    if producer is not None and producer.op == "relu" and producer.attrs.get("clamp") == RELU and node.op == MUL \
+            and (c >= 0).all() and _only_reader(g, producer.outputs[0]):
+        relu, producer = producer, g.producer(producer.inputs[0])
+    if producer is None or producer.op not in FOLDABLE or producer.attrs.get("clamp"):
+        return False
+    if not _only_reader(g, producer.outputs[0]):
+        return False
+    if node.op == MUL:
+        scale, shift = c, np.zeros_like(c)
+    elif node.op == ADD:
+        scale, shift = np.ones_like(c), c
+    else:  # sub: x - c, or c - x
+        scale, shift = (np.ones_like(c), -c) if slot == 0 else (-np.ones_like(c), c)
+    w, b = g.tensor(producer.inputs[1]), g.tensor(producer.inputs[2])
+    shape = [1] * w.data.ndim
+    shape[OPS[producer.op].weight_axis] = -1
+    w.data = (w.data * scale.reshape(shape)).astype(np.float32)
+    b.data = (b.data * scale + shift).astype(np.float32)
+    y = node.outputs[0]
+    (relu or producer).outputs = [y]  # the folded layer (or the ReLU after it) now writes the op's output
+    g.nodes.remove(node)
+    return True
+
+
+def _only_reader(g: Graph, tensor: str) -> bool:
+    return len(g.consumers(tensor)) == 1 and tensor not in g.outputs

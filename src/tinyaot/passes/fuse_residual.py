@@ -20,6 +20,8 @@ def _fusable(g: Graph, conv: Node | None, mid: str, skip: str, y: str) -> bool:
         return False
     if len(g.consumers(mid)) != 1:
         return False
+    if g.tensor(conv.inputs[1]).shape[-1] != g.tensor(conv.inputs[0]).shape[-1]:
+        return False  # a grouped conv: conv2d_add's kernel splits output channels into chunks without groups
     tm, ts, ty = g.tensor(mid), g.tensor(skip), g.tensor(y)
     same = tm.shape == ts.shape == ty.shape and len(ty.shape) == 4
     return same and not ts.is_const and all(t.dtype == "int8" and t.qparams is not None for t in (tm, ts, ty))

@@ -29,16 +29,36 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     from dataclasses import replace
 
     from tinyaot.plan.contract import Contract
-    from tinyaot.plan.kernels import kernel_choices, work_buffers
+    from tinyaot.plan.kernels import kernel_choices
     from tinyaot.plan.schedule import schedule
+    from tinyaot.plan.state import plan_state
 
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
-    buffers = buffers_of(g)
-    kernels = kernel_choices(g, optimize, {t for b in buffers for t in b.tensors}, alignment)
-    buffers = buffers + work_buffers(g, kernels)
+    graph_buffers = buffers_of(g)
+    kernels = kernel_choices(g, optimize, {t for b in graph_buffers for t in b.tensors}, alignment)
+    plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize)
+    plan = replace(plan, state=plan_state(g, alignment))  # the state region, apart from the arena
+    if chosen is not None:
+        plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
+    return plan
+
+
+def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize) -> MemoryPlan:
+    from dataclasses import replace
+
+    from tinyaot.plan.contract import Contract
+    from tinyaot.plan.kernels import work_buffers
+
+    buffers = graph_buffers + work_buffers(g, kernels)
     owner = {t: b.name for b in buffers for t in b.tensors}
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
+    if contract.any and (len(g.inputs) > 1 or len(g.outputs) > 1):
+        from tinyaot.errors import ModelError
+
+        raise ModelError(f"preserve_input and separate_output are for models with one input and one output; this "
+                         f"one has {len(g.inputs)} inputs and {len(g.outputs)} outputs. Compile without them "
+                         "(the header's buffer contract says what invoke does to every input)")
     hows = ("output-early", "input-late") if contract.separate_output and not contract.keep_input else ("",)
     plans = [_place(g, buffers, contract, how, input_buf, output_buf, alignment, exact) for how in hows]
     if contract.any:  # the plain plan may meet the contract by itself, and then costs nothing
@@ -50,8 +70,6 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     rings = {v.node for v in plan.variants}
     plan = replace(plan, kernels=tuple(k for k in kernels if k.node not in rings), optimize=optimize)
     verify_plan(plan)
-    if chosen is not None:
-        plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
     return plan
 
 

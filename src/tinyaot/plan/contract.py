@@ -65,13 +65,16 @@ class IOFacts:
     output_overlaps_input: bool  # writing the next input changes the last output
 
 
-def io_facts(plan, input_tensor: str, output_tensor: str) -> IOFacts:
-    inp, out = plan.buffer_of(input_tensor), plan.buffer_of(output_tensor)
-    others = [b for b in plan.buffers if b.name != inp.name]
-    return IOFacts(
-        input_overwritten=any(_share(plan, inp, b) for b in others),
-        output_overlaps_input=inp.name == out.name or _share(plan, inp, out),
-    )
+def io_facts(plan, input_tensor, output_tensor) -> IOFacts:
+    """Several inputs or outputs (lists of tensors): an input is overwritten if any is, and the output overlaps
+    the input if any output shares a byte with any input."""
+    ins = [input_tensor] if isinstance(input_tensor, str) else list(input_tensor)
+    outs = [output_tensor] if isinstance(output_tensor, str) else list(output_tensor)
+    inputs = [plan.buffer_of(t) for t in ins]
+    outputs = [plan.buffer_of(t) for t in outs]
+    overwritten = any(_share(plan, inp, b) for inp in inputs for b in plan.buffers if b.name != inp.name)
+    overlaps = any(inp.name == out.name or _share(plan, inp, out) for inp in inputs for out in outputs)
+    return IOFacts(input_overwritten=overwritten, output_overlaps_input=overlaps)
 
 
 def _share(plan, a: Buffer, b: Buffer) -> bool:
@@ -120,7 +123,7 @@ class ContractReport:
 
 
 def contract_report(plan, g, unconstrained_arena_bytes: int | None = None) -> ContractReport:
-    facts = io_facts(plan, g.inputs[0], g.outputs[0])
+    facts = io_facts(plan, g.inputs, g.outputs)
     return ContractReport(plan.keep_input, plan.separate_output, not facts.input_overwritten,
                           facts.output_overlaps_input, plan.arena_bytes,
                           plan.arena_bytes if unconstrained_arena_bytes is None else unconstrained_arena_bytes)

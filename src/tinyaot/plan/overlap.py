@@ -15,7 +15,9 @@ safe too. Typical distances, for a kernel that walks its output in order:
 - a streaming op whose output unit u needs input units >= u only: n_out - n_in + one input unit,
   the "safe distance" of vMCU (e.g. 1x1 conv: max(in, out) + one input pixel in total);
 - windowed ops (conv2d, depthwise_conv2d, pools) whose C kernel walks output pixels row-major:
-  `window_rules` computes the distance from the windows (3x3 depthwise, pad 1: one row + two pixels).
+  `window_rules` computes the distance from the windows (3x3 depthwise, pad 1: one row + two pixels);
+- a transposed convolution's gather kernel likewise, from the input rows and columns each output pixel
+  reaches back to (`transposed_rules`): an upsampling output may end over most of its input.
 
 `streaming_distance` computes the streaming number from the unit sizes. A rule is a promise about the
 C kernel's loop order: change the loop order (e.g. two pixels at a time) and the rule must change too. The
@@ -156,11 +158,39 @@ def residual_rules(node: Node, g: Graph, pairs: bool = False) -> list[OverlapRul
     return rules
 
 
+def transposed_rules(node: Node, g: Graph, pairs: bool = False) -> list[OverlapRule]:
+    """transpose_conv2d's gather kernel (c/kernels/transpose_conv2d_s8.c) walks output pixels row-major and reads,
+    for output row oy, exactly the input rows iy with oy + pad_top - (kh - 1) <= iy * stride_h <= oy + pad_top
+    (columns likewise): the pixel rule of window_rules with those first rows and columns. Emulated row by row."""
+    x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+    if len(x.shape) != 4 or len(y.shape) != 4 or x.itemsize != 1 or y.itemsize != 1 or y.nbytes == 0:
+        return []
+    n, ih, iw, ic = x.shape
+    _, oh, ow, oc = y.shape
+    kh, kw = g.tensor(node.inputs[1]).shape[1:3]
+    sh, sw = _pair(node.attrs.get("stride"), (1, 1))
+    top, _, left, _ = node.attrs.get("padding") or (0, 0, 0, 0)
+
+    def reach(out: int, pad: int, k: int, stride: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        t = np.arange(out) + pad  # = input index * stride + tap
+        first = np.maximum(-(-(t - k + 1) // stride), 0)
+        return first, (first <= np.minimum(t // stride, size - 1))  # the first input index read; any read at all
+
+    fy, any_y = reach(oh, top, kh, sh, ih)
+    fx, any_x = reach(ow, left, kw, sw, iw)
+    start = ((np.arange(n)[:, None, None] * ih + fy[None, :, None]) * iw + fx[None, None, :]) * ic
+    start = np.where(any_y[None, :, None] & any_x[None, None, :], start, x.nbytes).reshape(-1)
+    need = np.minimum.accumulate(start[::-1])[::-1]
+    ends = (np.arange(need.size) + 1) * oc
+    return [OverlapRule(x.name, y.name, int(np.max(ends - need)), n * oh)]
+
+
 # rule family (the registry's `overlap` trait) -> rule function; an op opts in with its trait in ir/ops.py.
 RULE_FAMILIES: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
     "elementwise": elementwise_rules,
     "window": window_rules,
     "residual": residual_rules,
+    "transposed": transposed_rules,
 }
 OVERLAP_OPS: dict[str, Callable[[Node, Graph], list[OverlapRule]]] = {
     name: RULE_FAMILIES[s.overlap] for name, s in OPS.items() if s.overlap is not None

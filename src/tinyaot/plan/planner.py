@@ -35,6 +35,18 @@ class MemoryPlan:
     separate_output: bool = False  # asked: the output may not share a byte with the input
     kernels: tuple = ()  # KernelChoice per layer run by a kernel with a work buffer (plan/kernels.py)
     optimize: str = "memory"  # the mode the kernels were chosen for: speed | size | memory
+    state: tuple = ()  # StateSlot per stateful node: the state region, apart from the arena (plan/state.py)
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of the state region (0 for a model without state); RAM = arena + state."""
+        from tinyaot.plan.state import state_size
+
+        return state_size(self.state, self.alignment)
+
+    def state_of(self, node: str):
+        """The StateSlot of this node, or None."""
+        return next((s for s in self.state if s.node == node), None)
 
     def buffer_of(self, tensor: str) -> Buffer:
         for b in self.buffers:

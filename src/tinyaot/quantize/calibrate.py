@@ -21,7 +21,8 @@ from tinyaot.quantize.observers import (
 
 PROGRESS_SAMPLES = 2048  # show a progress bar from this many calibration samples on
 
-__all__ = ["Calibration", "Range", "SampleSet", "as_real_array", "as_sample_batch", "collect_ranges"]
+__all__ = ["Calibration", "Range", "SampleSet", "as_real_array", "as_sample_batch", "as_sample_batches",
+           "collect_ranges"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,29 @@ def as_sample_batch(samples, sample_shape: tuple[int, ...], what: str = "calibra
             "they are Inf. Pass inputs scaled like the data the model was trained on"
         )
     return SampleSet(batch, dtypes[0] if len(dtypes) == 1 else "/".join(dtypes))
+
+
+def as_sample_batches(samples, sample_shapes: list[tuple[int, ...]], what: str = "calibration") -> list[SampleSet]:
+    """A model with several inputs: a list/tuple with one batch per input (each accepted as as_sample_batch
+    accepts one input's samples), or an iterable of tuples (x0, x1, ...[, labels]) such as a DataLoader's."""
+    k = len(sample_shapes)
+    if len(sample_shapes) == 1:
+        return [as_sample_batch(samples, sample_shapes[0], what)]
+    if isinstance(samples, (list, tuple)) and len(samples) == k and all(_is_array_like(s) for s in samples):
+        per_input = [[s] for s in samples]
+    else:
+        items = _batches(samples, what)
+        if not items or not all(isinstance(it, (list, tuple)) and len(it) >= k for it in items):
+            raise CalibrationError(
+                f"this model has {k} inputs: pass {what} as a list of {k} arrays (one batch per input, in the order "
+                f"of forward()'s arguments), or an iterable of ({', '.join(f'x{i}' for i in range(k))}) tuples")
+        per_input = [[it[i] for it in items] for i in range(k)]
+    sets = [as_sample_batch(b, shape, f"{what} input {i}")
+            for i, (b, shape) in enumerate(zip(per_input, sample_shapes))]
+    if len({len(s) for s in sets}) != 1:
+        raise CalibrationError(f"the {what} batches of the {k} inputs hold {', '.join(str(len(s)) for s in sets)} "
+                               "samples: pass the same number of samples for every input")
+    return sets
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -213,7 +237,7 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
     _check_observer(observer, "observer")
     overrides = _resolve_overrides(g, layer_observers)
     batch = _checked_batch(g, batch)
-    n = len(batch)
+    n = batch_len(batch)
     progress = n >= PROGRESS_SAMPLES if progress is None else progress
     names = [t.name for t in g.activations()]
     lo = {k: [] for k in names}
@@ -221,7 +245,7 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
     chan: dict[str, np.ndarray] = {}
     cached = None
     for start in _chunks(n, chunk, progress, "calibrating: ranges"):
-        values = _evaluate_checked(g, batch[start : start + chunk], start)
+        values = _evaluate_checked(g, batch_slice(batch, start, start + chunk), start)
         if n <= chunk:
             cached = values
         for k in names:
@@ -238,7 +262,7 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
         s.edges = histogram_edges(s)
         s.hist = np.zeros(BINS, dtype=np.int64)
     for start in _chunks(n, chunk, progress, "calibrating: histograms"):
-        values = cached if cached is not None else evaluate(g, batch[start : start + chunk])
+        values = cached if cached is not None else evaluate(g, batch_slice(batch, start, start + chunk))
         for k, s in stats.items():
             v = values[k]
             keep = s.inliers[start : start + len(v)]
@@ -252,15 +276,41 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
     return Calibration(ranges, stats, n, observer, overrides)
 
 
-def _checked_batch(g: Graph, batch) -> np.ndarray:
+def _checked_batch(g: Graph, batch):
     """collect_ranges is public: what as_sample_batch refuses is refused here too, with the same message (the
-    pipeline's batch, already checked, passes through without a copy)."""
-    shape = tuple(g.tensor(g.inputs[0]).shape[1:])
+    pipeline's batch, already checked, passes through without a copy). Several inputs: one batch per input."""
+    if len(g.inputs) > 1:
+        if not isinstance(batch, (list, tuple)) or len(batch) != len(g.inputs):
+            raise CalibrationError(f"this model has {len(g.inputs)} inputs: pass the calibration samples as a list "
+                                   "with one batch per input, in the order of forward()'s arguments")
+        out = [_checked_one(g, name, b) for name, b in zip(g.inputs, batch)]
+        if len({len(b) for b in out}) != 1:
+            raise CalibrationError(f"the inputs' calibration batches hold {', '.join(str(len(b)) for b in out)} "
+                                   "samples: pass the same number of samples for every input")
+        return out
+    return _checked_one(g, g.inputs[0], batch)
+
+
+def _checked_one(g: Graph, name: str, batch) -> np.ndarray:
+    shape = tuple(g.tensor(name).shape[1:])
     if (isinstance(batch, np.ndarray) and batch.dtype == np.float64 and batch.ndim == len(shape) + 1
             and batch.shape[1:] == shape and len(batch) and np.isfinite(batch).all()
             and np.abs(batch).max() <= FLOAT32_MAX):
         return batch
     return as_sample_batch(batch, shape).batch
+
+
+def batch_len(batch) -> int:
+    """Samples in a batch: an array, or a list of arrays (one per input of a several-input model)."""
+    return len(batch[0]) if isinstance(batch, list) else len(batch)
+
+
+def batch_slice(batch, start: int, stop: int):
+    return [b[start:stop] for b in batch] if isinstance(batch, list) else batch[start:stop]
+
+
+def _largest(batch) -> float:
+    return max(float(np.abs(b).max()) for b in batch) if isinstance(batch, list) else float(np.abs(batch).max())
 
 
 def _evaluate_checked(g: Graph, batch: np.ndarray, start: int) -> dict[str, np.ndarray]:
@@ -274,7 +324,7 @@ def _evaluate_checked(g: Graph, batch: np.ndarray, start: int) -> dict[str, np.n
             bad = int(np.flatnonzero(bad_values.reshape(len(v), -1).any(axis=1))[0]) + start
             raise CalibrationError(
                 f"calibration sample {bad} drives layer '{node.name}' to Inf/NaN in float32: the samples are far "
-                f"out of scale (largest input magnitude {float(np.abs(batch).max()):.3g}). Pass inputs scaled "
+                f"out of scale (largest input magnitude {_largest(batch):.3g}). Pass inputs scaled "
                 "like the data the model was trained on"
             )
     return values

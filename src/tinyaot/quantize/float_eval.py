@@ -13,6 +13,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import AFTER_LOWERING, FLOAT_ONLY, OPS
+from tinyaot.ir.resize import nearest_source
 
 
 def _clamp(node: Node, y: np.ndarray) -> np.ndarray:
@@ -42,11 +43,32 @@ def _windows(x: np.ndarray, kh: int, kw: int, stride, dilation, padding, value: 
 
 
 def real_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
-    x, w, b = args  # w: [out, kh, kw, in]
+    x, w, b = args  # w: [out, kh, kw, in / groups]
     a = node.attrs
     win = _windows(x, w.shape[1], w.shape[2], a["stride"], a.get("dilation", (1, 1)), a["padding"])
-    y = np.einsum("nhwcij,oijc->nhwo", win, w, optimize=True) + b
+    groups = x.shape[-1] // w.shape[3]
+    if groups == 1:
+        y = np.einsum("nhwcij,oijc->nhwo", win, w, optimize=True) + b
+    else:  # output channels of group k read input channels of group k
+        win = win.reshape(win.shape[:3] + (groups, w.shape[3]) + win.shape[4:])
+        wg = w.reshape((groups, w.shape[0] // groups) + w.shape[1:])
+        y = np.einsum("nhwgcij,goijc->nhwgo", win, wg, optimize=True).reshape(win.shape[:3] + (-1,)) + b
     return _clamp(node, y)
+
+
+def real_transpose_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """Every input pixel scatters its kernel-sized patch at stride steps; padding crops the full result."""
+    x, w, b = args  # w: [out, kh, kw, in]
+    n, ih, iw, _ = x.shape
+    _, oh, ow, oc = g.tensor(node.outputs[0]).shape
+    sh, sw = node.attrs["stride"]
+    top, _bottom, left, _right = node.attrs.get("padding", (0, 0, 0, 0))
+    _, kh, kw, _ = w.shape
+    full = np.zeros((n, max((ih - 1) * sh + kh, top + oh), max((iw - 1) * sw + kw, left + ow), oc))
+    for ky in range(kh):
+        for kx in range(kw):
+            full[:, ky : ky + (ih - 1) * sh + 1 : sh, kx : kx + (iw - 1) * sw + 1 : sw] += x @ w[:, ky, kx, :].T
+    return _clamp(node, full[:, top : top + oh, left : left + ow] + b)
 
 
 def real_depthwise_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
@@ -91,12 +113,55 @@ def real_mul(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, args[0] * args[1])
 
 
+def real_sub(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    return _clamp(node, args[0] - args[1])
+
+
+def real_minimum(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    return _clamp(node, np.minimum(args[0], args[1]))
+
+
+def real_maximum(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    return _clamp(node, np.maximum(args[0], args[1]))
+
+
 def real_concat(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return np.concatenate(args, axis=node.attrs["axis"])
 
 
+NUMPY_PAD_MODES = {"constant": "constant", "reflect": "reflect", "symmetric": "symmetric", "replicate": "edge"}
+
+
 def real_pad(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
-    return _pad_nhwc(args[0], node.attrs["padding"])
+    mode = node.attrs.get("mode", "constant")
+    if mode == "constant":
+        return _pad_nhwc(args[0], node.attrs["padding"])
+    t, b, left, r = node.attrs["padding"]
+    return np.pad(args[0], ((0, 0), (t, b), (left, r), (0, 0)), mode=NUMPY_PAD_MODES[mode])
+
+
+def real_resize_nearest(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    x, (_, out_h, out_w, _) = args[0], g.tensor(node.outputs[0]).shape
+    flags = bool(node.attrs.get("align_corners")), bool(node.attrs.get("half_pixel_centers"))
+    return x[:, nearest_source(x.shape[1], out_h, *flags)][:, :, nearest_source(x.shape[2], out_w, *flags)]
+
+
+def _linear_source(in_size: int, out_size: int, corners: bool, half: bool):
+    """(lower, upper, fraction) of the real source coordinate (PyTorch's and TFLite's float bilinear)."""
+    scale = (in_size - 1) / (out_size - 1) if corners and out_size > 1 else in_size / out_size
+    pos = np.arange(out_size) * scale
+    pos = np.maximum((np.arange(out_size) + 0.5) * scale - 0.5, 0.0) if half else pos
+    lower = np.minimum(np.floor(pos).astype(np.int64), in_size - 1)
+    return lower, np.minimum(lower + 1, in_size - 1), pos - lower
+
+
+def real_resize_bilinear(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    x, (_, out_h, out_w, _) = args[0], g.tensor(node.outputs[0]).shape
+    flags = bool(node.attrs.get("align_corners")), bool(node.attrs.get("half_pixel_centers"))
+    y0, y1, fy = _linear_source(x.shape[1], out_h, *flags)
+    x0, x1, fx = _linear_source(x.shape[2], out_w, *flags)
+    rows = x[:, y0] * (1 - fy)[None, :, None, None] + x[:, y1] * fy[None, :, None, None]
+    return rows[:, :, x0] * (1 - fx)[None, None, :, None] + rows[:, :, x1] * fx[None, None, :, None]
 
 
 def real_softmax(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
@@ -147,10 +212,63 @@ def real_quantize(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return args[0]
 
 
+def real_layer_norm(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    x, gamma, beta = args
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + node.attrs.get("eps", 1e-5)) * gamma + beta
+
+
+def real_batch_matmul(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    a, b = (np.transpose(v, node.attrs[p]) if node.attrs.get(p) else v for v, p in zip(args, ("lhs_perm", "rhs_perm")))
+    a = np.swapaxes(a, -1, -2) if node.attrs.get("adj_x") else a
+    b = np.swapaxes(b, -1, -2) if node.attrs.get("adj_y") else b
+    return np.matmul(a, b)
+
+
 def real_reshape(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     x = args[0]
     out_shape = g.tensor(node.outputs[0]).shape
     return x.reshape((x.shape[0],) + tuple(out_shape[1:]))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def real_lstm(node: Node, args: list[np.ndarray], g: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's LSTM (gates i, f, g, o; one bias) from zero state: (output, the cell state at every step). The
+    second is the node's second output, whose calibrated range gives the int16 cell state its scale."""
+    x, w_ih, w_hh, b = args
+    hidden = node.attrs["hidden"]
+    clip = node.attrs.get("cell_clip") or 0.0
+    h = np.zeros((x.shape[0], hidden))
+    c = np.zeros_like(h)
+    hs, cs = [], []
+    for t in range(x.shape[1]):
+        i, f, gc, o = np.split(x[:, t] @ w_ih.T + h @ w_hh.T + b, 4, axis=-1)
+        c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(gc)
+        c = np.clip(c, -clip, clip) if clip > 0 else c
+        h = _sigmoid(o) * np.tanh(c)
+        hs.append(h)
+        cs.append(c)
+    y = hs[-1] if node.attrs.get("last_only") else np.stack(hs, axis=1)
+    return y, np.stack(cs, axis=1)
+
+
+def real_gru(node: Node, args: list[np.ndarray], g: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's GRU (gates r, z, n) from zero state: (output, the hidden state at every step)."""
+    x, w_ih, w_hh, b_ih, b_hh = args
+    h = np.zeros((x.shape[0], node.attrs["hidden"]))
+    hs = []
+    for t in range(x.shape[1]):
+        xr, xz, xn = np.split(x[:, t] @ w_ih.T + b_ih, 3, axis=-1)
+        hr, hz, hn = np.split(h @ w_hh.T + b_hh, 3, axis=-1)
+        r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
+        h = (1.0 - z) * np.tanh(xn + r * hn) + z * h
+        hs.append(h)
+    seq = np.stack(hs, axis=1)
+    return (hs[-1] if node.attrs.get("last_only") else seq), seq
 
 
 def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]]:
@@ -169,11 +287,23 @@ def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], n
 FLOAT_OPS = _real_definitions()
 
 
-def evaluate(g: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Run the float graph on a batch (dim 0 is the batch); return every tensor's value."""
-    values: dict[str, np.ndarray] = {g.inputs[0]: np.asarray(x, dtype=np.float64)}
+def per_input(g: Graph, x) -> list:
+    """The batch of each input: `x` itself for a one-input model, else the list given (one entry per input)."""
+    if len(g.inputs) == 1:
+        return [x]
+    if not isinstance(x, (list, tuple)) or len(x) != len(g.inputs):
+        raise ValueError(f"this model has {len(g.inputs)} inputs: pass a list with one batch per input")
+    return list(x)
+
+
+def evaluate(g: Graph, x) -> dict[str, np.ndarray]:
+    """Run the float graph on a batch (dim 0 is the batch); return every tensor's value. A model with several
+    inputs takes a list with one batch per input, in the graph's input order."""
+    values: dict[str, np.ndarray] = {name: np.asarray(v, dtype=np.float64)
+                                     for name, v in zip(g.inputs, per_input(g, x))}
     for t in g.constants():
         values[t.name] = t.data.astype(np.float64)
     for node in g.nodes:
-        values[node.outputs[0]] = FLOAT_OPS[node.op](node, [values[i] for i in node.inputs], g)
+        y = FLOAT_OPS[node.op](node, [values[i] for i in node.inputs], g)
+        values.update(zip(node.outputs, y) if len(node.outputs) > 1 else ((node.outputs[0], y),))  # lstm: 2
     return values

@@ -14,10 +14,12 @@ from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.quantize.fixedpoint import quantize_multiplier
 from tinyaot.quantize.observers import Range
+from tinyaot.quantize.recurrent import lower_recurrent
 from tinyaot.quantize.scheme import (
     INT32_MAX,
     INT32_MIN,
     activation_qparams,
+    quantize_array,
     quantize_bias,
     quantize_weights_per_channel,
 )
@@ -27,6 +29,8 @@ WEIGHT_AXIS = {name: s.weight_axis for name, s in OPS.items() if s.qparams == op
 INHERIT = ops_where(qparams=ops.INHERIT)
 OWN = ops_where(qparams=ops.OWN)
 SOFTMAX = ops_where(qparams=ops.SOFTMAX)
+INT8_CONSTANTS = ops_where(int8_constants=True)
+RECURRENT = ops_where(qparams=ops.RECURRENT)
 
 
 def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Finding]]:
@@ -36,6 +40,9 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Findi
     for name in g.inputs:
         _add_activation(q, g.tensor(name), _qparams_for(ranges, name))
     for node in g.nodes:
+        if node.op in RECURRENT:  # weights per gate row and an int16 state (quantize/recurrent.py)
+            findings += lower_recurrent(g, q, node, ranges)
+            continue
         out = g.tensor(node.outputs[0])
         if node.op in WEIGHT_AXIS:
             qp = _qparams_for(ranges, out.name)
@@ -44,16 +51,33 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Findi
             qp = q.tensor(node.inputs[0]).qparams
         elif node.op in OWN:
             qp = _qparams_for(ranges, out.name)
+            if node.op in INT8_CONSTANTS:
+                _lower_constant_operands(g, q, node)
+            for c in (c for c in node.inputs if g.tensor(c).is_const and c not in q.tensors):
+                q.add_tensor(g.tensor(c))  # float constants its prepare folds into integers (layer_norm's gamma)
         elif node.op in SOFTMAX:
             qp = SOFTMAX_QPARAMS
         else:
             raise UnsupportedOpError(
                 f"op '{node.op}' in layer '{node.name}' ({node.source or 'no source location'}) has no int8 "
-                f"lowering; int8 ops available: {', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX))}"
+                f"lowering; int8 ops available: "
+                f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | RECURRENT))}"
             )
         _add_activation(q, out, qp)
         q.nodes.append(Node(node.op, node.name, list(node.inputs), list(node.outputs), dict(node.attrs), node.source))
     return q, findings
+
+
+def _lower_constant_operands(g: Graph, q: Graph, node: Node) -> None:
+    """A constant operand of an element-wise op (a learned scale, an added tensor): int8 with per-tensor qparams
+    covering its values, as TFLite's converter quantizes a constant input; its kernel reads it from flash."""
+    for name in node.inputs:
+        t = g.tensor(name)
+        if not t.is_const or name in q.tensors:
+            continue
+        data = np.asarray(t.data, dtype=np.float64)
+        qp = activation_qparams(float(data.min()), float(data.max()))
+        q.add_tensor(Tensor(name, t.shape, "int8", data=quantize_array(data, qp), qparams=qp))
 
 
 def _qparams_for(ranges: dict[str, Range], name: str) -> QParams:

@@ -177,6 +177,8 @@ class _Lowering:
         elif op in RESCALING:
             if info is None:
                 raise self.float_error(node, "its output is never quantized")
+            for c in (c for c in node.inputs if self.g.tensor(c).is_const and c not in self.q.tensors):
+                self.q.add_tensor(self.g.tensor(c))  # float constants its prepare folds (layer_norm's gamma)
             self.emit(node, op, list(node.inputs), out, info.qparams(), node.attrs, info)
         elif op in SAME_QPARAMS:
             self.keep_then_requantize(node, in_qps[0], info)

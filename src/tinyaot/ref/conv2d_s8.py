@@ -5,6 +5,8 @@ Semantics of TFLite Micro's reference ConvPerChannel: taps that fall outside the
 symmetric, the accumulator is rescaled per output channel by MultiplyByQuantizedMultiplier, the output
 zero point added and the fused activation clamps. Multipliers come from double-precision
 in_scale * w_scale[c] / out_scale, as TFLM's PopulateConvolutionQuantizationParams computes them.
+A grouped convolution is TFLM's too: the weights' input depth is in_c / groups, and output channel oc reads
+input channels [g * in_c / groups, (g + 1) * in_c / groups) of its group g = oc / (out_c / groups).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
 from tinyaot.quantize.fixedpoint import (
     activation_range,
@@ -26,7 +28,7 @@ from tinyaot.quantize.fixedpoint import (
 class ConvParams:
     """Everything a conv or depthwise conv needs at run time, computed once at compile time."""
 
-    weights: np.ndarray  # int8: conv [out_c, kh, kw, in_c]; depthwise [1, kh, kw, out_c]
+    weights: np.ndarray  # int8: conv [out_c, kh, kw, in_c / groups]; depthwise [1, kh, kw, out_c]
     bias: np.ndarray  # int32 [out_c], scale = input_scale * weight_scale[c]
     multiplier: np.ndarray  # int32 [out_c], Q31
     shift: np.ndarray  # int32 [out_c], power of two (>0: left)
@@ -50,6 +52,7 @@ class ConvParams:
     pad_top: int
     pad_left: int
     depth_multiplier: int  # 1 for a plain conv
+    groups: int = 1  # conv2d: channel groups (TFLM: in_c / the weights' input depth); 1 for depthwise
 
 
 def per_channel_multipliers(in_scale: float, w_scales, out_scale: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -72,6 +75,7 @@ def prepare_conv_like(node: Node, g: Graph, depthwise: bool) -> ConvParams:
     if depthwise:
         _, kh, kw, w_out = w.shape
         mult = int(node.attrs.get("depth_multiplier", out_c // max(in_c, 1)))
+        groups = 1  # depthwise has its own channel rule (depth_multiplier)
         if w_out != out_c or in_c * mult != out_c:
             raise ModelError(f"layer '{node.name}': depthwise weights {w.shape} do not fit input channels {in_c} "
                              f"x depth multiplier {mult} = output channels {out_c}")
@@ -80,9 +84,7 @@ def prepare_conv_like(node: Node, g: Graph, depthwise: bool) -> ConvParams:
         mult = 1
         if w_out != out_c:
             raise ModelError(f"layer '{node.name}': weights {w.shape} give {w_out} output channels, output has {out_c}")
-        if w_in != in_c:
-            raise UnsupportedOpError(f"layer '{node.name}': grouped convolution ({in_c} input channels, weights take "
-                                     f"{w_in}) is not supported; use groups=1 or a depthwise convolution")
+        groups = conv_groups(node, in_c, w_in, out_c)
     if x.qparams is None or y.qparams is None or w.qparams is None:
         raise ModelError(f"layer '{node.name}': input, output and weights must be quantized (int8 with qparams)")
     sh, sw = node.attrs.get("stride", (1, 1))
@@ -102,7 +104,16 @@ def prepare_conv_like(node: Node, g: Graph, depthwise: bool) -> ConvParams:
         act_min=act_min, act_max=act_max, batches=batches, in_h=in_h, in_w=in_w, in_c=in_c,
         out_h=out_h, out_w=out_w, out_c=out_c, kernel_h=kh, kernel_w=kw, stride_h=int(sh), stride_w=int(sw),
         dilation_h=int(dh), dilation_w=int(dw), pad_top=int(top), pad_left=int(left), depth_multiplier=mult,
+        groups=groups,
     )
+
+
+def conv_groups(node: Node, in_c: int, w_in: int, out_c: int) -> int:
+    """TFLM's rule: groups = input depth / the weights' input depth, which must split both channel counts."""
+    if w_in < 1 or in_c % w_in or out_c % (in_c // w_in):
+        raise ModelError(f"layer '{node.name}': weights take {w_in} input channels, which does not split the "
+                         f"input's {in_c} channels and the {out_c} output channels into equal groups")
+    return in_c // w_in
 
 
 def prepare(node: Node, g: Graph) -> ConvParams:
@@ -133,7 +144,14 @@ def requantize(acc: np.ndarray, p: ConvParams) -> np.ndarray:
 def conv2d_s8(x: np.ndarray, p: ConvParams) -> np.ndarray:
     # Integer products summed in float64 are exact here (|sum| < 2**53). einsum's own loop over two
     # contiguous rows beats a small BLAS call on a busy machine.
-    cols = patches(x, p, np.float64).reshape(p.batches * p.out_h * p.out_w, -1)  # [pixels, kh * kw * c]
-    acc = np.einsum("pk,ok->po", cols, p.weights.reshape(p.out_c, -1).astype(np.float64))
+    pixels = p.batches * p.out_h * p.out_w
+    if p.groups == 1:
+        cols = patches(x, p, np.float64).reshape(pixels, -1)  # [pixels, kh * kw * c]
+        acc = np.einsum("pk,ok->po", cols, p.weights.reshape(p.out_c, -1).astype(np.float64))
+    else:  # [pixels, group, kh * kw * c / groups] against [group, out_c / groups, kh * kw * c / groups]
+        taps = p.kernel_h * p.kernel_w
+        cols = patches(x, p, np.float64).reshape(pixels, taps, p.groups, p.in_c // p.groups).transpose(0, 2, 1, 3)
+        w = p.weights.astype(np.float64).reshape(p.groups, p.out_c // p.groups, -1)
+        acc = np.einsum("pgk,gok->pgo", cols.reshape(pixels, p.groups, -1), w).reshape(pixels, p.out_c)
     acc = np.rint(acc).astype(np.int64)
     return requantize(acc, p).reshape(p.batches, p.out_h, p.out_w, p.out_c)

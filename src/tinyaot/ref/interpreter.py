@@ -43,12 +43,19 @@ def run_unplanned(g: Graph, params: dict, x: np.ndarray, replace: dict | None = 
     layer. A tensor in `replace` is read from there by the nodes that consume it (a kernel fed other inputs).
     """
     replace = replace or {}
-    t_in = g.tensor(g.inputs[0])
-    values = {t_in.name: np.asarray(x).astype(t_in.dtype).reshape(t_in.shape)}
+    values = {}
+    for name, v in zip(g.inputs, _per_input(g, x)):
+        t_in = g.tensor(name)
+        values[name] = np.asarray(v).astype(t_in.dtype).reshape(t_in.shape)
     for node in g.nodes:
         out = g.tensor(node.outputs[0])
         args = [replace.get(i, values[i]) for i in node.inputs if not g.tensor(i).is_const]
-        y = args[0] if node.op in VIEW_OPS else KERNELS[node.op][1](*args, params[node.name])
+        if node.op in VIEW_OPS:
+            y = args[0]
+        elif OPS[node.op].state is not None:  # a stateful kernel here runs as the first invoke after a reset
+            y = KERNELS[node.op][1](*args, params[node.name], _initial_state(node, g))
+        else:
+            y = KERNELS[node.op][1](*args, params[node.name])
         values[out.name] = np.asarray(y).astype(out.dtype).reshape(out.shape)
     return values
 
@@ -59,11 +66,23 @@ class Interpreter:
         self.plan = plan
         self.arena = np.zeros(plan.arena_bytes, dtype=np.uint8)
         self.params = prepare_all(g)
+        # the state region (plan/state.py): apart from the arena, kept from one invoke to the next
+        self.state = np.zeros(getattr(plan, "state_bytes", 0), dtype=np.uint8)
+        self.reset()
         # step -> units: nodes whose output the plan put over a dying input are run in the C's write order
         self.streamed: dict[int, int] = {}
         for ov in getattr(plan, "overlaps", ()):
             if plan.shares_bytes(ov):
                 self.streamed[ov.step] = max(self.streamed.get(ov.step, 1), ov.units)
+
+    def reset(self) -> None:
+        """Every state slot back to its initial value, as <name>_reset() does in the C."""
+        for slot in getattr(self.plan, "state", ()):
+            self.state[slot.offset : slot.offset + slot.nbytes] = slot.fill & 0xFF
+
+    def state_view(self, node: str) -> np.ndarray:
+        slot = self.plan.state_of(node)
+        return self.state[slot.offset : slot.offset + slot.nbytes].view(np.int8)
 
     def view(self, tensor: str) -> np.ndarray:
         t = self.graph.tensor(tensor)
@@ -72,14 +91,16 @@ class Interpreter:
 
     def invoke(self, x: np.ndarray, trace: Callable[[Node, np.ndarray], None] | None = None) -> np.ndarray:
         g = self.graph
-        t_in = g.tensor(g.inputs[0])
-        self.view(g.inputs[0])[...] = np.asarray(x).astype(t_in.dtype).reshape(t_in.shape)
+        for name, v in zip(g.inputs, _per_input(g, x)):
+            t_in = g.tensor(name)
+            self.view(name)[...] = np.asarray(v).astype(t_in.dtype).reshape(t_in.shape)
         for step, node in enumerate(g.nodes):
             if node.op not in VIEW_OPS:
                 self._execute(step, node)
             if trace is not None:
                 trace(node, self.view(node.outputs[0]).copy())
-        return self.view(g.outputs[0]).copy()
+        outs = [self.view(name).copy() for name in g.outputs]
+        return outs[0] if len(outs) == 1 else outs
 
     def _execute(self, step: int, node: Node) -> None:
         """Run one node. An output placed over a dying input is written unit by unit (plan/overlap.py), each
@@ -89,12 +110,19 @@ class Interpreter:
         if choice is not None and choice.work:  # the work buffer is overwritten at this step: a misplaced one shows
             off = self.plan.offsets[choice.work]
             self.arena[off : off + choice.work_bytes] = 0xA5
+        for extra in node.outputs[1:]:  # a recurrent kernel's working memory (the spec's work_rows): the same
+            self.view(extra).view(np.uint8)[...] = 0xA5  # bytes the C overwrites, so a misplaced one shows here too
         ring = self.plan.variant_of(node.name) if hasattr(self.plan, "variant_of") else None
         if ring is not None:  # the compiler chose the in-place ring kernel for this node
             run_ring(self.arena, self.plan.offset_of(node.inputs[0]), self.plan.offset_of(node.outputs[0]),
                      self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])
             return
         out = self.view(node.outputs[0])
+        if OPS[node.op].state is not None:  # reads and moves on its state slot: runs once, whole
+            args = [self.view(i) for i in node.inputs if not g.tensor(i).is_const]
+            y = KERNELS[node.op][1](*args, self.params[node.name], self.state_view(node.name))
+            out[...] = np.asarray(y, dtype=out.dtype).reshape(out.shape)
+            return
         units = self.streamed.get(step, 1)
         flat = out.reshape(-1).view(np.uint8)
         for u in range(units):
@@ -104,6 +132,30 @@ class Interpreter:
             lo, hi = u * flat.size // units, (u + 1) * flat.size // units
             flat[lo:hi] = y_bytes[lo:hi]
 
-    def run(self, xs: np.ndarray) -> np.ndarray:
-        """Run a batch of samples one at a time (the C runs one sample per invoke)."""
-        return np.stack([self.invoke(x) for x in xs])
+    def run(self, xs):
+        """Run a batch of samples one at a time (the C runs one sample per invoke). Several inputs: a list with
+        one batch per input; several outputs: a list with one batch per output."""
+        g = self.graph
+        batches = _per_input(g, xs)
+        results = [self.invoke([b[i] for b in batches] if len(batches) > 1 else batches[0][i])
+                   for i in range(len(batches[0]))]
+        if len(g.outputs) == 1:
+            return np.stack(results)
+        return [np.stack([r[k] for r in results]) for k in range(len(g.outputs))]
+
+
+def _initial_state(node: Node, g: Graph) -> np.ndarray:
+    """A stateful node's slot as a reset leaves it."""
+    from tinyaot.plan.state import STATE_FAMILIES
+
+    nbytes, fill = STATE_FAMILIES[OPS[node.op].state](node, g)
+    return np.full(nbytes, fill, dtype=np.int8)
+
+
+def _per_input(g: Graph, x) -> list:
+    """One value per graph input: `x` itself for a one-input model, else the list given."""
+    if len(g.inputs) == 1:
+        return [x]
+    if not isinstance(x, (list, tuple)) or len(x) != len(g.inputs):
+        raise ValueError(f"this model has {len(g.inputs)} inputs: pass a list with one value per input")
+    return list(x)

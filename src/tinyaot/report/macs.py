@@ -13,6 +13,10 @@ def node_macs(node: Node, g: Graph) -> int:
     w, y = g.tensor(node.inputs[1]), g.tensor(node.outputs[0])
     if kind == "dense":
         return y.size * w.shape[1]
+    if kind == "recurrent":  # lstm / gru: every step runs the input and the recurrent weights once
+        return g.tensor(node.inputs[0]).shape[1] * (w.size + g.tensor(node.inputs[2]).size)
+    if kind == "transposed":  # every input value meets every tap of its out_c filters (cropped taps included)
+        return g.tensor(node.inputs[0]).size * w.shape[0] * w.shape[1] * w.shape[2]
     _, kh, kw, w_in = w.shape
     per_output = kh * kw * (1 if kind == "depthwise" else w_in)
     return y.size * per_output

@@ -55,13 +55,16 @@ class MemoryReport:
     float_reasons: tuple[str, ...] = ()
     overlap_note: str = ""  # why the arena is below the layer-by-layer bound, if it is
     contract: ContractReport | None = None  # input kept? output apart? what preserve/separate cost
+    inputs: tuple[dict, ...] = ()  # every input (input is the first), for models with several
+    outputs: tuple[dict, ...] = ()
+    state_bytes: int = 0  # the state region (kept between invokes: a streamed conv's past frames), apart from the arena
 
     @property
     def ram_bytes(self) -> int | None:
-        """arena + static state + stack; None until both were measured."""
+        """arena + state region + other static state + stack; None until both were measured."""
         if self.static_state_bytes is None or self.stack_bytes is None:
             return None
-        return self.arena_bytes + self.static_state_bytes + self.stack_bytes
+        return self.arena_bytes + self.state_bytes + self.static_state_bytes + self.stack_bytes
 
     @staticmethod
     def of(cm, measure_stack: bool = False) -> MemoryReport:
@@ -77,8 +80,8 @@ class MemoryReport:
             alignment=plan.alignment, planner=plan.planner, float_arena_bytes=cm.float_arena_bytes,
             float_weight_bytes=cm.float_weight_bytes, constant_bytes=cm.constant_bytes,
             code_bytes=cm.code_bytes, flash_bytes=cm.flash_bytes,
-            input=_io(cm.input_shape, cm.input_qparams, cm.graph.layout),
-            output=_io(cm.output_shape, cm.output_qparams, None),
+            input=_ios(cm, cm.graph.inputs)[0], output=_ios(cm, cm.graph.outputs)[0],
+            inputs=tuple(_ios(cm, cm.graph.inputs)), outputs=tuple(_ios(cm, cm.graph.outputs)),
             tensors=tensor_rows(plan, cm.graph),
             n_steps=plan.n_steps, busiest_step=busiest_step_text(plan),
             schedule=getattr(plan, "schedule", "source"), source_lower_bound=getattr(plan, "source_lower_bound", None),
@@ -87,7 +90,7 @@ class MemoryReport:
             float_lower_bound_bytes=cm.float_plan.lower_bound, float_n_steps=cm.float_plan.n_steps,
             float_tensors=tensor_rows(cm.float_plan, float_graph),
             float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
-            contract=cm.contract,
+            contract=cm.contract, state_bytes=cm.state_bytes,
         )
 
     def to_dict(self) -> dict:
@@ -122,9 +125,11 @@ class MemoryReport:
         s.add_column("note")
         s.add_row("arena (int8)", f"{self.arena_bytes:,}", "all activations, input and output included")
         s.add_row("lower bound", f"{self.lower_bound_bytes:,}", "live bytes at the busiest step")
+        if self.state_bytes:
+            s.add_row("state region", f"{self.state_bytes:,}", "kept between invokes (streamed convs' past frames)")
         s.add_row("static state", _opt(self.static_state_bytes), "other .data + .bss of the model (Cortex-M33)")
         s.add_row("stack", _opt(self.stack_bytes), "high-water mark of one inference on the emulated Cortex-M33")
-        s.add_row("RAM total", _opt(self.ram_bytes), "arena + static state + stack")
+        s.add_row("RAM total", _opt(self.ram_bytes), "arena + state region + static state + stack")
         s.add_row("arena if fp32", f"{self.float_arena_bytes:,}", "same graph planned with float32 activations")
         s.add_row("flash: constants", f"{self.constant_bytes:,}", "int8 weights, int32 bias, multipliers")
         s.add_row("flash: code", _opt(self.code_bytes), "Cortex-M33 -O2 .text of model + kernels")
@@ -142,7 +147,8 @@ class MemoryReport:
         t.add_row("arena (activations, RAM)", f"{self.float_arena_bytes:,}", f"{self.arena_bytes:,}")
         t.add_row("lower bound", f"{self.float_lower_bound_bytes:,}", f"{self.lower_bound_bytes:,}")
         t.add_row("weights (flash, const)", f"{self.float_weight_bytes:,}", f"{self.constant_bytes:,}")
-        t.add_row("input bytes", f"{_io_bytes(self.input) * 4:,}", f"{_io_bytes(self.input):,}")
+        n_in = sum(_io_bytes(d) for d in self.inputs or (self.input,))
+        t.add_row("input bytes", f"{n_in * 4:,}", f"{n_in:,}")
         return t
 
     def __str__(self) -> str:
@@ -169,6 +175,7 @@ class MemoryReport:
         rows = [[r.name, r.producer, r.op, f"{r.nbytes:,}", f"{r.first}-{r.last}", f"{r.offset:,}",
                  ", ".join(r.aliases + ((r.note,) if r.note else ()))] for r in self.tensors]
         ram = [["arena (int8)", f"{self.arena_bytes:,}"], ["lower bound", f"{self.lower_bound_bytes:,}"],
+               *([["state region", f"{self.state_bytes:,}"]] if self.state_bytes else []),
                ["static state", _opt(self.static_state_bytes)], ["stack", _opt(self.stack_bytes)],
                ["RAM total", _opt(self.ram_bytes)], ["flash: constants", f"{self.constant_bytes:,}"],
                ["flash: code", _opt(self.code_bytes)]]
@@ -247,8 +254,9 @@ def float_reasons(cm) -> list[str]:
     else:
         out.append(f"no run-time quantize/dequantize or transpose copies: the int8 graph's ops are {listed}; "
                    f"each of its {len(cm.plan.buffers)} buffers is a layer output or the input.")
-    ib = _io_bytes(_io(cm.input_shape, cm.input_qparams, None))
-    out.append(f"int8 input and output: the input takes {ib:,} B in the arena (fp32: {4 * ib:,} B) and no "
+    ib = sum(cm.input_sizes)
+    what = "the input takes" if cm.n_inputs == 1 else f"the {cm.n_inputs} inputs take"
+    out.append(f"int8 input and output: {what} {ib:,} B in the arena (fp32: {4 * ib:,} B) and no "
                "float conversion runs on the device.")
     return out
 
@@ -265,7 +273,7 @@ def _static_state_bytes(cm) -> int | None:
     as code_bytes: targets/sizes.py measures both)."""
     from tinyaot.targets.sizes import m33_static_state_bytes
 
-    return m33_static_state_bytes(cm.c_sources, cm.arena_bytes)
+    return m33_static_state_bytes(cm.c_sources, cm.arena_bytes + cm.state_bytes)  # the state region has its row
 
 
 def _measure_stack(cm) -> int | None:
@@ -289,6 +297,12 @@ def _io_bytes(d: dict) -> int:
     for s in d["shape"]:
         n *= s
     return n
+
+
+def _ios(cm, tensors) -> list[dict]:
+    g = cm.graph
+    return [_io(g.tensor(t).shape, (g.tensor(t).qparams.scale[0], g.tensor(t).qparams.zero_point[0]),
+                g.io_layout_of(t)[0] if t in g.inputs else None) for t in tensors]
 
 
 def _io(shape, qparams, layout) -> dict:

@@ -106,19 +106,24 @@ def profile(cm, x=None, mix: bool = False) -> ProfileReport:
     op (per-op counts, the markers' own cost removed).  mix=True runs the marked image under QEMU's instruction
     counting plugin, which adds each op's instruction mix (a host C compiler builds the plugin)."""
     import tempfile
+    from dataclasses import replace
     from pathlib import Path
 
     import numpy as np
 
     from tinyaot.targets.base import ModelSources
+    from tinyaot.targets.engines import raw_rows
     from tinyaot.targets.m33 import M33Target
 
     if x is None:
-        x = np.zeros((1, cm.input_size), dtype=np.int8)
+        x = np.zeros((1, sum(cm.input_sizes)), dtype=np.int8)
+    elif isinstance(x, (list, tuple)):  # several inputs: their bytes back to back, as the harness takes them
+        x = raw_rows([np.asarray(v).reshape(1, -1) for v in x])
     flat = np.asarray(x, dtype=np.int8).reshape(1, -1)
     with tempfile.TemporaryDirectory(prefix="tinyaot-prof-") as tmp:
         cm.c_sources.write(Path(tmp))
-        sources = ModelSources.in_directory(tmp, cm.name, cm.input_size, cm.output_size)
+        sources = replace(ModelSources.in_directory(tmp, cm.name, sum(cm.input_sizes), sum(cm.output_sizes)),
+                          input_sizes=tuple(cm.input_sizes), output_sizes=tuple(cm.output_sizes))
         plain = _run_once(M33Target(build_dir=Path(tmp) / "plain"), sources, flat)
         marked = _run_once(M33Target(build_dir=Path(tmp) / "marked", profile=True, mix=mix), sources, flat)
     steps = marked.step_instructions or {}

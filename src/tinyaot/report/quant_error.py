@@ -184,12 +184,16 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
     from tinyaot.quantize.float_eval import evaluate
     from tinyaot.ref.interpreter import prepare_all
 
-    batch, _ = cm._as_batch(as_real_array(samples, "layer_errors samples", ModelError))
-    batch = batch[:max_samples]
+    batch, _ = cm._as_batch(cm._each_input(samples, lambda v, t: as_real_array(v, "layer_errors samples",
+                                                                                  ModelError)))
+    several = isinstance(batch, list)
+    batch = [b[:max_samples] for b in batch] if several else batch[:max_samples]
     g = cm.graph
-    ref_values = evaluate(cm.reference_graph, batch.reshape((-1,) + cm.input_shape[1:]))
+    flat = [b.reshape((-1,) + b.shape[2:]) for b in batch] if several else batch.reshape((-1,) + batch.shape[2:])
+    ref_values = evaluate(cm.reference_graph, flat)
     params = prepare_all(g)
     traced = trace_int8(g, params, cm.quantize_input(batch))
+    n_samples = len(batch[0]) if several else len(batch)
     rows = []
     for node in g.nodes:
         out = g.tensor(node.outputs[0])
@@ -202,7 +206,7 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
         rows.append(_row(node, out, deq, ref, local))
     output = _output_check(cm, ref_values, traced, labels)
     rows = tuple(rows)
-    return QuantReport(cm.name, len(batch), _reference_kind(cm), rows, output, diagnose(cm, rows, output))
+    return QuantReport(cm.name, n_samples, _reference_kind(cm), rows, output, diagnose(cm, rows, output))
 
 
 def trace_int8(g, params: dict, xq: np.ndarray) -> dict[str, list[np.ndarray]]:
@@ -210,7 +214,8 @@ def trace_int8(g, params: dict, xq: np.ndarray) -> dict[str, list[np.ndarray]]:
     from tinyaot.ref.interpreter import run_unplanned
 
     traced: dict[str, list[np.ndarray]] = {n.name: [] for n in g.nodes}
-    for sample in xq:
+    samples = [list(s) for s in zip(*xq)] if isinstance(xq, list) else xq  # several inputs: one list per sample
+    for sample in samples:
         values = run_unplanned(g, params, sample)
         for node in g.nodes:
             traced[node.name].append(values[node.outputs[0]])

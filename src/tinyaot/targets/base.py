@@ -24,16 +24,27 @@ class ModelSources:
     """
 
     name: str
-    input_size: int
-    output_size: int
+    input_size: int  # all inputs' bytes (a runner's input row holds them back to back, in order)
+    output_size: int  # all outputs' bytes
     files: Mapping[str, str] = field(default_factory=dict)
     directory: Path | None = None
     arena_bytes: int | None = None  # the planned arena, for error messages
+    input_sizes: tuple[int, ...] = ()  # each input's bytes, for a model with several (empty: one input)
+    output_sizes: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, cm) -> ModelSources:
         """The sources of a CompiledModel."""
-        return cls(cm.name, cm.input_size, cm.output_size, cm.c_sources.files, arena_bytes=cm.arena_bytes)
+        return cls(cm.name, sum(cm.input_sizes), sum(cm.output_sizes), cm.c_sources.files, arena_bytes=cm.arena_bytes,
+                   input_sizes=tuple(cm.input_sizes), output_sizes=tuple(cm.output_sizes))
+
+    @property
+    def inputs(self) -> tuple[int, ...]:
+        return self.input_sizes or (self.input_size,)
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        return self.output_sizes or (self.output_size,)
 
     @classmethod
     def in_directory(cls, directory, name: str, input_size: int, output_size: int) -> ModelSources:
@@ -45,6 +56,25 @@ class ModelSources:
         if self.files or self.directory is None:
             return dict(self.files)
         return {p.name: p.read_text() for p in sorted(self.directory.iterdir()) if p.suffix in (".c", ".h")}
+
+
+def io_copies(name: str, sizes: tuple[int, ...], kind: str, row: str, instance: str = "") -> list[str]:
+    """C statements a runner uses to move one row of packed inputs into the model (kind "input") or the
+    model's outputs into one row (kind "output"): each tensor at its accessor, back to back in the row.
+    `instance`: call the instance accessors with this instance pointer. Models with several inputs (outputs)
+    take the index; one-input models keep the (void) accessor."""
+    lines, offset = [], 0
+    for i, size in enumerate(sizes):
+        args = [instance] if instance else []
+        if len(sizes) > 1:
+            args.append(f"{i}u")
+        call = f"{name}_{'instance_' if instance else ''}{kind}({', '.join(args)})"
+        if kind == "input":
+            lines.append(f"memcpy((void *){call}, {row} + {offset}u, {size}u);")
+        else:
+            lines.append(f"memcpy({row} + {offset}u, (const void *){call}, {size}u);")
+        offset += size
+    return lines
 
 
 @dataclass(frozen=True)

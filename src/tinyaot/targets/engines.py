@@ -6,7 +6,7 @@ unknown name follow from the registry, so no other list of engine names needs to
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -43,9 +43,21 @@ def engine_named(name: str) -> Engine:
         raise ModelError(f"unknown engine {name!r}; choose one of {', '.join(REGISTRY)}") from None
 
 
-def raw_rows(batch: np.ndarray) -> np.ndarray:
-    """One int8 row per input: the C runners copy raw bytes (uint8 inputs are viewed, not converted)."""
-    return batch.reshape(len(batch), -1).view(np.int8)
+def raw_rows(batch) -> np.ndarray:
+    """One int8 row per inference: the C runners copy raw bytes (uint8 inputs are viewed, not converted). Several
+    inputs (a list of batches): each row holds them back to back, in order."""
+    if isinstance(batch, list):
+        return np.ascontiguousarray(np.concatenate([raw_rows(b) for b in batch], axis=1))
+    return np.ascontiguousarray(batch).reshape(len(batch), -1).view(np.int8)
+
+
+def split_rows(cm, result: RunResult) -> RunResult:
+    """A runner's packed output rows -> one array per output for a model with several outputs."""
+    if cm.n_outputs == 1:
+        return result
+    edges = np.cumsum([0, *cm.output_sizes])
+    outs = [result.outputs[:, a:b] for a, b in zip(edges[:-1], edges[1:])]
+    return replace(result, outputs=outs)
 
 
 def host_build(cm):
@@ -66,7 +78,7 @@ def _run_reference(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
 def _run_host(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
     from tinyaot.targets.host import HostTarget
 
-    return HostTarget().run(host_build(cm), raw_rows(batch), arena_bytes=arena_bytes)
+    return split_rows(cm, HostTarget().run(host_build(cm), raw_rows(batch), arena_bytes=arena_bytes))
 
 
 def _run_m33(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
@@ -75,7 +87,9 @@ def _run_m33(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
 
     with tempfile.TemporaryDirectory(prefix="tinyaot-") as tmp:
         cm.c_sources.write(Path(tmp))
-        return m33.run_m33(Path(tmp), cm.name, raw_rows(batch), cm.output_size)
+        result = m33.run_m33(Path(tmp), cm.name, raw_rows(batch), sum(cm.output_sizes),
+                             input_sizes=tuple(cm.input_sizes), output_sizes=tuple(cm.output_sizes))
+        return split_rows(cm, result)
 
 
 register(Engine("reference", "the reference interpreter", _run_reference))

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot.errors import ArenaTooSmallError, TinyAOTError
-from tinyaot.targets.base import ModelSources, RunResult
+from tinyaot.targets.base import ModelSources, RunResult, io_copies
 
 BASE_CFLAGS = ["-O2", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
 HOST_CFLAGS = [*BASE_CFLAGS, "-fPIC", "-shared"]
@@ -217,7 +217,8 @@ _RUNNER_C = """\
 #include "{name}.h"
 
 int main(int argc, char **argv) {{
-    static unsigned char in[{NAME}_INPUT_SIZE];
+    static unsigned char in[{input_bytes}];  /* every input, back to back */
+    static unsigned char out[{output_bytes}];
     uint8_t *arena = NULL;
     FILE *fin, *fout;
     int status;
@@ -233,9 +234,10 @@ int main(int argc, char **argv) {{
         size_t got = fread(in, 1, sizeof in, fin);
         if (got == 0) break;
         if (got != sizeof in) return 67;
-        memcpy((void *){name}_input(), in, sizeof in);
+        {copy_in}
         if ({name}_invoke() != {NAME}_OK) return 68;
-        if (fwrite((const void *){name}_output(), 1, {NAME}_OUTPUT_SIZE, fout) != {NAME}_OUTPUT_SIZE) return 69;
+        {copy_out}
+        if (fwrite(out, 1, sizeof out, fout) != sizeof out) return 69;
     }}
     fclose(fin);
     fclose(fout);
@@ -245,11 +247,28 @@ int main(int argc, char **argv) {{
 """
 
 
-def build_executable(files: dict[str, str], name: str, extra_flags: list[str] | tuple = ()) -> Path:
+def build_executable(files: dict[str, str], name: str, extra_flags: list[str] | tuple = (),
+                     input_sizes: tuple[int, ...] = (), output_sizes: tuple[int, ...] = ()) -> Path:
     """The generated sources plus a small main() into one executable (see run_executable), cached like the
     shared library; `extra_flags` such as SANITIZE_CFLAGS come after the defaults and win."""
-    runner = {**files, f"{name}_runner_main.c": _RUNNER_C.format(name=name, NAME=name.upper())}
+    input_sizes = input_sizes or (_header_size(files, name, "INPUT"),)
+    output_sizes = output_sizes or (_header_size(files, name, "OUTPUT"),)
+    copy_in = io_copies(name, tuple(input_sizes), "input", "in")
+    copy_out = io_copies(name, tuple(output_sizes), "output", "out")
+    main = _RUNNER_C.format(name=name, NAME=name.upper(), input_bytes=sum(input_sizes), output_bytes=sum(output_sizes),
+                            copy_in="\n        ".join(copy_in), copy_out="\n        ".join(copy_out))
+    runner = {**files, f"{name}_runner_main.c": main}
     return _cached_build(runner, name, [*BASE_CFLAGS, *extra_flags], f"{name}_runner")
+
+
+def _header_size(files: dict[str, str], name: str, kind: str) -> int:
+    """<NAME>_INPUT_SIZE / _OUTPUT_SIZE of a one-input one-output model, read from its header."""
+    import re
+
+    found = re.search(rf"#define {name.upper()}_{kind}_SIZE (\d+)", files.get(f"{name}.h", ""))
+    if found is None:
+        raise TinyAOTError(f"{name}.h declares no {name.upper()}_{kind}_SIZE: pass the sizes of every {kind.lower()}")
+    return int(found.group(1))
 
 
 def run_executable(exe: Path, xs: np.ndarray, output_size: int, env: dict | None = None,
@@ -297,7 +316,8 @@ def sanitizer_problem() -> str | None:
 class HostModel:
     """A compiled model loaded into this process."""
 
-    def __init__(self, lib_path: Path, name: str, input_size: int, output_size: int, arena_bytes: int):
+    def __init__(self, lib_path: Path, name: str, input_size: int, output_size: int, arena_bytes: int,
+                 input_sizes: tuple[int, ...] = (), output_sizes: tuple[int, ...] = ()):
         try:
             self._lib = ctypes.CDLL(str(lib_path))
         except OSError as exc:
@@ -308,10 +328,13 @@ class HostModel:
         self._init = getattr(self._lib, f"{name}_init")
         self._init.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         self._init.restype = ctypes.c_int
+        self.input_sizes, self.output_sizes = input_sizes or (input_size,), output_sizes or (output_size,)
         self._input = getattr(self._lib, f"{name}_input")
         self._input.restype = ctypes.c_void_p
         self._output = getattr(self._lib, f"{name}_output")
         self._output.restype = ctypes.c_void_p
+        for fn, sizes in ((self._input, self.input_sizes), (self._output, self.output_sizes)):
+            fn.argtypes = [ctypes.c_size_t] if len(sizes) > 1 else []
         self._invoke = getattr(self._lib, f"{name}_invoke")
         self._invoke.restype = ctypes.c_int
         self._arena_buf = None
@@ -335,6 +358,16 @@ class HostModel:
         if status != 0:
             raise TinyAOTError(f"{self.name}_init failed with status {status}")
 
+    def reset(self) -> None:
+        """<name>_reset(): the state region back to its initial value (models with state only)."""
+        reset = getattr(self._lib, f"{self.name}_reset", None)
+        if reset is None:
+            raise TinyAOTError(f"model '{self.name}' keeps no state between invokes: there is nothing to reset")
+        reset.restype = ctypes.c_int
+        status = reset()
+        if status != 0:
+            raise TinyAOTError(f"{self.name}_reset failed with status {status}")
+
     def run(self, xs: np.ndarray) -> np.ndarray:
         """Raw inputs, one row of input_size bytes per inference (int8, or uint8 viewed as int8)."""
         xs = np.ascontiguousarray(xs, dtype=np.int8)
@@ -344,12 +377,25 @@ class HostModel:
         xs = xs.reshape(len(xs), self.input_size)
         out = np.empty((len(xs), self.output_size), dtype=np.int8)
         for i, x in enumerate(xs):
-            ctypes.memmove(self._input(), x.ctypes.data, self.input_size)
+            for k, (at, size) in enumerate(_packed(self.input_sizes)):
+                ctypes.memmove(self._at(self._input, self.input_sizes, k), x.ctypes.data + at, size)
             status = self._invoke()
             if status != 0:
                 raise TinyAOTError(f"{self.name}_invoke failed with status {status}")
-            ctypes.memmove(out[i].ctypes.data, self._output(), self.output_size)
+            for k, (at, size) in enumerate(_packed(self.output_sizes)):
+                ctypes.memmove(out[i].ctypes.data + at, self._at(self._output, self.output_sizes, k), size)
         return out
+
+    @staticmethod
+    def _at(accessor, sizes: tuple[int, ...], k: int) -> int:
+        """The address of tensor k: accessors of a model with several inputs (outputs) take the index."""
+        return accessor(k) if len(sizes) > 1 else accessor()
+
+
+def _packed(sizes: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(offset, size) of each tensor in a row that holds them back to back."""
+    starts = np.cumsum([0, *sizes[:-1]])
+    return [(int(a), int(n)) for a, n in zip(starts, sizes)]
 
 
 # ---- the common target interface ----------------------------------------------------------------------------
@@ -379,7 +425,7 @@ class HostTarget:
     def build(self, sources: ModelSources) -> HostLibrary:
         lib = build_shared_library(sources.texts(), sources.name)
         return HostLibrary(lib, HostModel(lib, sources.name, sources.input_size, sources.output_size,
-                                          sources.arena_bytes))
+                                          sources.arena_bytes, sources.inputs, sources.outputs))
 
     def run(self, artifact: HostLibrary, inputs: np.ndarray, *, arena_bytes: int | None = None) -> RunResult:
         """Bind the static arena (or one of `arena_bytes`) and run the rows of `inputs`."""
@@ -398,7 +444,8 @@ class SanitizedHostTarget:
         self.env = dict(SANITIZE_ENV) if env is None else env
 
     def build(self, sources: ModelSources) -> HostExecutable:
-        exe = build_executable(sources.texts(), sources.name, list(self.extra_flags))
+        exe = build_executable(sources.texts(), sources.name, list(self.extra_flags), sources.inputs,
+                               sources.outputs)
         return HostExecutable(exe, sources.output_size)
 
     def run(self, artifact: HostExecutable, inputs: np.ndarray) -> RunResult:

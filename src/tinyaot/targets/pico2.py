@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot import __version__
-from tinyaot.errors import TinyAOTError
+from tinyaot.errors import ModelError, TinyAOTError
 from tinyaot.targets.base import RunResult
 from tinyaot.targets.callgraph import CallGraph, CallGraphError
 from tinyaot.targets.sizes import matching_section_bytes
@@ -158,6 +158,10 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
     this costs).
     """
     out = Path(out_dir)
+    if cm.n_inputs > 1 or cm.n_outputs > 1:
+        raise ModelError(f"the Pico 2 project runs models with one input and one output; '{cm.name}' has "
+                         f"{cm.n_inputs} inputs and {cm.n_outputs} outputs. Export the C (target 'c') and call "
+                         f"{cm.name}_input(i) / {cm.name}_output(i) from your firmware (see {cm.name}.h)")
     x_q = _test_inputs(cm, inputs)
     label_list = _labels(labels, len(x_q), cm.output_size)
     _check_fits(cm, x_q)

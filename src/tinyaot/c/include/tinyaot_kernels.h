@@ -105,22 +105,59 @@ typedef struct {
  */
 void tinyaot_concat_s8(const int8_t *const *inputs, const tinyaot_concat_params *params, int8_t *output);
 
+/* Padding modes (tinyaot_pad_params.mode): what the padded pixels hold. */
+#define TINYAOT_PAD_CONSTANT 0     /* pad_value */
+#define TINYAOT_PAD_REFLECT 1      /* the input mirrored about its edge pixel: ... x2 x1 | x0 x1 x2 ... */
+#define TINYAOT_PAD_SYMMETRIC 2    /* mirrored with the edge pixel: ... x1 x0 | x0 x1 ... */
+#define TINYAOT_PAD_REPLICATE 3    /* the edge pixel repeated: ... x0 x0 | x0 x1 ... */
+
 /* One spatial padding of NHWC. */
 typedef struct {
     int32_t batches, in_h, in_w, channels;
     int32_t pad_top, pad_bottom, pad_left, pad_right;
-    int32_t pad_value;             /* the zero point: padding is real 0 */
+    int32_t pad_value;             /* the zero point: constant padding is real 0 */
+    int32_t mode;                  /* TINYAOT_PAD_*; reflect pads by < the axis size, symmetric by <= it */
 } tinyaot_pad_params;
 
 /*
- * Spatial padding with pad_value: output is [batches][pad_top + in_h + pad_bottom][pad_left + in_w + pad_right]
- * [channels]; must not overlap input.
+ * Spatial padding: output is [batches][pad_top + in_h + pad_bottom][pad_left + in_w + pad_right][channels], the
+ * padded pixels pad_value or copies of input pixels (mode); must not overlap input.
  */
 void tinyaot_pad_s8(const int8_t *input, const tinyaot_pad_params *params, int8_t *output);
 
+/* One nearest-neighbour resize of NHWC (TFLM's RESIZE_NEAREST_NEIGHBOR). */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t out_h, out_w;
+    const int32_t *src_y;          /* [out_h]: the input row each output row copies (fixed at compile time) */
+    const int32_t *src_x;          /* [out_w]: the input column each output column copies */
+} tinyaot_resize_nearest_params;
+
+/*
+ * Nearest resize: output[b][y][x][c] = input[b][src_y[y]][src_x[x]][c]. Output must not overlap input.
+ */
+void tinyaot_resize_nearest_s8(const int8_t *input, const tinyaot_resize_nearest_params *params, int8_t *output);
+
+/* One bilinear resize of NHWC (TFLM's integer RESIZE_BILINEAR, ResizeBilinearInteger). */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t out_h, out_w;
+    int32_t height_scale_10;       /* in_h / out_h in units of 1/1024 (align_corners: (in_h - 1) / (out_h - 1)) */
+    int32_t width_scale_10;
+    int32_t half_pixel_centers;    /* 1: source coordinate (o + 1/2) * scale - 1/2; 0: o * scale */
+} tinyaot_resize_bilinear_params;
+
+/*
+ * Bilinear resize: each output value blends the four input pixels around its source coordinate (in 1/1024
+ * pixel) with weights that sum to 2^20, divided by 2^20 rounding half away from zero. Same qparams in and out.
+ * Output must not overlap input.
+ */
+void tinyaot_resize_bilinear_s8(const int8_t *input, const tinyaot_resize_bilinear_params *params,
+                                int8_t *output);
+
 /* One int8 multiply (TFLM's int8 MUL). */
 typedef struct {
-    int32_t out_shape[4];          /* the output shape, left-padded with 1s to 4-D */
+    int32_t out_shape[4];          /* the output as 4-D, axes merged (ref/broadcast.py) */
     int32_t a_strides[4];          /* element strides of input1 along the output's axes; 0 where it broadcasts */
     int32_t b_strides[4];          /* likewise for input2 */
     int32_t size;                  /* output elements */
@@ -191,7 +228,7 @@ void tinyaot_transpose_s8(const int8_t *input, const tinyaot_transpose_params *p
  * (columns likewise); taps outside the input are skipped (padding with the input zero point).
  */
 typedef struct {
-    const void *weights;           /* int8 [out_c][kernel_h][kernel_w][in_c], symmetric; depthwise: int8
+    const void *weights;           /* int8 [out_c][kernel_h][kernel_w][in_c / groups], symmetric; depthwise: int8
                                       [1][kernel_h][kernel_w][out_c]; tinyaot_conv2d_patch_s8: int32 words */
     const int32_t *bias;           /* [out_c] */
     const int32_t *multiplier;     /* [out_c], Q31 */
@@ -206,12 +243,15 @@ typedef struct {
     int32_t dilation_h, dilation_w;
     int32_t pad_top, pad_left;
     int32_t depth_multiplier;      /* depthwise: out_c = in_c * depth_multiplier; 1 for conv2d */
+    int32_t groups;                /* conv2d: output channel oc reads input channels of group oc / (out_c / groups),
+                                      [g * in_c / groups, (g + 1) * in_c / groups); 1 for depthwise */
 } tinyaot_conv_params;
 
 /*
- * 2-D convolution (groups = 1), TFLM's ConvPerChannel: output[b][oy][ox][oc] = clamp(requantize(bias[oc] +
- * sum_taps weights[oc][ky][kx][ic] * (input[b][iy][ix][ic] + input_offset), multiplier[oc], shift[oc])
- * + output_offset, act_min, act_max).
+ * 2-D convolution, TFLM's ConvPerChannel: output[b][oy][ox][oc] = clamp(requantize(bias[oc] +
+ * sum_taps weights[oc][ky][kx][ic] * (input[b][iy][ix][g * in_c / groups + ic] + input_offset), multiplier[oc],
+ * shift[oc]) + output_offset, act_min, act_max), g the output channel's group (0 when groups = 1). The pointwise
+ * and patch kernels below take groups too.
  * input: int8 [batches][in_h][in_w][in_c]; output: int8 [batches][out_h][out_w][out_c], must not overlap input.
  */
 void tinyaot_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output);
@@ -261,6 +301,34 @@ void tinyaot_conv2d_1x1_inplace_s8(const int8_t *input, const tinyaot_conv_param
 void tinyaot_depthwise_conv2d_inplace_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *ring,
                                          int32_t ring_pixels, int8_t *output);
 
+/*
+ * Geometry, offsets, clamp and constants of one transposed convolution (TFLM's TRANSPOSE_CONV): input pixel
+ * (iy, ix) reaches output pixel (iy * stride_h - pad_top + ky, ix * stride_w - pad_left + kx) through tap (ky, kx).
+ */
+typedef struct {
+    const int8_t *weights;         /* [out_c][kernel_h][kernel_w][in_c], symmetric */
+    const int32_t *bias;           /* [out_c] */
+    const int32_t *multiplier;     /* [out_c], Q31 */
+    const int32_t *shift;          /* [out_c], > 0: left */
+    int32_t input_offset;          /* -input zero point */
+    int32_t output_offset;         /* output zero point */
+    int32_t act_min, act_max;      /* fused activation, int8 units */
+    int32_t batches, in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;     /* rows / columns of the full result cropped above / left of the output */
+} tinyaot_transpose_conv_params;
+
+/*
+ * Transposed convolution: output[b][oy][ox][oc] = clamp(requantize(bias[oc] + sum over the taps with
+ * oy + pad_top = iy * stride_h + ky, ox + pad_left = ix * stride_w + kx inside the input of
+ * weights[oc][ky][kx][ic] * (input[b][iy][ix][ic] + input_offset)) + output_offset, act_min, act_max).
+ * Gathered per output pixel, no scratch; output pixels in row-major order, each after its taps are read, so the
+ * output may sit over the input at the distance plan/overlap.py's transposed_rules computes.
+ */
+void tinyaot_transpose_conv2d_s8(const int8_t *input, const tinyaot_transpose_conv_params *params, int8_t *output);
+
 /* Geometry and clamp of one average pooling layer. */
 typedef struct {
     int32_t batches, in_h, in_w, channels;
@@ -285,7 +353,11 @@ void tinyaot_avg_pool2d_s8(const int8_t *input, const tinyaot_pool_params *param
  * tabulated at compile time: 2 x 256 int32 in flash, 2 KB per add layer.
  */
 typedef struct {
-    int32_t size;                  /* elements in each input and the output */
+    int32_t size;                  /* output elements */
+    int32_t out_shape[4];          /* the output as 4-D, axes merged (ref/broadcast.py); broadcast kernel only */
+    int32_t a_strides[4];          /* element strides of input1 along the output's axes; 0 where it broadcasts */
+    int32_t b_strides[4];          /* likewise for input2 */
+    int32_t subtract;              /* 1: input1 - input2 (TFLM's Sub; input2_table holds negated values) */
     int32_t input1_offset, input2_offset, output_offset;
     int32_t left_shift;            /* 20 */
     int32_t input1_multiplier, input1_shift;   /* shifts <= 0 */
@@ -306,6 +378,38 @@ typedef struct {
  * + output_offset), the inner two read from the tables. In place: output may be input1 or input2.
  */
 void tinyaot_add_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params, int8_t *output);
+/* The same with NumPy broadcasting: the output is out_shape (row-major), the operands read at their strides.
+ * In place only over an operand with the output's full shape. */
+void tinyaot_add_broadcast_s8(const int8_t *input1, const int8_t *input2, const tinyaot_add_params *params,
+                              int8_t *output);
+
+/* One int8 minimum / maximum (TFLM's MINIMUM / MAXIMUM when the qparams agree). */
+typedef struct {
+    int32_t size;                  /* output elements */
+    int32_t out_shape[4];          /* the output as 4-D, axes merged (ref/broadcast.py) */
+    int32_t a_strides[4];          /* element strides of input1 along the output's axes; 0 where it broadcasts */
+    int32_t b_strides[4];          /* likewise for input2 */
+    int32_t is_max;                /* 1: maximum, 0: minimum */
+    int32_t input1_rescale;        /* 1: input1 is requantized to the output's qparams first */
+    int32_t input1_multiplier, input1_shift, input1_zero_point;   /* input1_scale / output_scale */
+    int32_t input2_rescale;
+    int32_t input2_multiplier, input2_shift, input2_zero_point;
+    int32_t output_zero_point;
+    int32_t act_min, act_max;
+    const int8_t *input1_table;    /* [256]: input1 q in the output's qparams at q + 128; NULL when it is not
+                                      rescaled, or (size and memory modes) computed per element */
+    const int8_t *input2_table;    /* the same for input2 */
+} tinyaot_minmax_params;
+
+/*
+ * output[i] = clamp(max (or min) of the two operands in the output's qparams, act_min, act_max); an operand is
+ * used as it is when it has them. tinyaot_minmax_s8: both operands hold `size` elements; tinyaot_minmax_broadcast_s8:
+ * the output is out_shape, the operands read at their strides. In place over an operand with the output's shape.
+ */
+void tinyaot_minmax_s8(const int8_t *input1, const int8_t *input2, const tinyaot_minmax_params *params,
+                       int8_t *output);
+void tinyaot_minmax_broadcast_s8(const int8_t *input1, const int8_t *input2, const tinyaot_minmax_params *params,
+                                 int8_t *output);
 
 /* A conv2d with a residual add in its epilogue. */
 typedef struct {
@@ -327,7 +431,8 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
  * through an int16 matrix microkernel. weights is int32 [ceil(out_c / 4)][taps_padded / 2][4] with
  * taps_padded = kernel_h * kernel_w * in_c rounded up to 8: for output channel 4g + i and taps 4j..4j+3 the
  * words (w[4j] | w[4j+2] << 16) at [g][2j][i] and (w[4j+1] | w[4j+3] << 16) at [g][2j+1][i], low halves first,
- * zero beyond the taps and out_c (codegen/emit_conv.py: pair_weights). work is the plan's buffer for this layer,
+ * each weight doubled (so is bias: the sums are 2 * acc), zero beyond the taps and out_c (codegen/emit_conv.py:
+ * pair_weights). work is the plan's buffer for this layer,
  * TINYAOT_CONV_PAIRS_WORK_BYTES(...) bytes, 4-byte aligned, overlapping neither input nor output. Chosen at
  * compile time only where every shift is negative and every accumulator fits in 31 bits
  * (tinyaot_requantize_right); shift then holds the right shifts, positive (negated at compile time); for
@@ -377,5 +482,121 @@ typedef struct {
  * May run in place (output == input).
  */
 void tinyaot_uint8_to_int8(const uint8_t *input, const tinyaot_uint8_to_int8_params *params, int8_t *output);
+
+/* One layer normalization over the last axis (ref/layer_norm_s8.py, tinyaot's integer definition). */
+typedef struct {
+    int32_t rows;                  /* product of the dims before the last */
+    int32_t depth;                 /* D, values normalized together */
+    int32_t eps_high, eps_low;     /* eps * D^2 / input_scale^2, rounded: eps_high * 2^31 + eps_low */
+    const int32_t *multiplier;     /* [depth], Q31 of gamma / output_scale / 2^8; negative where gamma < 0 */
+    const int32_t *shift;          /* [depth] */
+    const int32_t *bias;           /* [depth], beta / output_scale * 2^8, rounded */
+    int32_t output_zero_point;
+} tinyaot_layer_norm_params;
+
+/*
+ * LayerNorm of each row of `depth` values: integer sums, an integer 1 / sqrt (a 24-entry table and three Newton
+ * steps), the normalized value in Q16, then output[i] = clamp(round((requantize(n_i, multiplier[i], shift[i]) +
+ * bias[i]) / 2^8) + output_zero_point, -128, 127). input, output: int8 [rows][depth]; output may be the input.
+ */
+void tinyaot_layer_norm_s8(const int8_t *input, const tinyaot_layer_norm_params *params, int8_t *output);
+
+/* One matrix product of two activations (TFLM's int8 BATCH_MATMUL). */
+typedef struct {
+    int32_t out_batch[4];          /* the output's batch dims, left-padded with 1s */
+    int32_t lhs_batch_strides[4];  /* element strides of lhs per batch dim; 0 where it broadcasts */
+    int32_t rhs_batch_strides[4];
+    int32_t rows, cols, depth;     /* M, N, K: [M][K] x [K][N] -> [M][N] per batch */
+    int32_t lhs_row_stride, lhs_depth_stride;  /* lhs (i, k) at i * lhs_row_stride + k * lhs_depth_stride */
+    int32_t rhs_depth_stride, rhs_col_stride;  /* rhs (k, j) at k * rhs_depth_stride + j * rhs_col_stride */
+    int32_t lhs_offset, rhs_offset; /* minus the zero points */
+    int32_t output_offset;
+    int32_t multiplier, shift;     /* float32(lhs_scale * rhs_scale) / output_scale */
+} tinyaot_batch_matmul_params;
+
+/*
+ * Batched matmul: output[b][i][j] = clamp(requantize(sum_k (lhs(i, k) + lhs_offset) * (rhs(k, j) + rhs_offset),
+ * multiplier, shift) + output_offset, -128, 127), the operands read at their strides (a transposed operand, adj_x
+ * or adj_y, costs no copy). output: int8 [batches][rows][cols], must not overlap lhs or rhs.
+ */
+void tinyaot_batch_matmul_s8(const int8_t *lhs, const int8_t *rhs, const tinyaot_batch_matmul_params *params,
+                             int8_t *output);
+
+/* The window of a streamed causal conv (passes/streaming.py). */
+typedef struct {
+    int32_t frame_bytes;           /* one frame of the conv's input */
+    int32_t frames;                /* K: the window's frames; the state keeps the last K - 1 */
+} tinyaot_frame_shift_params;
+
+/*
+ * window = state (K - 1 frames, oldest first) then frame; state then moves on by one frame. state is the
+ * layer's slot in the model's state region (it survives invokes); window must not overlap frame or state.
+ */
+void tinyaot_frame_shift_s8(const int8_t *frame, const tinyaot_frame_shift_params *params, int8_t *window,
+                            int8_t *state);
+
+/* One unidirectional LSTM layer (TFLite Micro's integer UNIDIRECTIONAL_SEQUENCE_LSTM). */
+typedef struct {
+    const int8_t *weights_ih;             /* [4H][F], symmetric, gate rows i, f, g, o */
+    const int8_t *weights_hh;             /* [4H][H] */
+    const int32_t *input_bias;            /* [4H], bias + input_offset * row sums of weights_ih */
+    const int32_t *recurrent_bias;        /* [4H], hidden_offset * row sums of weights_hh */
+    const int32_t *input_multiplier;      /* [4H], x scale * w scale / 2^-12, Q31 */
+    const int32_t *input_shift;           /* [4H], > 0: left */
+    const int32_t *recurrent_multiplier;  /* [4H], h scale * w scale / 2^-12 */
+    const int32_t *recurrent_shift;
+    int32_t forget_multiplier, forget_shift;   /* f * c -> c */
+    int32_t update_multiplier, update_shift;   /* i * g -> c */
+    int32_t hidden_multiplier, hidden_shift;   /* tanh(c) * o -> h */
+    int32_t hidden_offset;                     /* h zero point */
+    int32_t tanh_multiplier, tanh_right;       /* the cell state into tanh: (c * m + round) >> right */
+    int32_t cell_clip;                         /* int16 units, 0: none */
+    int32_t steps, input_size, hidden_size;
+    int32_t last_only;                         /* 1: output is the last step's h only */
+} tinyaot_lstm_params;
+
+/*
+ * LSTM over input int8 [steps][input_size], zero initial state: per step the gates i, f, g, o are int8 fully
+ * connected layers into int16 Q3.12 (input and recurrent, saturating sum), then TFLM's int16 sigmoid / tanh
+ * (Q0.15); c = sat16(f * c) + sat16(i * g), clipped; h = requantize(tanh(c) * o) + hidden_offset. output: int8
+ * [steps][hidden_size], or [hidden_size] when last_only. state: the layer's int16 working memory [6][hidden_size]
+ * (cell state, four gates, h as int8 in the last row), placed by the plan; must not overlap input or output.
+ */
+void tinyaot_lstm_s8(const int8_t *input, const tinyaot_lstm_params *params, int16_t *state, int8_t *output);
+
+/* One unidirectional GRU layer (tinyaot's integer GRU from the LSTM's blocks, ref/gru_s8.py). */
+typedef struct {
+    const int8_t *weights_ih;             /* [3H][F], symmetric, gate rows r, z, n */
+    const int8_t *weights_hh;             /* [3H][H] */
+    const int32_t *input_bias;            /* [3H], r, z: b_ih + b_hh, n: b_in; + input_offset * row sums */
+    const int32_t *recurrent_bias;        /* [3H], n: b_hn; + hidden_offset * row sums */
+    const int32_t *input_multiplier;      /* [3H], x scale * w scale / 2^-12, Q31 */
+    const int32_t *input_shift;           /* [3H], > 0: left */
+    const int32_t *recurrent_multiplier;  /* [3H], h scale * w scale / 2^-12 */
+    const int32_t *recurrent_shift;
+    int32_t reset_multiplier, reset_shift;     /* r * (W_hn h + b_hn) -> Q3.12 */
+    int32_t keep_multiplier, keep_shift;       /* z * h16 -> h16 */
+    int32_t new_multiplier, new_shift;         /* (1 - z) * n -> h16 */
+    int32_t narrow_multiplier, narrow_shift;   /* h16 -> h int8 */
+    int32_t hidden_offset;                     /* h zero point */
+    int32_t steps, input_size, hidden_size;
+    int32_t last_only;                         /* 1: output is the last step's h only */
+} tinyaot_gru_params;
+
+/*
+ * GRU over input int8 [steps][input_size], zero initial state: per step r, z = sigmoid(gate), n = tanh(input part +
+ * r * recurrent part), all int16 as in the LSTM; h16 = sat16((1 - z) * n) + sat16(z * h16) (saturating), and
+ * h = requantize(h16) + hidden_offset. output: int8 [steps][hidden_size], or [hidden_size] when last_only.
+ * state: the layer's int16 working memory [6][hidden_size] (h16, r, z, the candidate's two parts, h as int8 in the
+ * last row), placed by the plan; must not overlap input or output.
+ */
+void tinyaot_gru_s8(const int8_t *input, const tinyaot_gru_params *params, int16_t *state, int8_t *output);
+
+/* TFLM's int16 sigmoid and tanh, Q3.12 in (tanh: after (x * multiplier + round) >> right), Q0.15 out. */
+int16_t tinyaot_sigmoid_q15(int32_t x);
+int16_t tinyaot_tanh_q15(int32_t x, int32_t multiplier, int32_t right);
+
+/* The recurrent kernels compute their gate rows TINYAOT_GATE_BLOCK at a time (lstm_s8.c). */
+#define TINYAOT_GATE_BLOCK 4
 
 #endif /* TINYAOT_KERNELS_H */

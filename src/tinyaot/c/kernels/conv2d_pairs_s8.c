@@ -6,12 +6,17 @@
  * Per pair of output pixels (row-major; an odd last pixel is paired with itself), both windows are widened
  * once into the work buffer, an arena tensor the memory plan sizes per layer: word m of a pixel holds the
  * taps (4j, 4j + 2) for m = 2j and (4j + 1, 4j + 3) for m = 2j + 1 (what SXTAB16 makes of four bytes), each
- * x + input_offset as int16, taps outside the image and the tail up to taps_padded 0. The words of the two
- * pixels are interleaved, so one LDRD reads word m of both. The weights were widened and laid out the same
- * way at compile time: [out_c / 4][taps_padded / 2][4 channels] words. Then mat4x2 accumulates four output
- * channels of both pixels: per word pair of each channel pair, one LDRD of weights and four SMLAD; a group whose
- * activation range is all of int8 is requantized in registers too (mat4x2_s16_requant). The size mode's
- * variant (tinyaot_conv2d_pairs_w8_s8) reads int8 weights, two channels at a time, widening them as it reads.
+ * x + input_offset as int16, taps outside the image and the tail up to taps_padded 0. A window wholly inside
+ * the image whose kernel rows are whole quads (channels a multiple of four, or KWS's 10x4 on one channel) is
+ * widened straight from the image, row by row (widen_rows); one with other rows (an RGB stem's 3x3x3) is copied
+ * into the patch a word at a time first; windows over the border widen their valid runs and zero the rest. The
+ * words of the two pixels are interleaved, so one LDRD reads word m of both. The weights were widened (and, in
+ * speed mode, doubled) and laid out the same way at compile time: [out_c / 4][taps_padded / 2][4 channels]
+ * words. Then mat4x2 accumulates four output channels of both pixels: per word pair of each channel pair, one
+ * LDRD of weights and four SMLAD; the groups whose activation range is all of int8 are requantized in
+ * registers too, all of a pair's in one call (mat4x2_s16_groups, its loop unrolled as far as the layer's words
+ * allow). The size mode's variant (tinyaot_conv2d_pairs_w8_s8) reads int8 weights, two channels at a time,
+ * widening them as it reads.
  *
  * Both windows are in the work buffer before either output pixel is written, so every plan that is valid for
  * conv2d_s8.c's order (an output pixel written while its own window is read) is valid here.
@@ -31,7 +36,7 @@
  * pointers, two activation and two weight words), so the end pointer lives on the stack and is reloaded into
  * a free register once per four words. Per four words: 12 LDRD, 32 SMLAD, 3 loop instructions (64 MACs).
  */
-/* The accumulation of mat4x2_s16 and mat4x2_s16_requant: r0 = activation words, r1 = weight words, r2 = words,
+/* The accumulation of mat4x2_s16: r0 = activation words, r1 = weight words, r2 = words,
  * r3 = what the end stores (acc or out0), accumulators r4-r11 from %[init]. */
 #define MAT4X2_S16_LOOP \
         "add r2, r0, r2, lsl #3\n\t" \
@@ -76,48 +81,86 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
-/* Channel `i` of both pixels in mat4x2_s16_requant: accumulators p0 (pixel 0) and p1 (pixel 1), the channel's
- * (multiplier, right, k) read from r0, the bytes stored at out0 + i (r1) and out1 + i. */
-#define MAT4X2_REQUANT(p0, p1, i) \
+/* Channel pair (p0 of pixel 0, p1 of pixel 1) in mat4x2_s16_groups: the channel's (multiplier, right, k) read
+ * from r0 by one LDM, then SMMLAR(2 acc, multiplier, k + sign) >> right, saturated to int8 (the accumulators
+ * hold 2 acc: weights and bias were doubled at compile time; k = 2^(right - 1) + (zero point << right) rounds
+ * and offsets before the shift; the compiler checked that k fits). r2, r3, r12 and lr are free here. */
+#define MAT4X2_REQUANT(p0, p1) \
         "ldm r0!, {r3, r12, lr}\n\t" \
         "add r2, lr, " p0 ", asr #31\n\t" \
-        "add " p0 ", " p0 ", " p0 "\n\t" \
         "smmlar " p0 ", " p0 ", r3, r2\n\t" \
         "asr " p0 ", " p0 ", r12\n\t" \
         "ssat " p0 ", #8, " p0 "\n\t" \
-        "strb " p0 ", [r1, #" i "]\n\t" \
         "add r2, lr, " p1 ", asr #31\n\t" \
-        "add " p1 ", " p1 ", " p1 "\n\t" \
         "smmlar " p1 ", " p1 ", r3, r2\n\t" \
         "asr " p1 ", " p1 ", r12\n\t" \
-        "ssat " p1 ", #8, " p1 "\n\t" \
-        "ldr " p0 ", %[out1]\n\t" \
-        "strb " p1 ", [" p0 ", #" i "]\n\t"
+        "ssat " p1 ", #8, " p1 "\n\t"
 
 /*
- * mat4x2_s16 for a whole group of four channels whose activation range is all of int8, requantized in registers
- * into out0[0..3] and out1[0..3], as the wide fully connected kernel does (k = 2^(right - 1) + (zero point <<
- * right) rounds and offsets before the shift; the compiler checked that k fits): 7 instructions per output.
+ * mat4x2_s16 and the in-register requantization for `groups` (at least 1) consecutive whole groups of four
+ * channels whose activation range is all of int8, in one call per pair: per group the accumulators start from
+ * the group's bias, the `words` activation words (a multiple of 4 * unroll) are read again from `a`, the weights
+ * run on, and each pixel's four bytes are packed (BFI) into one word stored at out0 / out1 (which advance by 4;
+ * unaligned stores are fine on the M33). The loop state that does not fit in registers lives in this frame
+ * (the call graph counts it): a, the end of a, the bias, the requantization words, both outputs, groups left.
  */
-__attribute__((noinline)) static void mat4x2_s16_requant(const int32_t *a, const int32_t *w, int32_t words,
-                                                          int8_t *out0, const int32_t *init,
-                                                          const int32_t *requant, int8_t *out1)
-{
-    register const int32_t *r0 __asm__("r0") = a;
-    register const int32_t *r1 __asm__("r1") = w;
-    register int32_t r2 __asm__("r2") = words;
-    register int8_t *r3 __asm__("r3") = out0;
-    int8_t *slots[2];  /* the end pointer and out0, stored together */
-    __asm__ volatile(
-        MAT4X2_S16_LOOP
-        "ldr r0, %[requant]\n\t"
-        "ldr r1, %[accp]\n\t"
-        MAT4X2_REQUANT("r4", "r8", "0") MAT4X2_REQUANT("r5", "r9", "1")
-        MAT4X2_REQUANT("r6", "r10", "2") MAT4X2_REQUANT("r7", "r11", "3")
-        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
-        : [init] "m"(init), [requant] "m"(requant), [out1] "m"(out1)
-        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
-}
+#define MAT4X2_GROUPS_FN(name, unroll) \
+    __attribute__((noinline)) static void name(const int32_t *a, const int32_t *w, int32_t words, int8_t *out0, \
+                                               const int32_t *init, const int32_t *requant, int8_t *out1, \
+                                               int32_t groups) \
+    { \
+        register const int32_t *r1 __asm__("r1") = w; \
+        const int32_t *a_start = a; \
+        const int32_t *a_end = a + 2 * words; \
+        int8_t *outs[2] = {out0, out1}; \
+        __asm__ volatile( \
+            "2:\n\t" \
+            "ldr r0, %[a]\n\t" \
+            "ldr r2, %[init]\n\t" \
+            "ldm r2!, {r4-r11}\n\t" \
+            "str r2, %[init]\n" \
+            "1:\n\t" \
+            ".rept 4 * " #unroll "\n\t" \
+            "ldrd r2, r3, [r0], #8\n\t" \
+            "ldrd r12, lr, [r1], #8\n\t" \
+            "smlad r4, r2, r12, r4\n\t" \
+            "smlad r8, r3, r12, r8\n\t" \
+            "smlad r5, r2, lr, r5\n\t" \
+            "smlad r9, r3, lr, r9\n\t" \
+            "ldrd r12, lr, [r1], #8\n\t" \
+            "smlad r6, r2, r12, r6\n\t" \
+            "smlad r10, r3, r12, r10\n\t" \
+            "smlad r7, r2, lr, r7\n\t" \
+            "smlad r11, r3, lr, r11\n\t" \
+            ".endr\n\t" \
+            "ldr r2, %[end]\n\t" \
+            "cmp r0, r2\n\t" \
+            "bne 1b\n\t" \
+            "ldr r0, %[requant]\n\t" \
+            MAT4X2_REQUANT("r4", "r8") MAT4X2_REQUANT("r5", "r9") \
+            MAT4X2_REQUANT("r6", "r10") MAT4X2_REQUANT("r7", "r11") \
+            "str r0, %[requant]\n\t" \
+            "bfi r4, r5, #8, #8\n\t" \
+            "bfi r8, r9, #8, #8\n\t" \
+            "bfi r4, r6, #16, #8\n\t" \
+            "bfi r8, r10, #16, #8\n\t" \
+            "bfi r4, r7, #24, #8\n\t" \
+            "bfi r8, r11, #24, #8\n\t" \
+            "ldrd r2, r3, %[outs]\n\t" \
+            "str r4, [r2], #4\n\t" \
+            "str r8, [r3], #4\n\t" \
+            "strd r2, r3, %[outs]\n\t" \
+            "ldr r2, %[left]\n\t" \
+            "subs r2, r2, #1\n\t" \
+            "str r2, %[left]\n\t" \
+            "bne 2b\n\t" \
+            : "+r"(r1), [init] "+m"(init), [requant] "+m"(requant), [outs] "+m"(outs), [left] "+m"(groups) \
+            : [a] "m"(a_start), [end] "m"(a_end) \
+            : "r0", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc"); \
+    }
+MAT4X2_GROUPS_FN(mat4x2_s16_groups, 1)
+MAT4X2_GROUPS_FN(mat4x2_s16_groups_x2, 2)
+MAT4X2_GROUPS_FN(mat4x2_s16_groups_x4, 4)
 
 /*
  * The size mode's microkernel (int8 weights, [out_c / 2][taps_padded / 4][2 channels][4 bytes]): acc[0..1]
@@ -168,11 +211,85 @@ __attribute__((noinline)) static void mat2x2_s8w(const int32_t *a, const int8_t 
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
 
-/* Four window bytes -> their two activation words (+ input_offset, the SXTAB16 pairing). */
-static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
+/*
+ * `rows` runs (at least 1) of `quads` (at least 1) groups of four window bytes, `step` bytes apart from run start
+ * to run start in the image, widened into one pixel's activation words from dst on (dst[0], dst[2], dst[4], ...;
+ * + input_offset, the SXTAB16 pairing), `skip` words left between the runs (the caller zeroed them). Two quads
+ * per iteration (two LDR, unaligned is fine; four SXTAB16; four STR), an odd first quad alone: 6 instructions
+ * per quad.
+ */
+__attribute__((noinline)) static void widen_rows(const int8_t *src, int32_t quads, int32_t rows, int32_t step,
+                                                 int32_t offset2, int32_t *dst, int32_t skip)
 {
-    dst[0] = __sxtab16(offset2, v);
-    dst[2] = tinyaot_sxtab16_ror8(offset2, v);
+    register const int8_t *r0 __asm__("r0") = src;
+    register int32_t r1 __asm__("r1") = quads;
+    register int32_t r2 __asm__("r2") = rows;
+    register int32_t r3 __asm__("r3") = step - 4 * quads;  /* from a run's end to the next run's start */
+    register int32_t r4 __asm__("r4") = offset2;
+    register int32_t *r5 __asm__("r5") = dst;
+    register int32_t r6 __asm__("r6") = 4 * skip;  /* bytes */
+    __asm__ volatile(
+        "1:\n\t"
+        "add r7, r0, r1, lsl #2\n\t"  /* the run's end */
+        "tst r1, #1\n\t"
+        "beq 2f\n\t"
+        "ldr r8, [r0], #4\n\t"
+        "sxtab16 r9, r4, r8\n\t"
+        "sxtab16 r8, r4, r8, ror #8\n\t"
+        "str r9, [r5], #16\n\t"
+        "str r8, [r5, #-8]\n\t"
+        "cmp r0, r7\n\t"
+        "beq 3f\n"
+        "2:\n\t"
+        "ldr r8, [r0], #4\n\t"
+        "ldr r10, [r0], #4\n\t"
+        "sxtab16 r9, r4, r8\n\t"
+        "sxtab16 r8, r4, r8, ror #8\n\t"
+        "sxtab16 r11, r4, r10\n\t"
+        "sxtab16 r10, r4, r10, ror #8\n\t"
+        "str r9, [r5], #32\n\t"
+        "str r8, [r5, #-24]\n\t"
+        "str r11, [r5, #-16]\n\t"
+        "str r10, [r5, #-8]\n\t"
+        "cmp r0, r7\n\t"
+        "bne 2b\n"
+        "3:\n\t"
+        "add r0, r0, r3\n\t"
+        "add r5, r5, r6\n\t"
+        "subs r2, r2, #1\n\t"
+        "bne 1b\n\t"
+        : "+r"(r0), "+r"(r2), "+r"(r5)
+        : "r"(r1), "r"(r3), "r"(r4), "r"(r6)
+        : "r7", "r8", "r9", "r10", "r11", "memory", "cc");
+}
+
+/* n window bytes to the patch, a word at a time (unaligned LDR / STR are fine on the M33), then the tail. */
+static inline int8_t *patch_copy(int8_t *b, const int8_t *src, int32_t n)
+{
+    int8_t *const end = b + n;
+    while (end - b >= 4) {
+        *(tinyaot_unaligned_i32 *)(void *)b = tinyaot_read_s8x4(src);
+        b += 4;
+        src += 4;
+    }
+    while (b != end) {
+        *b++ = *src++;
+    }
+    return end;
+}
+
+/* n bytes of `fill4` (the pad value in every byte) to the patch, a word at a time, then the tail. */
+static inline int8_t *patch_fill(int8_t *b, int32_t fill4, int32_t n)
+{
+    int8_t *const end = b + n;
+    while (end - b >= 4) {
+        *(tinyaot_unaligned_i32 *)(void *)b = fill4;
+        b += 4;
+    }
+    while (b != end) {
+        *b++ = (int8_t)fill4;
+    }
+    return end;
 }
 #else
 /* The portable definition of mat4x2_s16 above. */
@@ -194,19 +311,25 @@ static void mat4x2_s16(const int32_t *a, const int32_t *w, int32_t words, int32_
     }
 }
 
-/* The portable definition of mat4x2_s16_requant above. */
-static void mat4x2_s16_requant(const int32_t *a, const int32_t *w, int32_t words, int8_t *out0, const int32_t *init,
-                               const int32_t *requant, int8_t *out1)
+/* The portable definition of mat4x2_s16_groups above. */
+static void mat4x2_s16_groups(const int32_t *a, const int32_t *w, int32_t words, int8_t *out0, const int32_t *init,
+                              const int32_t *requant, int8_t *out1, int32_t groups)
 {
     int32_t acc[8];
-    int32_t i;
-    mat4x2_s16(a, w, words, acc, init);
-    for (i = 0; i < 8; ++i) {
-        const int32_t *r = requant + 3 * (i & 3);
-        const int32_t high = (int32_t)((uint64_t)((int64_t)acc[i] * r[0] + ((int64_t)1 << 30)) >> 31);
-        (i < 4 ? out0 : out1)[i & 3] = (int8_t)tinyaot_saturate_s8((high + r[2] + (acc[i] >> 31)) >> r[1]);
+    int32_t g, i;
+    for (g = 0; g < groups; ++g) {
+        mat4x2_s16(a, w + 4 * words * g, words, acc, init + 8 * g);
+        for (i = 0; i < 8; ++i) {
+            const int32_t *r = requant + 12 * g + 3 * (i & 3);
+            /* acc holds 2 * the sum: (2 sum * m + 2^31) >> 32 is the high half of sum * m, rounded */
+            const int32_t high = (int32_t)((uint64_t)((int64_t)acc[i] * r[0] + ((int64_t)1 << 31)) >> 32);
+            (i < 4 ? out0 : out1)[4 * g + (i & 3)] = (int8_t)tinyaot_saturate_s8((high + r[2] + (acc[i] >> 31))
+                                                                                 >> r[1]);
+        }
     }
 }
+#define mat4x2_s16_groups_x2 mat4x2_s16_groups
+#define mat4x2_s16_groups_x4 mat4x2_s16_groups
 
 /* The portable definition of mat2x2_s8w above. */
 static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
@@ -233,132 +356,172 @@ static inline int32_t pairs_pack16(int32_t lo, int32_t hi)
     return (int32_t)(((uint32_t)hi << 16) | (uint32_t)(uint16_t)lo);
 }
 
-static inline void widen4(int32_t v, int32_t offset2, int32_t *dst)
+/* `quads` groups of four window bytes -> their activation words at dst[0], dst[2], dst[4], ... of one pixel. */
+static void widen_quads(const int8_t *src, int32_t quads, int32_t offset2, int32_t *dst)
 {
     const int32_t offset = tinyaot_lo16(offset2);
-    const int32_t b0 = (int32_t)(int8_t)(v & 0xFF);
-    const int32_t b1 = (int32_t)(int8_t)((v >> 8) & 0xFF);
-    const int32_t b2 = (int32_t)(int8_t)((v >> 16) & 0xFF);
-    const int32_t b3 = (int32_t)(int8_t)(((uint32_t)v >> 24) & 0xFF);
-    dst[0] = pairs_pack16(b0 + offset, b2 + offset);
-    dst[2] = pairs_pack16(b1 + offset, b3 + offset);
+    int32_t j;
+    for (j = 0; j < quads; ++j) {
+        dst[4 * j] = pairs_pack16(src[4 * j] + offset, src[4 * j + 2] + offset);
+        dst[4 * j + 2] = pairs_pack16(src[4 * j + 1] + offset, src[4 * j + 3] + offset);
+    }
+}
+
+/* The portable definitions of widen_rows, patch_copy and patch_fill above. */
+static void widen_rows(const int8_t *src, int32_t quads, int32_t rows, int32_t step, int32_t offset2, int32_t *dst,
+                       int32_t skip)
+{
+    int32_t r;
+    for (r = 0; r < rows; ++r) {
+        widen_quads(src + r * step, quads, offset2, dst + r * (4 * quads + skip));
+    }
+}
+
+static int8_t *patch_copy(int8_t *b, const int8_t *src, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        b[i] = src[i];
+    }
+    return b + n;
+}
+
+static int8_t *patch_fill(int8_t *b, int32_t fill4, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        b[i] = (int8_t)fill4;
+    }
+    return b + n;
 }
 #endif
 
+/* `quads` zero activation words pairs (taps outside the image, the tail) at dst[0], dst[2], ... of one pixel. */
+static inline int32_t *zero_quads(int32_t *dst, int32_t quads)
+{
+    int32_t *const end = dst + 4 * quads;
+    while (dst != end) {
+        dst[0] = 0;
+        dst[2] = 0;
+        dst += 4;
+    }
+    return end;
+}
+
+/* What every window of a layer shares, computed once per layer (pairs_geometry). */
+typedef struct {
+    int32_t offset2;     /* the input offset in both halfwords */
+    int32_t whole_ok;    /* 1: no dilation, the kernel fits the image: whole windows take the fast paths */
+    int32_t full;        /* 1: kernel rows of whole quads too: whole windows go straight to widen_rows */
+    int32_t fill4;       /* the input zero point (which widens to 0) in every byte: the patch's padding */
+    uint32_t iy_max;     /* a window whose first row and column are in [0, iy_max] x [0, ix_max] is whole */
+    uint32_t ix_max;
+    int32_t row_quads;   /* quads of a kernel row */
+    int32_t row_step;    /* bytes from one image row to the next */
+    int32_t tail_quads;  /* zero quads past the taps, up to taps_padded */
+} pairs_geom;
+
+static pairs_geom pairs_geometry(const tinyaot_conv_params *p, int32_t taps_padded)
+{
+    pairs_geom g;
+    g.offset2 = tinyaot_offset2(p->input_offset);
+    g.whole_ok = p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h <= p->in_h && p->kernel_w <= p->in_w;
+    g.full = g.whole_ok && ((p->kernel_w * p->in_c) & 3) == 0;
+    g.fill4 = (int32_t)((uint32_t)(uint8_t)(int8_t)(-p->input_offset) * 0x01010101u);
+    g.iy_max = (uint32_t)(p->in_h - p->kernel_h);
+    g.ix_max = (uint32_t)(p->in_w - p->kernel_w);
+    g.row_quads = p->kernel_w * p->in_c / 4;
+    g.row_step = p->in_w * p->in_c;
+    g.tail_quads = (taps_padded - p->kernel_h * p->kernel_w * p->in_c) / 4;
+    return g;
+}
+
 /*
- * The activation words of output pixel `pixel` (0 or 1 of the pair) into `a`. Channels a multiple of four:
- * straight from the input, a tap row at a time. Otherwise the window's bytes go through `patch` first (outside
- * taps and the tail hold the input zero point, which widens to 0).
+ * The activation words of output pixel `pixel` (0 or 1 of the pair) into `a`, for the windows pairs_pixel does
+ * not take. A whole window (rows not of whole quads, as a 3-channel stem's): its rows copied into `patch` a word
+ * at a time, then widened. Channels a multiple of four and no column dilation: straight from the input, the
+ * taps inside the image widened and the others zero. Otherwise the window's bytes go through `patch`, a row's
+ * valid run at a time (outside taps and the tail hold the input zero point, which widens to 0).
  */
-static void pairs_window(const int8_t *image, const tinyaot_conv_params *p, int32_t taps_padded, int32_t oy,
-                         int32_t ox, int32_t pixel, int8_t *patch, int32_t *a)
+__attribute__((noinline)) static void pairs_window(const int8_t *image, const tinyaot_conv_params *p,
+                                                   const pairs_geom *g, int32_t taps_padded, int32_t oy, int32_t ox,
+                                                   int32_t pixel, int8_t *patch, int32_t *a)
 {
     const int32_t in_c = p->in_c;
-    const int32_t offset2 = tinyaot_offset2(p->input_offset);
+    const int32_t in_w = p->in_w;
+    const int32_t offset2 = g->offset2;
     const int32_t iy0 = oy * p->stride_h - p->pad_top;
     const int32_t ix0 = ox * p->stride_w - p->pad_left;
-    int32_t *dst = a + pixel;
-    int32_t ky, kx, c, ky0, ky1, kx0, kx1;
-    tinyaot_valid_taps(iy0, p->dilation_h, p->kernel_h, p->in_h, &ky0, &ky1);
-    tinyaot_valid_taps(ix0, p->dilation_w, p->kernel_w, p->in_w, &kx0, &kx1);
-    if ((in_c & 3) == 0 && p->dilation_w == 1 && ky0 == 0 && ky1 == p->kernel_h && kx0 == 0 && kx1 == p->kernel_w) {
-        /* the whole window inside the image: each kernel row is kernel_w * in_c contiguous bytes */
-        const int32_t row_quads = p->kernel_w * in_c / 4;
-        const int32_t row_step = p->dilation_h * p->in_w * in_c;
-        const int8_t *row = image + (iy0 * p->in_w + ix0) * in_c;
+    const int32_t row_bytes = p->kernel_w * in_c;
+    int32_t ky, kx, ky0, ky1, kx0, kx1;
+    if (g->whole_ok && (uint32_t)iy0 <= g->iy_max && (uint32_t)ix0 <= g->ix_max) {  /* the whole window inside */
+        const int8_t *src = image + (iy0 * in_w + ix0) * in_c;
+        int8_t *b = patch;
         for (ky = 0; ky < p->kernel_h; ++ky) {
-            const int8_t *src = row;
-            for (c = 0; c < row_quads; ++c) {
-                widen4(tinyaot_read_s8x4(src), offset2, dst);
-                src += 4;
-                dst += 4;
-            }
-            row += row_step;
+            b = patch_copy(b, src, row_bytes);
+            src += g->row_step;
         }
-        for (c = p->kernel_h * p->kernel_w * in_c; c < taps_padded; c += 4) {
-            dst[0] = 0;
-            dst[2] = 0;
-            dst += 4;
-        }
+        patch_fill(b, g->fill4, taps_padded - p->kernel_h * row_bytes);
+        widen_rows(patch, taps_padded / 4, 1, 0, offset2, a + pixel, 0);
         return;
     }
-    if ((in_c & 3) == 0) {
-        for (ky = 0; ky < p->kernel_h; ++ky) {
-            for (kx = 0; kx < p->kernel_w; ++kx) {
-                if (ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1) {
-                    const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx * p->dilation_w)
-                                                * in_c;
-                    for (c = 0; c < in_c; c += 4) {
-                        widen4(tinyaot_read_s8x4(src + c), offset2, dst);
-                        dst += 4;
-                    }
-                } else {
-                    for (c = 0; c < in_c; c += 4) {
-                        dst[0] = 0;
-                        dst[2] = 0;
-                        dst += 4;
-                    }
-                }
-            }
+    tinyaot_valid_taps(iy0, p->dilation_h, p->kernel_h, p->in_h, &ky0, &ky1);
+    tinyaot_valid_taps(ix0, p->dilation_w, p->kernel_w, in_w, &kx0, &kx1);
+    if ((in_c & 3) == 0 && p->dilation_w == 1) {
+        const int32_t c4 = in_c / 4;
+        const int32_t run = (kx1 - kx0) * c4;  /* quads of a row's taps inside the image */
+        const int32_t row_quads = p->kernel_w * c4;
+        int32_t *dst = a + pixel + 4 * ky0 * row_quads;
+        zero_quads(a + pixel, ky0 * row_quads);
+        if (run != row_quads) {  /* columns outside the image: zero the valid rows first */
+            zero_quads(dst, (ky1 - ky0) * row_quads);
         }
-        for (c = p->kernel_h * p->kernel_w * in_c; c < taps_padded; c += 4) {
-            dst[0] = 0;
-            dst[2] = 0;
-            dst += 4;
+        if (run > 0 && ky1 > ky0) {
+            widen_rows(image + ((iy0 + ky0 * p->dilation_h) * in_w + ix0 + kx0) * in_c, run, ky1 - ky0,
+                       p->dilation_h * in_w * in_c, offset2, dst + 4 * kx0 * c4, 4 * (row_quads - run));
         }
+        zero_quads(dst + 4 * (ky1 - ky0) * row_quads, (taps_padded - ky1 * row_bytes) / 4);
         return;
     }
     {
-        const int8_t pad_value = (int8_t)(-p->input_offset);
-        const int32_t row_bytes = p->kernel_w * in_c;
-        int8_t *b = patch;
-        for (ky = 0; ky < p->kernel_h; ++ky) {
-            int8_t *const row_end = b + row_bytes;
-            if (ky < ky0 || ky >= ky1) {  /* a padding row */
-                while (b < row_end) {
-                    *b++ = pad_value;
-                }
-                continue;
-            }
+        const int32_t fill4 = g->fill4;
+        int8_t *b = patch_fill(patch, fill4, ky0 * row_bytes);
+        for (ky = ky0; ky < ky1; ++ky) {
+            const int8_t *src = image + ((iy0 + ky * p->dilation_h) * in_w + ix0) * in_c;
             if (p->dilation_w == 1) {  /* padding, the taps inside (contiguous), padding */
-                int8_t *const run = b + kx0 * in_c;
-                int8_t *const run_end = b + kx1 * in_c;
-                while (b < run) {
-                    *b++ = pad_value;
-                }
-                if (kx0 < kx1) {
-                    const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx0) * in_c;
-                    while (b < run_end) {
-                        *b++ = *src++;
-                    }
-                }
-                while (b < row_end) {
-                    *b++ = pad_value;
-                }
+                b = patch_fill(b, fill4, kx0 * in_c);
+                b = patch_copy(b, src + kx0 * in_c, (kx1 - kx0) * in_c);
+                b = patch_fill(b, fill4, (p->kernel_w - kx1) * in_c);
                 continue;
             }
-            for (kx = 0; kx < p->kernel_w; ++kx) {
-                if (kx >= kx0 && kx < kx1) {
-                    const int8_t *src = image + ((iy0 + ky * p->dilation_h) * p->in_w + ix0 + kx * p->dilation_w)
-                                                * in_c;
-                    for (c = 0; c < in_c; ++c) {
-                        *b++ = src[c];
-                    }
-                } else {
-                    for (c = 0; c < in_c; ++c) {
-                        *b++ = pad_value;
-                    }
-                }
+            b = patch_fill(b, fill4, kx0 * in_c);
+            for (kx = kx0; kx < kx1; ++kx) {
+                b = patch_copy(b, src + kx * p->dilation_w * in_c, in_c);
             }
+            b = patch_fill(b, fill4, (p->kernel_w - kx1) * in_c);
         }
-        while (b < patch + taps_padded) {
-            *b++ = pad_value;
-        }
-        for (c = 0; c < taps_padded; c += 4) {
-            widen4(tinyaot_read_s8x4(patch + c), offset2, dst);
-            dst += 4;
-        }
+        patch_fill(b, fill4, taps_padded - ky1 * row_bytes);
+        widen_rows(patch, taps_padded / 4, 1, 0, offset2, a + pixel, 0);
     }
+}
+
+/* pairs_window, with the common case inline: a whole window of whole-quad kernel rows, widened row by row
+ * straight from the image. */
+static inline __attribute__((always_inline)) void pairs_pixel(const int8_t *image, const tinyaot_conv_params *p,
+                                                              const pairs_geom *g, int32_t taps_padded, int32_t oy,
+                                                              int32_t ox, int32_t pixel, int8_t *patch, int32_t *a)
+{
+    const int32_t iy0 = oy * p->stride_h - p->pad_top;
+    const int32_t ix0 = ox * p->stride_w - p->pad_left;
+    if (g->full && (uint32_t)iy0 <= g->iy_max && (uint32_t)ix0 <= g->ix_max) {
+        widen_rows(image + (iy0 * p->in_w + ix0) * p->in_c, g->row_quads, p->kernel_h, g->row_step, g->offset2,
+                   a + pixel, 0);
+        if (g->tail_quads != 0) {
+            zero_quads(a + pixel + 4 * p->kernel_h * g->row_quads, g->tail_quads);
+        }
+        return;
+    }
+    pairs_window(image, p, g, taps_padded, oy, ox, pixel, patch, a);
 }
 
 /* Every output channel of the pair whose windows are in `a`, to out0 and out1 (the same pointer when the
@@ -376,17 +539,28 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
     const int32_t act_min = p->act_min;
     const int32_t act_max = p->act_max;
     const int full_range = act_min == -128 && act_max == 127;
-    int32_t oc, i;
-    for (oc = 0; oc < out_c; oc += 4) {
+    int32_t oc = 0;
+    int32_t i;
+    if (full_range && out_c >= 4) {  /* whole groups requantized in registers, straight to both pixels' outputs */
+        const int32_t groups = out_c / 4;
+        if (words % 16 == 0) {  /* the loop unrolled as far as the layer's words allow */
+            mat4x2_s16_groups_x4(a, w, words, out0, bias, multiplier, out1, groups);
+        } else if (words % 8 == 0) {
+            mat4x2_s16_groups_x2(a, w, words, out0, bias, multiplier, out1, groups);
+        } else {
+            mat4x2_s16_groups(a, w, words, out0, bias, multiplier, out1, groups);
+        }
+        oc = 4 * groups;
+        w += 4 * words * groups;
+    }
+    for (; oc < out_c; oc += 4) {
         const int32_t n = out_c - oc < 4 ? out_c - oc : 4;
         int32_t acc[8];
-        if (full_range && n == 4) {  /* requantized in registers, straight to both pixels' outputs */
-            mat4x2_s16_requant(a, w, words, out0 + oc, bias + 2 * oc, multiplier + 3 * oc, out1 + oc);
-            w += 4 * words;
-            continue;
-        }
         mat4x2_s16(a, w, words, acc, bias + 2 * oc);  /* bias [out_c / 4][2 pixels][4], both pixels' start */
         w += 4 * words;
+        for (i = 0; i < 8; ++i) {
+            acc[i] >>= 1;  /* the doubled weights' sums, halved: exact */
+        }
         if (full_range) {  /* one SSAT per output */
             for (i = 0; i < n; ++i) {
                 const int32_t m = multiplier[3 * (oc + i)];
@@ -450,6 +624,7 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     const int32_t out_c = p->out_c;
     int8_t *const patch = (int8_t *)(work + taps_padded);
     int8_t *const sums = patch + taps_padded;  /* conv2d_add: the conv's own int8 output of the pair */
+    const pairs_geom geom = pairs_geometry(p, taps_padded);
     tinyaot_add_params both;
     int32_t b, q;
     if (add != 0) {
@@ -463,20 +638,18 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
         for (q = 0; q < pixels; q += 2) {
             const int second = q + 1 < pixels;
             int8_t *dst = add != 0 ? sums : out + q * out_c;
-            pairs_window(image, p, taps_padded, oy, ox, 0, patch, work);
+            const int32_t oy0 = oy;
+            const int32_t ox0 = ox;
+            pairs_pixel(image, p, &geom, taps_padded, oy, ox, 0, patch, work);
             if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
                 ox = 0;
                 ++oy;
             }
-            if (second) {
-                pairs_window(image, p, taps_padded, oy, ox, 1, patch, work);
-                if (++ox == p->out_w) {
-                    ox = 0;
-                    ++oy;
-                }
-            } else {
-                pairs_window(image, p, taps_padded, oy - (ox == 0), ox == 0 ? p->out_w - 1 : ox - 1, 1, patch,
-                             work);
+            /* an odd last pixel is paired with itself */
+            pairs_pixel(image, p, &geom, taps_padded, second ? oy : oy0, second ? ox : ox0, 1, patch, work);
+            if (second && ++ox == p->out_w) {
+                ox = 0;
+                ++oy;
             }
             if (int8_weights) {
                 pairs_channels_w8(work, p, taps_padded, dst, second ? dst + out_c : dst);

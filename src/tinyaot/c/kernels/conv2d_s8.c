@@ -19,6 +19,9 @@
  * offset while widening four input bytes, SXTB16 widens the weights and SMLAD does two MACs per
  * instruction. Integer sums are exact, so every path gives the same bits. Output pixels are still written
  * one after another, row-major (the order plan/overlap.py's window_rules relies on).
+ * A grouped convolution (groups > 1, TFLM's grouped ConvPerChannel) runs each group's output channels against
+ * its in_c / groups input channels: one dot product per tap of the group's channels (conv2d_grouped), and the
+ * pointwise and patch kernels loop over the groups the same way.
  */
 #include "tinyaot_dsp.h"
 #include "tinyaot_fixedpoint.h"
@@ -145,6 +148,81 @@ static void conv_pixel_contiguous(const int8_t *x, int32_t count, const int8_t *
     }
 }
 
+/* tinyaot_conv2d_s8 for groups > 1: per output pixel and group, each tap inside the image is one dot product of
+ * the group's in_c / groups contiguous input bytes, four output channels of the group at a time. */
+static void conv2d_grouped(const int8_t *input, const tinyaot_conv_params *params, int8_t *output)
+{
+    const int8_t *const weights = (const int8_t *)params->weights;
+    const int32_t *const bias = params->bias;
+    const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
+    const int32_t in_h = params->in_h;
+    const int32_t in_w = params->in_w;
+    const int32_t in_c = params->in_c;
+    const int32_t out_h = params->out_h;
+    const int32_t out_w = params->out_w;
+    const int32_t out_c = params->out_c;
+    const int32_t kernel_w = params->kernel_w;
+    const int32_t dilation_h = params->dilation_h;
+    const int32_t dilation_w = params->dilation_w;
+    const int32_t input_offset = params->input_offset;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    const int32_t group_in = in_c / params->groups;
+    const int32_t group_out = out_c / params->groups;
+    const int32_t w_per_oc = params->kernel_h * kernel_w * group_in;
+    int32_t b, oy, ox, g, oc, ky, kx;
+    for (b = 0; b < params->batches; ++b) {
+        const int8_t *in_image = input + b * in_h * in_w * in_c;
+        for (oy = 0; oy < out_h; ++oy) {
+            const int32_t iy0 = oy * params->stride_h - params->pad_top;
+            int32_t ky0;
+            int32_t ky1;
+            tinyaot_valid_taps(iy0, dilation_h, params->kernel_h, in_h, &ky0, &ky1);
+            for (ox = 0; ox < out_w; ++ox) {
+                const int32_t ix0 = ox * params->stride_w - params->pad_left;
+                int8_t *out = output + ((b * out_h + oy) * out_w + ox) * out_c;
+                int32_t kx0;
+                int32_t kx1;
+                tinyaot_valid_taps(ix0, dilation_w, kernel_w, in_w, &kx0, &kx1);
+                for (g = 0; g < params->groups; ++g) {
+                    const int8_t *in_group = in_image + g * group_in;
+                    const int32_t oc_end = (g + 1) * group_out;
+                    for (oc = g * group_out; oc < oc_end; oc += 4) {
+                        const int32_t n = oc_end - oc < 4 ? oc_end - oc : 4;
+                        const int8_t *w_oc = weights + oc * w_per_oc;
+                        int32_t acc[4];
+                        int32_t i;
+                        for (i = 0; i < n; ++i) {
+                            acc[i] = bias[oc + i];
+                        }
+                        for (ky = ky0; ky < ky1; ++ky) {
+                            const int8_t *in_row = in_group + (iy0 + ky * dilation_h) * in_w * in_c;
+                            for (kx = kx0; kx < kx1; ++kx) {
+                                const int8_t *x = in_row + (ix0 + kx * dilation_w) * in_c;
+                                const int8_t *w_tap = w_oc + (ky * kernel_w + kx) * group_in;
+                                if (n == 4) {
+                                    dot4_offset_s8(x, w_tap, w_per_oc, group_in, input_offset, acc);
+                                } else {
+                                    for (i = 0; i < n; ++i) {
+                                        acc[i] = dot_offset_s8(x, w_tap + i * w_per_oc, group_in, input_offset,
+                                                               acc[i]);
+                                    }
+                                }
+                            }
+                        }
+                        for (i = 0; i < n; ++i) {
+                            out[oc + i] = conv_output(acc[i], multiplier[oc + i], shift[oc + i], output_offset,
+                                                      act_min, act_max);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 void tinyaot_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, int8_t *output)
 {
     /* Locals, not params->...: stores through int8_t * may alias the struct, which would force reloads. */
@@ -178,6 +256,10 @@ void tinyaot_conv2d_s8(const int8_t *input, const tinyaot_conv_params *params, i
     int32_t b;
     int32_t oy;
     int32_t ox;
+    if (params->groups > 1) {
+        conv2d_grouped(input, params, output);
+        return;
+    }
     for (b = 0; b < batches; ++b) {
         const int8_t *in_image = input + b * in_h * in_w * in_c;
         for (oy = 0; oy < out_h; ++oy) {
@@ -277,27 +359,35 @@ void tinyaot_conv2d_1x1_s8(const int8_t *input, const tinyaot_conv_params *param
     const int32_t output_offset = params->output_offset;
     const int32_t act_min = params->act_min;
     const int32_t act_max = params->act_max;
+    const int32_t groups = params->groups;
+    const int32_t group_in = in_c / groups;
+    const int32_t group_out = out_c / groups;
     int8_t *out = output;
     int32_t b;
     int32_t oy;
     int32_t ox;
+    int32_t g;
     for (b = 0; b < batches; ++b) {
         for (oy = 0; oy < out_h; ++oy) {
             const int8_t *x = input + ((b * in_h + oy * stride_h) * in_w) * in_c;
             for (ox = 0; ox < out_w; ++ox) {
-                int32_t oc = 0;
-                for (; oc + 4 <= out_c; oc += 4) {
-                    int32_t acc[4];
-                    acc[0] = bias[oc];
-                    acc[1] = bias[oc + 1];
-                    acc[2] = bias[oc + 2];
-                    acc[3] = bias[oc + 3];
-                    tinyaot_dot4_s8(x, weights + oc * in_c, in_c, in_c, acc);
-                    conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
-                }
-                for (; oc < out_c; ++oc) {
-                    const int32_t acc = dot_offset_s8(x, weights + oc * in_c, in_c, 0, bias[oc]);
-                    out[oc] = conv_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
+                for (g = 0; g < groups; ++g) {  /* one group when groups = 1 */
+                    const int8_t *xg = x + g * group_in;
+                    const int32_t oc_end = (g + 1) * group_out;
+                    int32_t oc = g * group_out;
+                    for (; oc + 4 <= oc_end; oc += 4) {
+                        int32_t acc[4];
+                        acc[0] = bias[oc];
+                        acc[1] = bias[oc + 1];
+                        acc[2] = bias[oc + 2];
+                        acc[3] = bias[oc + 3];
+                        tinyaot_dot4_s8(xg, weights + oc * group_in, group_in, group_in, acc);
+                        conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
+                    }
+                    for (; oc < oc_end; ++oc) {
+                        const int32_t acc = dot_offset_s8(xg, weights + oc * group_in, group_in, 0, bias[oc]);
+                        out[oc] = conv_output(acc, multiplier[oc], shift[oc], output_offset, act_min, act_max);
+                    }
                 }
                 x += stride_w * in_c;
                 out += out_c;
@@ -335,7 +425,29 @@ __attribute__((noinline)) static void dot4_s16(const int32_t *x, const int32_t *
     acc[2] = a2;
     acc[3] = a3;
 }
+
+/* One output channel's share of dot4_s16: its word pair sits at w[0], w[1] of each group of eight words. */
+static int32_t dot1_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t acc)
+{
+    int32_t j;
+    for (j = 0; j < words; ++j) {
+        acc = __smlad(x[2 * j], w[8 * j], acc);
+        acc = __smlad(x[2 * j + 1], w[8 * j + 1], acc);
+    }
+    return acc;
+}
 #else
+static int32_t dot1_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t acc)
+{
+    int32_t j;
+    for (j = 0; j < words; ++j) {
+        acc += tinyaot_lo16(x[2 * j]) * tinyaot_lo16(w[8 * j]) + tinyaot_hi16(x[2 * j]) * tinyaot_hi16(w[8 * j])
+               + tinyaot_lo16(x[2 * j + 1]) * tinyaot_lo16(w[8 * j + 1])
+               + tinyaot_hi16(x[2 * j + 1]) * tinyaot_hi16(w[8 * j + 1]);
+    }
+    return acc;
+}
+
 static void dot4_s16(const int32_t *x, const int32_t *w, int32_t words, int32_t *acc)
 {
     int32_t j;
@@ -369,69 +481,84 @@ void tinyaot_conv2d_patch_s8(const int8_t *input, const tinyaot_conv_params *par
     const int32_t output_offset = params->output_offset;
     const int32_t act_min = params->act_min;
     const int32_t act_max = params->act_max;
-    const int32_t taps = kernel_h * kernel_w * in_c;
+    const int32_t groups = params->groups;
+    const int32_t group_in = in_c / groups;
+    const int32_t group_out = out_c / groups;
+    const int32_t taps = kernel_h * kernel_w * group_in;
     const int32_t words = (taps + 3) / 4;
     const int8_t pad_value = (int8_t)(-input_offset);  /* the zero point: widens to 0 */
     int8_t patch[TINYAOT_CONV_PATCH16_TAPS];
     int32_t patch16[TINYAOT_CONV_PATCH16_TAPS / 2];
     int8_t *out = output;
-    int32_t b, oy, ox, ky, kx, c, j, oc;
+    int32_t b, oy, ox, ky, kx, c, j, oc, g, n, i;
     for (b = 0; b < params->batches; ++b) {
         const int8_t *in_image = input + b * in_h * in_w * in_c;
         for (oy = 0; oy < params->out_h; ++oy) {
             const int32_t iy0 = oy * params->stride_h - params->pad_top;
             for (ox = 0; ox < params->out_w; ++ox) {
                 const int32_t ix0 = ox * params->stride_w - params->pad_left;
-                int8_t *dst = patch;
-                for (ky = 0; ky < kernel_h; ++ky) {
-                    const int32_t iy = iy0 + ky * dilation_h;
-                    for (kx = 0; kx < kernel_w; ++kx) {
-                        const int32_t ix = ix0 + kx * dilation_w;
-                        if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
-                            const int8_t *src = in_image + (iy * in_w + ix) * in_c;
-                            for (c = 0; c < in_c; ++c) {
-                                dst[c] = src[c];
+                for (g = 0; g < groups; ++g) {  /* the window of the group's input channels; one group usually */
+                    const int32_t oc_end = (g + 1) * group_out;
+                    int8_t *dst = patch;
+                    for (ky = 0; ky < kernel_h; ++ky) {
+                        const int32_t iy = iy0 + ky * dilation_h;
+                        for (kx = 0; kx < kernel_w; ++kx) {
+                            const int32_t ix = ix0 + kx * dilation_w;
+                            if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
+                                const int8_t *src = in_image + (iy * in_w + ix) * in_c + g * group_in;
+                                for (c = 0; c < group_in; ++c) {
+                                    dst[c] = src[c];
+                                }
+                            } else {
+                                for (c = 0; c < group_in; ++c) {
+                                    dst[c] = pad_value;
+                                }
                             }
+                            dst += group_in;
+                        }
+                    }
+                    for (; dst < patch + 4 * words; ++dst) {
+                        *dst = pad_value;
+                    }
+                    /* widen with the offset: word 2j holds taps 4j and 4j + 2, word 2j + 1 taps 4j + 1 and 4j + 3 */
+                    for (j = 0; j < words; ++j) {
+#if TINYAOT_DSP
+                        const int32_t v = tinyaot_read_s8x4(patch + 4 * j);
+                        const int32_t offset2 = tinyaot_offset2(input_offset);
+                        patch16[2 * j] = __sxtab16(offset2, v);
+                        patch16[2 * j + 1] = tinyaot_sxtab16_ror8(offset2, v);
+#else
+                        const int8_t *p = patch + 4 * j;
+                        patch16[2 * j] = (int32_t)(((uint32_t)(p[2] + input_offset) << 16)
+                                                   | (uint32_t)(uint16_t)(p[0] + input_offset));
+                        patch16[2 * j + 1] = (int32_t)(((uint32_t)(p[3] + input_offset) << 16)
+                                                       | (uint32_t)(uint16_t)(p[1] + input_offset));
+#endif
+                    }
+                    /* Whole quads of the weights' layout through dot4_s16 (lanes past the group are computed and
+                     * dropped); a group that starts inside a quad takes its first channels one at a time. */
+                    for (oc = g * group_out; oc < oc_end; oc += n) {
+                        const int32_t lane = oc & 3;
+                        const int32_t *w_quad = weights16 + (oc - lane) * words * 2;
+                        int32_t acc[4] = {0, 0, 0, 0};
+                        n = oc_end - oc < 4 - lane ? oc_end - oc : 4 - lane;
+                        if (lane == 0) {
+                            for (i = 0; i < n; ++i) {
+                                acc[i] = bias[oc + i];
+                            }
+                            dot4_s16(patch16, w_quad, words, acc);
                         } else {
-                            for (c = 0; c < in_c; ++c) {
-                                dst[c] = pad_value;
+                            for (i = 0; i < n; ++i) {
+                                acc[i] = dot1_s16(patch16, w_quad + 2 * (lane + i), words, bias[oc + i]);
                             }
                         }
-                        dst += in_c;
-                    }
-                }
-                for (; dst < patch + 4 * words; ++dst) {
-                    *dst = pad_value;
-                }
-                /* widen with the offset: word 2j holds taps 4j and 4j + 2, word 2j + 1 taps 4j + 1 and 4j + 3 */
-                for (j = 0; j < words; ++j) {
-#if TINYAOT_DSP
-                    const int32_t v = tinyaot_read_s8x4(patch + 4 * j);
-                    const int32_t offset2 = tinyaot_offset2(input_offset);
-                    patch16[2 * j] = __sxtab16(offset2, v);
-                    patch16[2 * j + 1] = tinyaot_sxtab16_ror8(offset2, v);
-#else
-                    const int8_t *p = patch + 4 * j;
-                    patch16[2 * j] = (int32_t)(((uint32_t)(p[2] + input_offset) << 16)
-                                               | (uint32_t)(uint16_t)(p[0] + input_offset));
-                    patch16[2 * j + 1] = (int32_t)(((uint32_t)(p[3] + input_offset) << 16)
-                                                   | (uint32_t)(uint16_t)(p[1] + input_offset));
-#endif
-                }
-                for (oc = 0; oc < out_c; oc += 4) {
-                    const int32_t n = out_c - oc < 4 ? out_c - oc : 4;
-                    int32_t acc[4] = {0, 0, 0, 0};
-                    int32_t i;
-                    for (i = 0; i < n; ++i) {
-                        acc[i] = bias[oc + i];
-                    }
-                    dot4_s16(patch16, weights16 + oc * words * 2, words, acc);
-                    if (n == 4) {
-                        conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
-                    } else {
-                        for (i = 0; i < n; ++i) {
-                            out[oc + i] = conv_output(acc[i], multiplier[oc + i], shift[oc + i], output_offset,
-                                                      act_min, act_max);
+                        if (n == 4) {
+                            conv_output4(acc, multiplier + oc, shift + oc, output_offset, act_min, act_max, out + oc);
+                        } else {
+                            for (i = 0; i < n; ++i) {
+                                out[oc + i] = conv_output(acc[i], multiplier[oc + i], shift[oc + i], output_offset,
+                                                          act_min, act_max);
+                            }
                         }
                     }
                 }

@@ -40,6 +40,8 @@ void tinyaot_mul_broadcast_s8(const int8_t *input1, const int8_t *input2, const 
     const int32_t *const out_shape = params->out_shape;
     const int32_t *const a_strides = params->a_strides;
     const int32_t *const b_strides = params->b_strides;
+    const int32_t row = out_shape[3];
+    const int32_t step_a = a_strides[3], step_b = b_strides[3];  /* 1, or 0 where the operand broadcasts */
     const int32_t input1_offset = params->input1_offset;
     const int32_t input2_offset = params->input2_offset;
     const int32_t output_offset = params->output_offset;
@@ -53,9 +55,11 @@ void tinyaot_mul_broadcast_s8(const int8_t *input1, const int8_t *input2, const 
             for (i2 = 0; i2 < out_shape[2]; ++i2) {
                 const int8_t *pa = input1 + i0 * a_strides[0] + i1 * a_strides[1] + i2 * a_strides[2];
                 const int8_t *pb = input2 + i0 * b_strides[0] + i1 * b_strides[1] + i2 * b_strides[2];
-                for (i3 = 0; i3 < out_shape[3]; ++i3) {
-                    *output++ = mul_one(pa[i3 * a_strides[3]], pb[i3 * b_strides[3]], input1_offset, input2_offset,
-                                        output_offset, multiplier, shift, act_min, act_max);
+                for (i3 = 0; i3 < row; ++i3) {
+                    *output++ = mul_one(*pa, *pb, input1_offset, input2_offset, output_offset, multiplier, shift,
+                                        act_min, act_max);
+                    pa += step_a;
+                    pb += step_b;
                 }
             }
         }

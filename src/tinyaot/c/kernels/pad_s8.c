@@ -1,14 +1,30 @@
 /*
- * pad_s8.c - constant spatial padding of NHWC int8 with the zero point; twin of ref/pad_s8.py.
+ * pad_s8.c - spatial padding of NHWC int8; twin of ref/pad_s8.py.
  *
- * Row by row: padding rows and columns are memset to pad_value, input rows memcpy'd between them.
+ * Constant mode, row by row: padding rows and columns are memset to pad_value, input rows memcpy'd between
+ * them. The mirror and replicate modes copy input pixels: each output row is built from the input row it
+ * maps to (its middle memcpy'd, each padded pixel copied from the column it maps to).
  * Output must not overlap the input.
  */
 #include <string.h>
 
 #include "tinyaot_kernels.h"
 
-void tinyaot_pad_s8(const int8_t *input, const tinyaot_pad_params *params, int8_t *output)
+/* The input index that output index i (of an axis padded by `before`) copies: valid for the prepared padding. */
+static int32_t source_index(int32_t i, int32_t before, int32_t size, int32_t mode)
+{
+    const int32_t s = i - before;
+    if (s < 0) {
+        return mode == TINYAOT_PAD_REFLECT ? -s : mode == TINYAOT_PAD_SYMMETRIC ? -s - 1 : 0;
+    }
+    if (s >= size) {
+        return mode == TINYAOT_PAD_REFLECT ? 2 * size - 2 - s
+             : mode == TINYAOT_PAD_SYMMETRIC ? 2 * size - 1 - s : size - 1;
+    }
+    return s;
+}
+
+static void pad_constant(const int8_t *input, const tinyaot_pad_params *params, int8_t *output)
 {
     const int32_t batches = params->batches;
     const int32_t in_h = params->in_h;
@@ -32,5 +48,43 @@ void tinyaot_pad_s8(const int8_t *input, const tinyaot_pad_params *params, int8_
         }
         memset(output, fill, row_out * bottom);
         output += row_out * bottom;
+    }
+}
+
+/* reflect, symmetric, replicate: every output pixel is a copy of an input pixel. */
+static void pad_from_input(const int8_t *input, const tinyaot_pad_params *params, int8_t *output)
+{
+    const int32_t in_h = params->in_h;
+    const int32_t in_w = params->in_w;
+    const int32_t left = params->pad_left;
+    const int32_t out_h = params->pad_top + in_h + params->pad_bottom;
+    const int32_t out_w = left + in_w + params->pad_right;
+    const size_t channels = (size_t)params->channels;
+    const size_t row_in = (size_t)in_w * channels;
+    int32_t b, y, x;
+    for (b = 0; b < params->batches; ++b) {
+        const int8_t *const image = input + (size_t)b * (size_t)in_h * row_in;
+        for (y = 0; y < out_h; ++y) {
+            const int8_t *const row = image + (size_t)source_index(y, params->pad_top, in_h, params->mode) * row_in;
+            for (x = 0; x < left; ++x) {
+                memcpy(output, row + (size_t)source_index(x, left, in_w, params->mode) * channels, channels);
+                output += channels;
+            }
+            memcpy(output, row, row_in);
+            output += row_in;
+            for (x = left + in_w; x < out_w; ++x) {
+                memcpy(output, row + (size_t)source_index(x, left, in_w, params->mode) * channels, channels);
+                output += channels;
+            }
+        }
+    }
+}
+
+void tinyaot_pad_s8(const int8_t *input, const tinyaot_pad_params *params, int8_t *output)
+{
+    if (params->mode == TINYAOT_PAD_CONSTANT) {
+        pad_constant(input, params, output);
+    } else {
+        pad_from_input(input, params, output);
     }
 }

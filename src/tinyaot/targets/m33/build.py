@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tinyaot.targets.base import io_copies
 from tinyaot.targets.m33.config import (
     C_FLAGS,
     FLASH_MARGIN,
@@ -110,11 +111,12 @@ def compile_model(
     model_dir: Path,
     name: str,
     build: Path,
-    sizes: tuple[int, int],
+    sizes: tuple,
     dsp: bool,
     profile: bool = False,
 ) -> list[Path]:
-    """The model's .c files, the harness and its main() for `sizes` = (input bytes, output bytes)."""
+    """The model's .c files, the harness and its main() for `sizes` = (input bytes, output bytes[, each
+    input's bytes, each output's bytes])."""
     obj = fresh_objects(build)
     build.mkdir(parents=True, exist_ok=True)
     main_c = build / "main.c"
@@ -129,11 +131,35 @@ def compile_model(
     ]
 
 
-def harness_main(name: str, input_size: int, output_size: int) -> str:
-    """run_m33's main.c for one model, from the harness_main.c template."""
-    fields = {"@NAME@": name, "@UNAME@": name.upper(), "@INPUT_SIZE@": str(input_size),
-              "@OUTPUT_SIZE@": str(output_size)}
+def harness_main(name: str, input_size: int, output_size: int, input_sizes: tuple[int, ...] = (),
+                 output_sizes: tuple[int, ...] = ()) -> str:
+    """run_m33's main.c for one model, from the harness_main.c template. A model with several inputs (outputs)
+    gets each at its index, back to back in the embedded rows (printed lines)."""
+    ins, outs = input_sizes or (input_size,), output_sizes or (output_size,)
+    fields = {"@NAME@": name, "@UNAME@": name.upper(), "@INPUT_SIZE@": str(sum(ins)),
+              "@OUTPUT_SIZE@": str(sum(outs)), "@SIZE_CHECKS@": "\n".join(_size_checks(name, ins, outs)),
+              "@COPY_IN@": "\n        ".join(io_copies(name, ins, "input", "row")),
+              "@PRINT_OUT@": "\n        ".join(_prints(name, outs))}
     return fill(read_template(("targets", "m33"), HARNESS_TEMPLATE), fields)
+
+
+def _size_checks(name: str, ins: tuple[int, ...], outs: tuple[int, ...]) -> list[str]:
+    """#error if the header's sizes are not the ones the rows were packed with."""
+    lines = []
+    for kind, sizes in (("INPUT", ins), ("OUTPUT", outs)):
+        numbered = len(ins) > 1 or len(outs) > 1
+        for i, size in enumerate(sizes):
+            macro = f"{name.upper()}_{kind}{i if numbered else ''}_SIZE"
+            lines += [f"#if {macro} != {size}",
+                      f'#error "run_m33 packed {size} bytes for {kind.lower()} {i}, but {name}.h declares another '
+                      f'{macro}"', "#endif"]
+    return lines
+
+
+def _prints(name: str, outs: tuple[int, ...]) -> list[str]:
+    if len(outs) == 1:
+        return [f"console_put_hex_bytes({name}_output(), {outs[0]}u);"]
+    return [f"console_put_hex_bytes({name}_output({i}u), {size}u);" for i, size in enumerate(outs)]
 
 
 def profile_flags(name: str, profile: bool) -> list[str]:

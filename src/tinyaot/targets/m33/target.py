@@ -7,7 +7,7 @@ QEMU.  `run_m33` and `build_and_run_m33` are the one-call forms.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +96,8 @@ class M33Target:
         # Absolute, because gcc runs in several subdirectories of it.
         build = Path(self.build_dir).resolve() if self.build_dir is not None else model_dir / "build_m33"
         tc = find_m33_toolchain()
-        objects = compile_model(tc.gcc, model_dir, sources.name, build, (sources.input_size, sources.output_size),
+        objects = compile_model(tc.gcc, model_dir, sources.name, build, (sources.input_size, sources.output_size,
+                                                                         sources.input_sizes, sources.output_sizes),
                                 self.dsp, self.profile)
         probe = link_with_inputs(tc.gcc, objects, np.zeros((0, sources.input_size), np.int8), build,
                                  f"{sources.name}_probe", self.dsp)
@@ -173,14 +174,18 @@ def run_m33(
     timeout: float = 120.0,
     dsp: bool = True,
     profile: bool = False,
+    input_sizes: tuple[int, ...] = (),
+    output_sizes: tuple[int, ...] = (),
 ) -> M33Result:
     """Build the model in `model_dir` for Cortex-M33, run `inputs` through it on QEMU (M33Target's options).
 
-    `inputs` is int8 with one row per sample (extra dimensions are flattened).
+    `inputs` is int8 with one row per sample (extra dimensions are flattened). A model with several inputs
+    (outputs) takes each row as its inputs back to back, of `input_sizes` bytes (and answers likewise).
     """
     samples = as_samples(inputs)
     target = M33Target(dsp=dsp, profile=profile, timeout=timeout, build_dir=build_dir)
-    sources = ModelSources.in_directory(model_dir, name, samples.shape[1], output_size)
+    sources = replace(ModelSources.in_directory(model_dir, name, samples.shape[1], output_size),
+                      input_sizes=tuple(input_sizes), output_sizes=tuple(output_sizes))
     return target.run(target.build(sources), samples)
 
 

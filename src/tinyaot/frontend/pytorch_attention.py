@@ -1,0 +1,222 @@
+"""Attention and normalization from PyTorch: LayerNorm, matmul of two activations, scaled dot-product attention,
+and nn.MultiheadAttention decomposed into ops that have integer kernels.
+
+- aten.layer_norm (normalized_shape = the last dim) -> layer_norm.
+- aten.matmul / aten.bmm of two activations -> batch_matmul; an operand that is a transpose read only by the
+  product (`k.transpose(-2, -1)`, a head split `view(1, T, H, d).transpose(1, 2)`) is read at permuted strides
+  (adj_x / adj_y, lhs_perm / rhs_perm) instead of being moved.
+- aten.scaled_dot_product_attention -> batch_matmul(q, k, adj_y) -> softmax(beta = scale) -> batch_matmul(., v):
+  the 1 / sqrt(d) scale is the softmax's beta, which its int8 kernel folds into its input multiplier. The head
+  merge after it (`transpose(1, 2)`) stays a transpose: the product writes its output contiguously.
+- nn.MultiheadAttention: torch.export gives its fused in-projection and (T, B, D) transposes, which move the
+  batch dim; `decompose_attention` exports a copy of the model in which each one is replaced by the same
+  computation written per projection (q_proj, k_proj, v_proj, heads split by view + transpose, SDPA, out_proj)
+  with the same parameters, so every op keeps the batch first. The user's module is not changed.
+
+The converters here follow pytorch_ops.py's (Builder, FX node) convention; pytorch_ops.py registers them.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from tinyaot.errors import UnsupportedOpError
+from tinyaot.frontend.fx_util import layer_name
+
+
+def _val_shape(n) -> tuple[int, ...]:
+    return tuple(int(s) for s in n.meta["val"].shape)
+
+
+# ---- converters ------------------------------------------------------------------------------------------
+def _layer_norm(b, n) -> None:
+    args = list(n.args) + [None] * (5 - len(n.args))
+    x_arg, normalized_shape, w_arg, bias_arg, eps = args[:5]
+    x = b.arg(x_arg)
+    if x.nhwc:
+        raise b.error("LayerNorm over a channels-first conv feature map is not supported; tinyaot normalizes "
+                      "the last dim of [1, D] or [1, T, D] activations")
+    shape = b.shape(x)
+    if len(list(normalized_shape)) != 1 or int(normalized_shape[0]) != shape[-1]:
+        raise b.error(f"LayerNorm with normalized_shape {list(normalized_shape)} over a {list(shape)} input is "
+                      f"not supported; only the last dim (normalized_shape=[{shape[-1]}])")
+    if len(shape) < 2:
+        raise b.error(f"LayerNorm of a {len(shape)}-D tensor; tinyaot takes [1, D] or [1, T, D] activations")
+    depth = shape[-1]
+    gamma = b.const_data(w_arg) if w_arg is not None else np.ones(depth, np.float32)
+    beta = b.const_data(bias_arg) if bias_arg is not None else np.zeros(depth, np.float32)
+    layer = layer_name(n)
+    inputs = [x.name, b.const(f"{layer}.weight", gamma), b.const(f"{layer}.bias", beta)]
+    eps = 1e-5 if eps is None else float(eps)
+    b.bind(n, b.emit("layer_norm", inputs, shape, {"eps": eps}), False)
+
+
+def _transposed_source(b, arg) -> tuple[str, tuple[int, ...]] | None:
+    """(input, perm) of the transpose that made `arg`, when this product is its only reader: the product then
+    reads that input at permuted strides and the transpose is dropped (no bytes moved at run time)."""
+    if len(arg.users) != 1:
+        return None
+    (user,) = arg.users
+    if sum(a is arg for a in (*user.args, *user.kwargs.values())) != 1:  # sdpa(q, q, q) reads it thrice
+        return None
+    name = b.arg(arg).name
+    for k in range(len(b.graph.nodes) - 1, -1, -1):
+        node = b.graph.nodes[k]
+        if node.outputs[0] != name:
+            continue
+        if node.op != "transpose" or len(node.attrs["perm"]) != len(b.graph.tensor(name).shape):
+            return None
+        del b.graph.nodes[k]
+        return node.inputs[0], tuple(node.attrs["perm"])
+    return None
+
+
+def _product(b, n, lhs_arg, rhs_arg, attrs: dict, out_shape, suffix: str = "") -> str:
+    for a in (lhs_arg, rhs_arg):
+        if not hasattr(a, "name"):
+            raise b.error("matmul with a Python scalar operand is not supported")
+    lhs, rhs = b.to_torch_order(b.arg(lhs_arg)), b.to_torch_order(b.arg(rhs_arg))
+    for v in (lhs, rhs):
+        t = b.graph.tensor(v.name)
+        if t.is_const:
+            raise b.error("matmul with a constant operand is not supported; write a product with weights as "
+                          "nn.Linear (a fully connected layer)")
+        if not 2 <= len(t.shape) <= 5:
+            raise b.error(f"matmul of a {len(t.shape)}-D operand {list(t.shape)}: tinyaot multiplies 2-D to 5-D "
+                          "activations (batch dims first)")
+    lhs_name, attrs = _read_in_place(b, lhs_arg, lhs.name, "lhs", attrs)
+    rhs_name, attrs = _read_in_place(b, rhs_arg, rhs.name, "rhs", attrs)
+    return b.emit("batch_matmul", [lhs_name, rhs_name], out_shape, attrs, suffix=suffix)
+
+
+def _read_in_place(b, arg, name: str, side: str, attrs: dict) -> tuple[str, dict]:
+    """The tensor the product reads for operand `arg` and its attrs: a folded transpose's input, with the
+    transpose as the adj flag (the last two axes swapped) or as <side>_perm."""
+    folded = None if b.arg(arg).nhwc else _transposed_source(b, arg)
+    if folded is None:
+        return name, attrs
+    source, perm = folded
+    rank, flag = len(perm), "adj_x" if side == "lhs" else "adj_y"
+    if perm == (*range(rank - 2), rank - 1, rank - 2):
+        return source, {**attrs, flag: not attrs.get(flag, False)}
+    return source, {**attrs, f"{side}_perm": perm}
+
+
+def _matmul(b, n) -> None:
+    b.bind(n, _product(b, n, n.args[0], n.args[1], {}, _val_shape(n)), False)
+
+
+def _sdpa(b, n) -> None:
+    args = list(n.args) + [None] * (7 - len(n.args))
+    q_arg, k_arg, v_arg, mask, dropout, causal = args[:6]
+    mask = n.kwargs.get("attn_mask", mask)
+    causal = n.kwargs.get("is_causal", causal)
+    dropout = n.kwargs.get("dropout_p", dropout)
+    if mask is not None or causal:
+        raise b.error("scaled_dot_product_attention with an attention mask or is_causal=True is not supported; "
+                      "tinyaot compiles unmasked attention")
+    if dropout not in (None, 0, 0.0):
+        raise b.error(f"scaled_dot_product_attention with dropout_p={dropout} (training) is not supported")
+    if n.kwargs.get("enable_gqa", False):
+        raise b.error("scaled_dot_product_attention with enable_gqa=True is not supported")
+    q_shape, k_shape = _val_shape(q_arg), _val_shape(k_arg)
+    scale = n.kwargs.get("scale", args[6])
+    scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else float(scale)
+    scores_shape = (*np.broadcast_shapes(q_shape[:-2], k_shape[:-2]), q_shape[-2], k_shape[-2])
+    scores = _product(b, n, q_arg, k_arg, {"adj_y": True}, scores_shape, suffix="_scores")
+    probs = b.emit("softmax", [scores], scores_shape, {"beta": scale}, suffix="_softmax")
+    v, attrs = _read_in_place(b, v_arg, b.to_torch_order(b.arg(v_arg)).name, "rhs", {})
+    b.bind(n, b.emit("batch_matmul", [probs, v], _val_shape(n), attrs, suffix="_context"), False)
+
+
+CONVERTERS = {
+    "aten.layer_norm.default": _layer_norm,
+    "aten.matmul.default": _matmul,
+    "aten.bmm.default": _matmul,
+    "aten.scaled_dot_product_attention.default": _sdpa,
+}
+
+
+# ---- nn.MultiheadAttention ---------------------------------------------------------------------------------
+def decompose_attention(model):
+    """`model`, or a copy of it whose nn.MultiheadAttention layers are written per projection (same parameters,
+    same results, attention weights not returned); layers tinyaot cannot take are refused here, naming them."""
+    import torch.nn as nn
+
+    paths = [path for path, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
+    if not paths:
+        return model
+    for path in paths:
+        _check_attention(path, model.get_submodule(path))
+    model = copy.deepcopy(model)
+    for path in paths:
+        parent, _, name = path.rpartition(".")
+        owner = model.get_submodule(parent) if parent else model
+        setattr(owner, name, _decomposed_class()(path, getattr(owner, name)))
+    return model
+
+
+def _check_attention(path: str, m) -> None:
+    problems = []
+    if not m.batch_first:
+        problems.append("batch_first=False (its input is [T, batch, D]; build it with batch_first=True)")
+    if m.bias_k is not None:
+        problems.append("add_bias_kv=True")
+    if m.add_zero_attn:
+        problems.append("add_zero_attn=True")
+    if problems:
+        raise UnsupportedOpError(f"layer '{path}' (nn.MultiheadAttention) has {', '.join(problems)}, which tinyaot "
+                                 "does not compile; supported: batch_first=True attention without masks")
+
+
+@lru_cache(maxsize=None)
+def _decomposed_class():
+    """Defined on first use, so importing the front end does not import torch."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class DecomposedMultiheadAttention(nn.Module):
+        """nn.MultiheadAttention(batch_first=True) as q/k/v projections, SDPA per head and the out projection."""
+
+        def __init__(self, path: str, m: nn.MultiheadAttention):
+            super().__init__()
+            self.path, self.heads, d = path, m.num_heads, m.embed_dim
+            if m._qkv_same_embed_dim:
+                weights = m.in_proj_weight.detach().split(d)
+            else:
+                weights = (m.q_proj_weight.detach(), m.k_proj_weight.detach(), m.v_proj_weight.detach())
+            biases = m.in_proj_bias.detach().split(d) if m.in_proj_bias is not None else (None,) * 3
+            self.q_proj, self.k_proj, self.v_proj = (self._linear(w, bias) for w, bias in zip(weights, biases))
+            self.out_proj = m.out_proj
+
+        @staticmethod
+        def _linear(w, bias) -> nn.Linear:
+            lin = nn.Linear(w.shape[1], w.shape[0], bias=bias is not None)
+            with torch.no_grad():
+                lin.weight.copy_(w)
+                if bias is not None:
+                    lin.bias.copy_(bias)
+            return lin
+
+        def _heads(self, x):
+            b, t, d = x.shape
+            return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+        def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                    average_attn_weights=True, is_causal=False):
+            if key_padding_mask is not None or attn_mask is not None or is_causal:
+                raise UnsupportedOpError(f"layer '{self.path}' (nn.MultiheadAttention) is called with an attention "
+                                         "mask (key_padding_mask, attn_mask or is_causal); tinyaot compiles "
+                                         "unmasked attention")
+            q, k, v = self._heads(self.q_proj(query)), self._heads(self.k_proj(key)), self._heads(self.v_proj(value))
+            b, t, d = query.shape
+            context = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d)
+            # The attention weights are not computed (torch.export keeps unused ops, which would cost a second
+            # softmax on the device): need_weights is read as False, the second result is None.
+            return self.out_proj(context), None
+
+    return DecomposedMultiheadAttention
