@@ -81,6 +81,32 @@ def test_every_engine_gives_the_same_bytes_for_every_output(compiled):
     assert cm.last_m33.instructions > 0
 
 
+@pytest.mark.m33
+@pytest.mark.slow
+def test_the_portable_build_gives_the_dsp_builds_bytes(compiled, tmp_path):
+    """The same C built for an M33 without the DSP extension (the kernels' portable paths)."""
+    from tinyaot.targets.engines import raw_rows
+    from tinyaot.targets.m33 import run_m33
+
+    entry, model, cm, x = compiled
+    xq = cm.quantize_input(cm.to_model_layout(_head(x, 4)))
+    want = _as_list(cm.run(xq, engine="m33"))
+    cm.export(tmp_path / "c")
+    got = run_m33(tmp_path / "c", cm.name, raw_rows(xq), sum(cm.output_sizes), dsp=False, build_dir=tmp_path / "b",
+                  input_sizes=tuple(cm.input_sizes), output_sizes=tuple(cm.output_sizes)).outputs
+    edges = np.cumsum([0, *cm.output_sizes])
+    for k, w in enumerate(want):
+        np.testing.assert_array_equal(got[:, edges[k]:edges[k + 1]].reshape(w.shape), w)
+
+
+def test_no_float_in_the_generated_c(compiled):
+    entry, model, cm, x = compiled
+    for fname, text in cm.c_sources.files.items():
+        if fname.endswith(".c"):
+            code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+            assert not re.search(r"\b(float|double)\b", code), fname
+
+
 @pytest.mark.host
 @pytest.mark.slow
 def test_the_sanitized_standalone_runner_copies_every_input_and_output(compiled):
