@@ -219,6 +219,10 @@ def test_multihead_attention_reference_host_m33():
     _check_engines(cm, x)
     _tracks_float(model, cm, x, 0.1)
     assert isinstance(model.mha, nn.MultiheadAttention)  # the user's model is left as it was
+    attention = [n for n in cm.graph.nodes if n.name.startswith("mha") or n.op in ("batch_matmul", "softmax")]
+    line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1) if "a, _ = self.mha(h, h, h" in text)
+    for n in attention:  # the decomposed layers name the line that calls the attention, not tinyaot's own files
+        assert n.source.startswith(f"{__file__}:{line}:"), (n.name, n.source)
 
 
 def test_attention_refusals_are_clear():

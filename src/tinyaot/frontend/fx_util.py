@@ -5,13 +5,16 @@ import os
 import re
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+_FRONTEND = os.path.dirname(os.path.abspath(__file__))  # the front ends' own files (their decompositions)
 
 
 def source_location(fx_node) -> str:
-    """The user's file:line for an exported node (the innermost frame outside torch itself)."""
+    """The user's file:line for an exported node: the innermost frame outside torch itself and outside the front
+    ends' own decompositions (an nn.MultiheadAttention rewritten by frontend/pytorch_attention.py is the line that
+    calls it)."""
     trace = fx_node.meta.get("stack_trace") or ""
     frames = _FRAME.findall(trace)
-    user = [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0]]
+    user = [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0] and os.path.dirname(f[0]) != _FRONTEND]
     if not user:
         return ""
     path, line, _func, code = user[-1]
