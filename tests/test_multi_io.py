@@ -347,6 +347,39 @@ def test_a_pt2e_two_output_model_compiles_with_its_own_qparams():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.host
+def test_a_pt2e_two_input_model_compiles_with_its_own_qparams():
+    from pt2e_models import quantizer, quiet
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    class Fusion(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.out = torch.nn.Linear(6, 8), torch.nn.Linear(4, 8), torch.nn.Linear(8, 3)
+
+        def forward(self, x, y):
+            return self.out(torch.relu(self.a(x)) + torch.relu(self.b(y)))
+
+    quiet()
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    xs, ys = rng.normal(size=(48, 1, 6)).astype(np.float32), rng.normal(size=(48, 1, 4)).astype(np.float32)
+    with torch.no_grad():
+        exported = torch.export.export(Fusion().eval(), (torch.from_numpy(xs[0]), torch.from_numpy(ys[0])))
+        prepared = prepare_pt2e(exported.module(), quantizer(True))
+        for x, y in zip(xs, ys):
+            prepared(torch.from_numpy(x), torch.from_numpy(y))
+        q = convert_pt2e(prepared)
+    cm = tinyaot.compile(q, (torch.from_numpy(xs[0]), torch.from_numpy(ys[0])))
+    assert cm.n_inputs == 2
+    # each input's qparams are those of the quantize node that reads it in the PT2E graph
+    placeholders = [n for n in q.graph.nodes if n.op == "placeholder" and n.users]
+    want = [(float(u.args[1]), int(u.args[2])) for p in placeholders for u in p.users if "quantize" in str(u.target)]
+    assert [(round(s, 9), z) for s, z in cm.input_qparams] == [(round(s, 9), z) for s, z in want]
+    xq = cm.quantize_input([xs[:6, 0], ys[:6, 0]])
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), cm.run(xq))
+
+
 # ---- the CLI --------------------------------------------------------------------------------------------------
 
 

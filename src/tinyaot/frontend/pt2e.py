@@ -261,8 +261,8 @@ def _weighted(b: PT2EBuilder, n) -> None:
 def _walk(gm) -> PT2EBuilder:
     b = PT2EBuilder(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != 1:
-        raise ModelError(f"tinyaot compiles models with one input; this GraphModule has {len(placeholders)}")
+    if not placeholders:
+        raise ModelError("this GraphModule takes no input; tinyaot compiles models of one or more tensors")
     for n in gm.graph.nodes:
         b.current = n
         key = str(n.target)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
 from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
 from tinyaot.frontend.pytorch_attention import decompose_attention
 from tinyaot.frontend.pytorch_ops import CONVERTERS, Builder, Value
@@ -76,6 +76,8 @@ def _export_eval(model, example_inputs: tuple):
     try:
         with torch.no_grad():
             model(*example_inputs)
+    except TinyAOTError:
+        raise  # tinyaot's own refusal from inside forward() (a decomposed layer's): it already says what and where
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         shapes = ", ".join(str(tuple(x.shape)) for x in example_inputs)
