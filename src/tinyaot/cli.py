@@ -503,9 +503,9 @@ def _summary(cm) -> dict:
 
 
 def _ios(cm, tensors) -> list[dict]:
-    g = cm.graph
-    return [{"shape": list(g.tensor(t).shape), "dtype": g.tensor(t).dtype, "scale": g.tensor(t).qparams.scale[0],
-             "zero_point": g.tensor(t).qparams.zero_point[0]} for t in tensors]
+    from tinyaot.report.memory import io_dicts
+
+    return io_dicts(cm.graph, tensors, layout=False)
 
 
 def _summary_one(cm) -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
-from tinyaot.frontend.pytorch_ops import CHANNEL_OPS, CONVERTERS, Builder, Value, torch_to_ir_shape
+from tinyaot.frontend.pytorch_ops import CHANNEL_OPS, CONVERTERS, Builder, Value
 from tinyaot.ir import Graph, QParams
 
 _NS = "quantized_decomposed."
@@ -87,15 +87,7 @@ class PT2EBuilder(Builder):
         """As Builder.add_input, but looking through the quantize/dequantize pair to find conv users."""
         shape = tuple(n.meta["val"].shape)
         users = {str(u.target) for u in _users_through_qdq(n)}
-        nhwc = len(shape) == 4 or (len(shape) == 3 and bool(users & CHANNEL_OPS))
-        first = not self.graph.inputs
-        name = self.activation("input" if first else f"input_{n.name}", torch_to_ir_shape(shape) if nhwc else shape)
-        self.graph.inputs.append(name)
-        layout = ("NHWC", len(shape)) if nhwc else ("plain", 0)
-        self.graph.io_layouts[name] = layout
-        if first:
-            self.graph.layout, self.graph.torch_input_rank = layout
-        self.values[n.name] = Value(name, nhwc, len(shape))
+        self.register_input(n, shape, len(shape) == 4 or (len(shape) == 3 and bool(users & CHANNEL_OPS)))
 
     def bind_const(self, n, tensor) -> None:
         self.consts[n.name] = tensor

@@ -85,7 +85,10 @@ class Builder:
     def add_input(self, n) -> None:
         shape = tuple(n.meta["val"].shape)
         users = {str(u.target) for u in n.users}
-        nhwc = len(shape) == 4 or (len(shape) == 3 and bool(users & CHANNEL_OPS))
+        self.register_input(n, shape, len(shape) == 4 or (len(shape) == 3 and bool(users & CHANNEL_OPS)))
+
+    def register_input(self, n, shape: tuple[int, ...], nhwc: bool) -> None:
+        """A graph input for placeholder `n` (channels-last when nhwc), with its layout; the first names the graph's."""
         first = not self.graph.inputs
         name = self.activation("input" if first else f"input_{n.name}", torch_to_ir_shape(shape) if nhwc else shape)
         self.graph.inputs.append(name)

@@ -116,6 +116,14 @@ class Graph:
             raise TypeError(f"Graph has no field(s) {', '.join(sorted(unknown))}")
         return Graph(**(fields | changes))
 
+    def per_input(self, x) -> list:
+        """One value per graph input: `x` itself for a one-input graph, else the list given (one per input)."""
+        if len(self.inputs) == 1:
+            return [x]
+        if not isinstance(x, (list, tuple)) or len(x) != len(self.inputs):
+            raise ValueError(f"this model has {len(self.inputs)} inputs: pass a list with one value per input")
+        return list(x)
+
     def io_layout_of(self, tensor_name: str) -> tuple[str, int]:
         """(layout, torch rank) of an input or output: how user data in PyTorch's layout maps onto it."""
         if tensor_name in self.io_layouts:

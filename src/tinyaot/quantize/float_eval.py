@@ -287,20 +287,11 @@ def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], n
 FLOAT_OPS = _real_definitions()
 
 
-def per_input(g: Graph, x) -> list:
-    """The batch of each input: `x` itself for a one-input model, else the list given (one entry per input)."""
-    if len(g.inputs) == 1:
-        return [x]
-    if not isinstance(x, (list, tuple)) or len(x) != len(g.inputs):
-        raise ValueError(f"this model has {len(g.inputs)} inputs: pass a list with one batch per input")
-    return list(x)
-
-
 def evaluate(g: Graph, x) -> dict[str, np.ndarray]:
     """Run the float graph on a batch (dim 0 is the batch); return every tensor's value. A model with several
     inputs takes a list with one batch per input, in the graph's input order."""
     values: dict[str, np.ndarray] = {name: np.asarray(v, dtype=np.float64)
-                                     for name, v in zip(g.inputs, per_input(g, x))}
+                                     for name, v in zip(g.inputs, g.per_input(x))}
     for t in g.constants():
         values[t.name] = t.data.astype(np.float64)
     for node in g.nodes:

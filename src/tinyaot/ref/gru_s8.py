@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tinyaot.errors import UnsupportedOpError
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
 from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref.lstm_s8 import (
     ACTIVATED_SCALE,
+    check_layer,
     folded_bias,
     gate_fc,
     mul_q,
@@ -66,12 +66,7 @@ class GruParams:
 def prepare(node: Node, g: Graph) -> GruParams:
     x, w_ih, w_hh, b_ih, b_hh = (g.tensor(n) for n in node.inputs)
     y, state = g.tensor(node.outputs[0]), g.tensor(node.outputs[1])
-    hidden = int(node.attrs["hidden"])
-    _, steps, features = x.shape
-    if w_ih.shape != (GATES * hidden, features) or w_hh.shape != (GATES * hidden, hidden) or \
-            state.dtype != "int16" or state.size < WORK_ROWS * hidden:
-        raise UnsupportedOpError(f"layer '{node.name}': gru weights {w_ih.shape} / {w_hh.shape} and state "
-                                 f"{state.shape} {state.dtype} do not fit input {x.shape} with {hidden} units")
+    steps, features, hidden = check_layer(node, g, GATES, WORK_ROWS)
     x_scale, x_zp = x.qparams.scale[0], x.qparams.zero_point[0]
     h_scale, h_zp = y.qparams.scale[0], y.qparams.zero_point[0]
     s_scale = state.qparams.scale[0]

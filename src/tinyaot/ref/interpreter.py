@@ -44,7 +44,7 @@ def run_unplanned(g: Graph, params: dict, x: np.ndarray, replace: dict | None = 
     """
     replace = replace or {}
     values = {}
-    for name, v in zip(g.inputs, _per_input(g, x)):
+    for name, v in zip(g.inputs, g.per_input(x)):
         t_in = g.tensor(name)
         values[name] = np.asarray(v).astype(t_in.dtype).reshape(t_in.shape)
     for node in g.nodes:
@@ -91,7 +91,7 @@ class Interpreter:
 
     def invoke(self, x: np.ndarray, trace: Callable[[Node, np.ndarray], None] | None = None) -> np.ndarray:
         g = self.graph
-        for name, v in zip(g.inputs, _per_input(g, x)):
+        for name, v in zip(g.inputs, g.per_input(x)):
             t_in = g.tensor(name)
             self.view(name)[...] = np.asarray(v).astype(t_in.dtype).reshape(t_in.shape)
         for step, node in enumerate(g.nodes):
@@ -136,7 +136,7 @@ class Interpreter:
         """Run a batch of samples one at a time (the C runs one sample per invoke). Several inputs: a list with
         one batch per input; several outputs: a list with one batch per output."""
         g = self.graph
-        batches = _per_input(g, xs)
+        batches = g.per_input(xs)
         results = [self.invoke([b[i] for b in batches] if len(batches) > 1 else batches[0][i])
                    for i in range(len(batches[0]))]
         if len(g.outputs) == 1:
@@ -151,11 +151,3 @@ def _initial_state(node: Node, g: Graph) -> np.ndarray:
     nbytes, fill = STATE_FAMILIES[OPS[node.op].state](node, g)
     return np.full(nbytes, fill, dtype=np.int8)
 
-
-def _per_input(g: Graph, x) -> list:
-    """One value per graph input: `x` itself for a one-input model, else the list given."""
-    if len(g.inputs) == 1:
-        return [x]
-    if not isinstance(x, (list, tuple)) or len(x) != len(g.inputs):
-        raise ValueError(f"this model has {len(g.inputs)} inputs: pass a list with one value per input")
-    return list(x)

@@ -152,15 +152,23 @@ class LstmParams:
     last_only: int  # 1: only the last step's h is written (output [1, H])
 
 
+def check_layer(node: Node, g: Graph, gates: int, work_rows: int) -> tuple[int, int, int]:
+    """(steps, features, hidden) of a recurrent layer whose weights and int16 working memory fit its input."""
+    x, w_ih, w_hh = (g.tensor(n) for n in node.inputs[:3])
+    state = g.tensor(node.outputs[1])
+    hidden = int(node.attrs["hidden"])
+    _, steps, features = x.shape
+    if w_ih.shape != (gates * hidden, features) or w_hh.shape != (gates * hidden, hidden) or \
+            state.dtype != "int16" or state.size < work_rows * hidden:
+        raise UnsupportedOpError(f"layer '{node.name}': {node.op} weights {w_ih.shape} / {w_hh.shape} and state "
+                                 f"{state.shape} {state.dtype} do not fit input {x.shape} with {hidden} units")
+    return steps, features, hidden
+
+
 def prepare(node: Node, g: Graph) -> LstmParams:
     x, w_ih, w_hh, b = (g.tensor(n) for n in node.inputs)
     y, state = g.tensor(node.outputs[0]), g.tensor(node.outputs[1])
-    hidden = int(node.attrs["hidden"])
-    _, steps, features = x.shape
-    if w_ih.shape != (GATES * hidden, features) or w_hh.shape != (GATES * hidden, hidden) or \
-            state.dtype != "int16" or state.size < WORK_ROWS * hidden:
-        raise UnsupportedOpError(f"layer '{node.name}': lstm weights {w_ih.shape} / {w_hh.shape} and state "
-                                 f"{state.shape} {state.dtype} do not fit input {x.shape} with {hidden} units")
+    steps, features, hidden = check_layer(node, g, GATES, WORK_ROWS)
     x_scale, x_zp = x.qparams.scale[0], x.qparams.zero_point[0]
     h_scale, h_zp = y.qparams.scale[0], y.qparams.zero_point[0]
     c_scale = state.qparams.scale[0]

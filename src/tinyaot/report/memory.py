@@ -80,8 +80,8 @@ class MemoryReport:
             alignment=plan.alignment, planner=plan.planner, float_arena_bytes=cm.float_arena_bytes,
             float_weight_bytes=cm.float_weight_bytes, constant_bytes=cm.constant_bytes,
             code_bytes=cm.code_bytes, flash_bytes=cm.flash_bytes,
-            input=_ios(cm, cm.graph.inputs)[0], output=_ios(cm, cm.graph.outputs)[0],
-            inputs=tuple(_ios(cm, cm.graph.inputs)), outputs=tuple(_ios(cm, cm.graph.outputs)),
+            input=io_dicts(cm.graph, cm.graph.inputs)[0], output=io_dicts(cm.graph, cm.graph.outputs)[0],
+            inputs=tuple(io_dicts(cm.graph, cm.graph.inputs)), outputs=tuple(io_dicts(cm.graph, cm.graph.outputs)),
             tensors=tensor_rows(plan, cm.graph),
             n_steps=plan.n_steps, busiest_step=busiest_step_text(plan),
             schedule=getattr(plan, "schedule", "source"), source_lower_bound=getattr(plan, "source_lower_bound", None),
@@ -299,15 +299,15 @@ def _io_bytes(d: dict) -> int:
     return n
 
 
-def _ios(cm, tensors) -> list[dict]:
-    g = cm.graph
-    return [_io(g.tensor(t).shape, (g.tensor(t).qparams.scale[0], g.tensor(t).qparams.zero_point[0]),
-                g.io_layout_of(t)[0] if t in g.inputs else None) for t in tensors]
-
-
-def _io(shape, qparams, layout) -> dict:
-    d = {"shape": list(shape), "dtype": "int8", "scale": qparams[0], "zero_point": qparams[1]}
-    if layout:
-        d["layout"] = layout
-    return d
+def io_dicts(g, tensors, layout: bool = True) -> list[dict]:
+    """Shape, dtype, scale and zero point of each input or output tensor (and an input's layout), for reports."""
+    out = []
+    for name in tensors:
+        t = g.tensor(name)
+        d = {"shape": list(t.shape), "dtype": t.dtype, "scale": t.qparams.scale[0],
+             "zero_point": t.qparams.zero_point[0]}
+        if layout and name in g.inputs:
+            d["layout"] = g.io_layout_of(name)[0]
+        out.append(d)
+    return out
 
