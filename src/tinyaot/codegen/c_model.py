@@ -9,7 +9,7 @@ from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_conv import emit_fc_wide, emit_pairs
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
-from tinyaot.codegen.ops import EMITTERS, describe
+from tinyaot.codegen.ops import describe, emitter_for
 from tinyaot.codegen.params import constant_bytes
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS
@@ -78,7 +78,7 @@ def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan
         return emit_fc_wide(node, g, prefix, offsets, choice.kernel == "wide_w8")
     if choice is not None:
         return emit_pairs(node, g, prefix, offsets, choice, speed)
-    return EMITTERS[node.op](node, g, prefix, offsets, speed=speed)
+    return emitter_for(node, g)(node, g, prefix, offsets, speed=speed)
 
 
 def _banner(fname: str, name: str) -> str:

@@ -30,8 +30,8 @@ def arena_in(offsets: dict[str, str], tensor: str, ctype: str = "int8_t") -> str
     return f"(const {ctype} *)(arena + {offsets[tensor]})"
 
 
-def arena_out(offsets: dict[str, str], tensor: str) -> str:
-    return f"(int8_t *)(arena + {offsets[tensor]})"
+def arena_out(offsets: dict[str, str], tensor: str, ctype: str = "int8_t") -> str:
+    return f"({ctype} *)(arena + {offsets[tensor]})"
 
 
 def c_call(fn: str, *args: str, width: int = LINE) -> str:

@@ -13,23 +13,26 @@ from typing import Callable
 
 from tinyaot.codegen.emit import EmittedOp, arena_in, arena_out, kernel_op, layer_base, without_speed_tables
 from tinyaot.ir import Graph, Node
-from tinyaot.ir.ops import OPS, OpSpec
+from tinyaot.ir.ops import OPS, OpSpec, kernel_ref
 
-__all__ = ["EMITTERS", "EmittedOp", "describe", "emitter"]
+__all__ = ["EMITTERS", "EmittedOp", "describe", "emitter", "emitter_for"]
 
 C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t"}
 
 
 def emit_kernel(spec: OpSpec, node: Node, g: Graph, prefix: str, offsets: dict[str, str],
-                speed: bool = True) -> EmittedOp:
+                speed: bool = True, ref: str | None = None) -> EmittedOp:
     """`tinyaot_<ref>(inputs..., &params, output)`: the call every op gets unless its spec says otherwise.
-    speed=False (size and memory modes): tables that only buy speed are left out (see without_speed_tables)."""
-    p = import_module(f"tinyaot.ref.{spec.ref}").prepare(node, g)
+    speed=False (size and memory modes): tables that only buy speed are left out (see without_speed_tables).
+    `ref`: another of the op's kernels (its 16x8 variant)."""
+    ref = ref or spec.ref
+    p = import_module(f"tinyaot.ref.{ref}").prepare(node, g)
     if not speed:
         p = without_speed_tables(p)
     inputs = [arena_in(offsets, t, C_TYPES[g.tensor(t).dtype]) for t in node.inputs if not g.tensor(t).is_const]
-    return kernel_op(p, layer_base(prefix, node), f"tinyaot_{spec.ref}", f"{spec.ref}.c", inputs,
-                     [arena_out(offsets, node.outputs[0])])
+    out = g.tensor(node.outputs[0])
+    return kernel_op(p, layer_base(prefix, node), f"tinyaot_{ref}", f"{ref}.c", inputs,
+                     [arena_out(offsets, out.name, C_TYPES.get(out.dtype, "int8_t"))])
 
 
 def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True) -> EmittedOp:
@@ -46,6 +49,15 @@ def emitter(spec: OpSpec) -> Callable[..., EmittedOp]:
 
 
 EMITTERS: dict[str, Callable[..., EmittedOp]] = {s.name: emitter(s) for s in OPS.values() if s.view or s.ref}
+
+
+def emitter_for(node: Node, g: Graph) -> Callable[..., EmittedOp]:
+    """The node's emitter: its op's, or the generic call of the op's 16x8 kernel for int16 activations."""
+    spec = OPS[node.op]
+    ref = kernel_ref(node, g)
+    if ref is not None and ref == spec.s16:
+        return partial(emit_kernel, spec, ref=ref)
+    return EMITTERS[node.op]
 
 
 def describe(node: Node, g: Graph) -> str:

@@ -360,6 +360,9 @@ class OpSpec:
     work_rows: int = 0  # > 0: a second output, the kernel's int16 working memory of work_rows x hidden values
     #                     (a recurrent layer's state within one invoke; not `state`, which survives invokes),
     #                     which no op reads: the plan places it in the arena, live at the layer's step
+    s16: str | None = None  # the 16x8 variant (int16 activations, int8 weights, TFLite's 16x8 scheme): module
+    #                         ref/<s16>.py and C kernel tinyaot_<s16> in c/kernels/<s16>.c, run for a node whose
+    #                         first input or output is int16 (kernel_ref); None: the op takes int8 only
     state: str | None = None  # the op keeps bytes across invokes in the state region (plan/state.py family:
     #                            "window", the last frames a causal conv reads); its kernel takes them last
 
@@ -484,6 +487,22 @@ def spec(op: str) -> OpSpec:
         return OPS[op]
     except KeyError:
         raise ModelError(f"unknown IR op {op!r}; the IR has: {', '.join(sorted(OPS))}") from None
+
+
+def kernel_ref(node, g) -> str | None:
+    """The reference module (and C kernel) that runs `node`: the spec's 16x8 variant when its first input or
+    output is int16, else its int8 one. An int16 tensor reaching an op without a 16x8 variant is refused."""
+    s = spec(node.op)
+    if s.ref is None:
+        return None
+    ends = [g.tensor(node.outputs[0])] + [g.tensor(t) for t in node.inputs[:1]]
+    if not any(t.dtype == "int16" for t in ends):
+        return s.ref
+    if s.s16 is None:
+        with16 = sorted(x.name for x in _SPECS if x.s16)
+        raise ModelError(f"layer {node.name!r} ({node.op}) has int16 activations, but {node.op} has no 16x8 "
+                         f"kernel; the ops with one: {', '.join(with16) or 'none'}. Keep this layer int8.")
+    return s.s16
 
 
 def ops_where(**traits) -> frozenset[str]:

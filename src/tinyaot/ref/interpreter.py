@@ -11,29 +11,38 @@ from typing import Callable
 import numpy as np
 
 from tinyaot.ir import Graph, Node
-from tinyaot.ir.ops import OPS, ops_where
+from tinyaot.ir.ops import OPS, kernel_ref, ops_where
 from tinyaot.plan import MemoryPlan
 from tinyaot.ref.inplace import run_ring
 
 
-def _kernels() -> dict[str, tuple[Callable, Callable]]:
-    """op -> (prepare, kernel) from the registry: module ref/<ref>.py with prepare() and <ref>()."""
+def _kernels(variant: str) -> dict[str, tuple[Callable, Callable]]:
+    """op -> (prepare, kernel) from the registry: module ref/<ref>.py with prepare() and <ref>(), for the spec's
+    `variant` ("ref": int8, "s16": the 16x8 one)."""
     out = {}
     for name, spec in OPS.items():
-        if spec.ref is not None:
-            module = importlib.import_module(f"tinyaot.ref.{spec.ref}")
-            out[name] = (module.prepare, getattr(module, spec.ref))
+        ref = getattr(spec, variant)
+        if ref is not None:
+            module = importlib.import_module(f"tinyaot.ref.{ref}")
+            out[name] = (module.prepare, getattr(module, ref))
     return out
 
 
 # op -> (prepare, kernel); view ops need neither: their bytes are already in place.
-KERNELS: dict[str, tuple[Callable, Callable]] = _kernels()
+KERNELS: dict[str, tuple[Callable, Callable]] = _kernels("ref")
+S16_KERNELS: dict[str, tuple[Callable, Callable]] = _kernels("s16")  # int16 activations (ir.ops.kernel_ref)
 VIEW_OPS = ops_where(view=True)
+
+
+def kernel_for(node: Node, g: Graph) -> tuple[Callable, Callable]:
+    """(prepare, kernel) that run this node: its op's int8 kernel, or the 16x8 one for int16 activations."""
+    ref = kernel_ref(node, g)
+    return S16_KERNELS[node.op] if ref is not None and ref == OPS[node.op].s16 else KERNELS[node.op]
 
 
 def prepare_all(g: Graph) -> dict:
     """Node name -> its kernel's Params, computed once at compile time (views need none)."""
-    return {n.name: KERNELS[n.op][0](n, g) for n in g.nodes if n.op in KERNELS}
+    return {n.name: kernel_for(n, g)[0](n, g) for n in g.nodes if n.op in KERNELS}
 
 
 def run_unplanned(g: Graph, params: dict, x: np.ndarray, replace: dict | None = None) -> dict[str, np.ndarray]:
@@ -53,9 +62,9 @@ def run_unplanned(g: Graph, params: dict, x: np.ndarray, replace: dict | None = 
         if node.op in VIEW_OPS:
             y = args[0]
         elif OPS[node.op].state is not None:  # a stateful kernel here runs as the first invoke after a reset
-            y = KERNELS[node.op][1](*args, params[node.name], _initial_state(node, g))
+            y = kernel_for(node, g)[1](*args, params[node.name], _initial_state(node, g))
         else:
-            y = KERNELS[node.op][1](*args, params[node.name])
+            y = kernel_for(node, g)[1](*args, params[node.name])
         values[out.name] = np.asarray(y).astype(out.dtype).reshape(out.shape)
     return values
 
@@ -115,19 +124,19 @@ class Interpreter:
         ring = self.plan.variant_of(node.name) if hasattr(self.plan, "variant_of") else None
         if ring is not None:  # the compiler chose the in-place ring kernel for this node
             run_ring(self.arena, self.plan.offset_of(node.inputs[0]), self.plan.offset_of(node.outputs[0]),
-                     self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])
+                     self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])  # int8 only
             return
         out = self.view(node.outputs[0])
         if OPS[node.op].state is not None:  # reads and moves on its state slot: runs once, whole
             args = [self.view(i) for i in node.inputs if not g.tensor(i).is_const]
-            y = KERNELS[node.op][1](*args, self.params[node.name], self.state_view(node.name))
+            y = kernel_for(node, g)[1](*args, self.params[node.name], self.state_view(node.name))
             out[...] = np.asarray(y, dtype=out.dtype).reshape(out.shape)
             return
         units = self.streamed.get(step, 1)
         flat = out.reshape(-1).view(np.uint8)
         for u in range(units):
             args = [self.view(i) for i in node.inputs if not g.tensor(i).is_const]
-            y = KERNELS[node.op][1](*args, self.params[node.name])
+            y = kernel_for(node, g)[1](*args, self.params[node.name])
             y_bytes = np.ascontiguousarray(y, dtype=out.dtype).reshape(-1).view(np.uint8)
             lo, hi = u * flat.size // units, (u + 1) * flat.size // units
             flat[lo:hi] = y_bytes[lo:hi]

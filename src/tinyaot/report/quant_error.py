@@ -241,15 +241,15 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
 def _local_sqnr(params: dict, node, g, ref_values: dict) -> float:
     """The node's int8 kernel alone: float inputs rounded to their int8 qparams, output against float."""
     from tinyaot.quantize.scheme import quantize_array
-    from tinyaot.ref.interpreter import KERNELS
+    from tinyaot.ref.interpreter import KERNELS, kernel_for
 
     if node.op not in KERNELS or node.name not in params:
         return math.nan
     ins = [g.tensor(i) for i in node.inputs if not g.tensor(i).is_const]
-    if any(t.name not in ref_values or t.dtype != "int8" or t.qparams is None for t in ins):
+    if any(t.name not in ref_values or t.dtype not in ("int8", "int16") or t.qparams is None for t in ins):
         return math.nan
     out = g.tensor(node.outputs[0])
-    kernel, p = KERNELS[node.op][1], params[node.name]
+    kernel, p = kernel_for(node, g)[1], params[node.name]
     n = min(LOCAL_SAMPLES, len(ref_values[ins[0].name]))
     got, want = [], []
     for s in range(n):
