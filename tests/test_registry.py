@@ -170,6 +170,25 @@ def test_every_kernel_op_has_a_reference_a_c_kernel_and_an_emitter(op):
         assert f"&m_{g.nodes[0].name}_params" in emitted.call
 
 
+@pytest.mark.parametrize("op", sorted(n for n, s in OPS.items() if s.s16))
+def test_every_16x8_variant_has_a_reference_and_a_c_kernel(op):
+    """An op's s16 trait names its 16x8 kernel: ref/<s16>.py (prepare + <s16>) and tinyaot_<s16> in <s16>.c,
+    declared in tinyaot_kernels.h with the params struct of its dataclass."""
+    from tinyaot.codegen.kernel_header import kernel_header
+    from tinyaot.codegen.params import struct_name
+
+    ref = OPS[op].s16
+    module = importlib.import_module(f"tinyaot.ref.{ref}")
+    assert callable(module.prepare) and callable(getattr(module, ref))
+    kernel = resources.files("tinyaot").joinpath("c", "kernels", f"{ref}.c")
+    assert f"tinyaot_{ref}(" in kernel.read_text()
+    header = resources.files("tinyaot").joinpath("c", "include", "tinyaot_kernels.h").read_text()
+    assert f"tinyaot_{ref}(" in header
+    params = [v for v in vars(module).values() if isinstance(v, type) and v.__name__.endswith("Params")
+              and v.__module__ == module.__name__]
+    assert params and kernel_header().fields(struct_name(params[0]))  # test_kernel_params checks the members
+
+
 @pytest.mark.parametrize("op", sorted(n for n, s in OPS.items() if s.qparams not in (ops.AFTER_LOWERING,
                                                                                    ops.FLOAT_ONLY)))
 def test_every_op_a_float_model_can_hold_has_its_real_definition(op):

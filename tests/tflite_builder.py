@@ -9,7 +9,7 @@ import flatbuffers
 import numpy as np
 import tflite
 
-TYPE_CODES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int8": 9, "int16": 7}
+TYPE_CODES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "int8": 9, "int16": 7}
 TYPE_NAMES = {v: k for k, v in TYPE_CODES.items()}
 
 

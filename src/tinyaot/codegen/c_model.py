@@ -132,15 +132,16 @@ def _io_section(g: Graph, macro: str) -> list[str]:
 def _io_declarations(g: Graph, prefix: str, macro: str, in_dtype: str, in_ctype: str) -> list[str]:
     run = [f"/* Run one inference. Returns {macro}_OK, or {macro}_ERROR_NOT_INITIALIZED. */",
            f"int {prefix}_invoke(void);"]
+    out_dtype, out_ctype = _output_ctype(g)
     if not _several(g):
         return [f"/* Where to write the {in_dtype} input ({macro}_INPUT_SIZE bytes), inside the arena (after init). */",
                 f"{in_ctype} *{prefix}_input(void);", "", *run, "",
-                f"/* The int8 output ({macro}_OUTPUT_SIZE bytes), inside the arena (after init). */",
-                f"const int8_t *{prefix}_output(void);"]
+                f"/* The {out_dtype} output ({macro}_OUTPUT_SIZE bytes), inside the arena (after init). */",
+                f"const {out_ctype} *{prefix}_output(void);"]
     return [*_accessor_comment(len(g.inputs), "input", f"Where to write the {in_dtype}", macro),
             f"{in_ctype} *{prefix}_input({_index_type(len(g.inputs))});", "", *run, "",
-            *_accessor_comment(len(g.outputs), "output", "The int8", macro),
-            f"const int8_t *{prefix}_output({_index_type(len(g.outputs))});"]
+            *_accessor_comment(len(g.outputs), "output", f"The {out_dtype}", macro),
+            f"const {out_ctype} *{prefix}_output({_index_type(len(g.outputs))});"]
 
 
 def _index_type(n: int) -> str:
@@ -157,7 +158,8 @@ def _accessor_comment(n: int, kind: str, what: str, macro: str) -> list[str]:
 def _io_accessors(g: Graph, plan: MemoryPlan, prefix: str, macro: str, in_ctype: str) -> list[str]:
     """<name>_instance_input/_output and the default instance's: an offset each, or a table of them."""
     out = []
-    for kind, tensors, ctype in (("input", g.inputs, in_ctype), ("output", g.outputs, "int8_t")):
+    out_ctype = _output_ctype(g)[1]
+    for kind, tensors, ctype in (("input", g.inputs, in_ctype), ("output", g.outputs, out_ctype)):
         const = "const " if kind == "output" else ""
         if len(tensors) == 1:
             out += [f"{const}{ctype} *{prefix}_instance_{kind}(const {prefix}_instance_t *instance)", "{",
@@ -171,7 +173,7 @@ def _io_accessors(g: Graph, plan: MemoryPlan, prefix: str, macro: str, in_ctype:
                 f"{const}{ctype} *{prefix}_instance_{kind}(const {prefix}_instance_t *instance, size_t index)", "{",
                 f"    if (index >= {macro}_NUM_{kind.upper()}S) {{", "        return NULL;", "    }",
                 f"    return ({const}{ctype} *)(instance->arena + {table}[index]);", "}", ""]
-    for kind, tensors, ctype in (("input", g.inputs, in_ctype), ("output", g.outputs, "int8_t")):
+    for kind, tensors, ctype in (("input", g.inputs, in_ctype), ("output", g.outputs, out_ctype)):
         const = "const " if kind == "output" else ""
         several = len(tensors) > 1
         out += [f"{const}{ctype} *{prefix}_{kind}({'size_t index' if several else 'void'})", "{",
@@ -180,9 +182,18 @@ def _io_accessors(g: Graph, plan: MemoryPlan, prefix: str, macro: str, in_ctype:
     return out
 
 
+_IO_CTYPES = {"uint8": "uint8_t", "int16": "int16_t"}  # else int8_t
+
+
 def _input_ctype(g: Graph) -> tuple[str, str]:
     dtype = g.tensor(g.inputs[0]).dtype
-    return dtype, {"uint8": "uint8_t"}.get(dtype, "int8_t")
+    return dtype, _IO_CTYPES.get(dtype, "int8_t")
+
+
+def _output_ctype(g: Graph) -> tuple[str, str]:
+    """int8, or int16 for a 16x8 model's output (every output has the first one's type)."""
+    dtype = g.tensor(g.outputs[0]).dtype
+    return dtype, _IO_CTYPES.get(dtype, "int8_t")
 
 
 def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
@@ -239,7 +250,8 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
            f"int {prefix}_instance_reset(const {prefix}_instance_t *instance);"] if plan.state else []),
         f"{in_ctype} *{prefix}_instance_input(const {prefix}_instance_t *instance{_index_param(g.inputs)});",
         f"int {prefix}_instance_invoke(const {prefix}_instance_t *instance);",
-        f"const int8_t *{prefix}_instance_output(const {prefix}_instance_t *instance{_index_param(g.outputs)});",
+        f"const {_output_ctype(g)[1]} *{prefix}_instance_output(const {prefix}_instance_t *instance"
+        f"{_index_param(g.outputs)});",
         "",
         "#ifdef __cplusplus",
         "}",

@@ -25,6 +25,7 @@ import numpy as np
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
 from tinyaot.frontend.tflite_recurrent import unidirectional_sequence_lstm
 from tinyaot.ir import Graph, Node, QParams, Tensor
+from tinyaot.ir.ops import kernel_ref
 
 SCHEMA_VERSION = 3
 FILE_IDENTIFIER = b"TFL3"
@@ -267,11 +268,12 @@ def _check_qparams(ti: _TensorInfo) -> None:
 
 
 def _input_is_quantized(info: _ModelInfo, x: int | None = None) -> bool:
-    """A float32 input whose only reader is a QUANTIZE to int8: an int8 model with a float interface."""
+    """A float32 input whose only reader is a QUANTIZE to int8 (int16 in a 16x8 model): an integer model with a
+    float interface."""
     x = info.inputs[0] if x is None else x
     readers = [op for op in info.ops if x in op.inputs]
     return (len(readers) == 1 and readers[0].name == "QUANTIZE" and readers[0].outputs
-            and info.tensors[readers[0].outputs[0]].dtype == "int8")
+            and info.tensors[readers[0].outputs[0]].dtype in ("int8", "int16"))
 
 
 def _is_float(info: _ModelInfo) -> bool:
@@ -315,7 +317,7 @@ class _Importer:
         if self.float_mode:
             self.g.add_tensor(Tensor(name, ti.shape, "float32"))
         else:
-            self.g.add_tensor(Tensor(name, ti.shape, "int8",
+            self.g.add_tensor(Tensor(name, ti.shape, ti.dtype,  # int8, or int16 (16x8 models)
                                      qparams=QParams.per_tensor(ti.scale[0], ti.zero_point[0])))
         return name
 
@@ -327,11 +329,11 @@ class _Importer:
                                  "quantization (a representative dataset)")
             raise ModelError(f"{where} works on float32 tensor '{ti.name}' inside an int8 model (a partially "
                              f"quantized model); {_MIXED_HOW}")
-        if ti.dtype != "int8":
+        if ti.dtype not in ("int8", "int16"):
             raise UnsupportedOpError(f"{where} uses a {ti.type_name} tensor '{ti.name}'; tinyaot supports int8 "
-                                     "activations")
+                                     "activations, and int16 ones (16x8) for the ops with a 16x8 kernel")
         if not ti.quantized or len(ti.scale) != 1:
-            raise ModelError(f"{where}: int8 tensor '{ti.name}' needs one scale and zero point (per-tensor "
+            raise ModelError(f"{where}: {ti.dtype} tensor '{ti.name}' needs one scale and zero point (per-tensor "
                              "quantization)")
         if not (ti.scale[0] > 0 and math.isfinite(ti.scale[0])):
             raise ModelError(f"{where}: tensor '{ti.name}' has scale {ti.scale[0]}; scales must be positive")
@@ -438,7 +440,8 @@ class _Importer:
         for y in info.outputs:
             if not self.float_mode and self.t(y).type_code == 0:
                 writer = [op for op in info.ops if y in op.outputs]
-                if len(writer) == 1 and writer[0].name == "DEQUANTIZE" and self.t(writer[0].inputs[0]).dtype == "int8":
+                if (len(writer) == 1 and writer[0].name == "DEQUANTIZE"
+                        and self.t(writer[0].inputs[0]).dtype in ("int8", "int16")):
                     self.skip.add(writer[0].index)
                     y = writer[0].inputs[0]
             self.output_indices.append(y)
@@ -483,7 +486,17 @@ class _Importer:
         self.g.outputs = [self.names[y] for y in self.output_indices]
         if len(set(self.g.outputs)) != len(self.g.outputs):
             raise ModelError("the model lists the same output tensor twice")
+        self._check_16x8()
         return self.g
+
+    def _check_16x8(self) -> None:
+        """int16 activations reach only ops with a 16x8 kernel: refused here, naming the operator, not at
+        compile time."""
+        for node in self.g.nodes:
+            try:
+                kernel_ref(node, self.g)
+            except ModelError as exc:
+                raise UnsupportedOpError(f"operator {node.source.rsplit(':', 1)[-1]} ({node.op}): {exc}") from None
 
     def _refuse_conversion_op(self, op: _OpInfo) -> None:
         """QUANTIZE / DEQUANTIZE inside a float model: float16 weights, or a partially quantized model."""
@@ -533,6 +546,9 @@ class _Importer:
 
     def bias(self, op: _OpInfo, index: int, name: str, channels: int) -> str:
         dtype = "float32" if self.float_mode else "int32"
+        if (not self.float_mode and index != -1 and self.t(op.inputs[0]).dtype == "int16"
+                and self.t(index).dtype == "int64"):
+            dtype = "int64"  # a 16x8 layer's bias (TFLite's; TFLM also takes int32)
         if index == -1:
             self.g.add_tensor(Tensor(name, (channels,), dtype, data=np.zeros(channels, dtype)))
             return name
@@ -1100,10 +1116,10 @@ def _batch_matmul(imp: _Importer, op: _OpInfo) -> None:
 
 def _quantize(imp: _Importer, op: _OpInfo) -> None:
     (xi,) = imp.args(op, 1, 1)
-    if imp.t(xi).dtype != "int8":
+    if imp.t(xi).dtype not in ("int8", "int16"):
         raise UnsupportedOpError(f"operator {op.index} (QUANTIZE) converts a {imp.t(xi).type_name} tensor inside "
                                  "the model; tinyaot folds QUANTIZE only at the model input, and requantizes "
-                                 "int8 -> int8 elsewhere")
+                                 "between int8 and int16 elsewhere")
     imp.node(op, "quantize", [imp.ir_input(xi, op)], {})
     _check_rescale(imp, op, [xi], op.outputs[0])
 

@@ -31,6 +31,28 @@ def int8_per_tensor(node: Node, t: Tensor) -> None:
         )
 
 
+def io16(node: Node, g: Graph) -> tuple[Tensor, Tensor]:
+    """The single input and the output of a one-input 16x8 op, both int16, symmetric, per tensor."""
+    if len(node.inputs) != 1 or len(node.outputs) != 1:
+        raise ModelError(f"{node.op} '{node.name}' needs one input and one output, got {len(node.inputs)} inputs")
+    x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+    int16_per_tensor(node, x)
+    int16_per_tensor(node, y)
+    return x, y
+
+
+def int16_per_tensor(node: Node, t: Tensor) -> None:
+    """TFLite's 16x8 activations: int16, one scale, zero point 0."""
+    if t.dtype != "int16" or t.qparams is None or not t.qparams.is_per_tensor:
+        raise UnsupportedOpError(
+            f"{node.op} '{node.name}': tensor '{t.name}' is {t.dtype}"
+            f"{'' if t.qparams else ' without quantization parameters'}; the 16x8 kernels need int16 tensors "
+            "with one scale (an int8 and an int16 tensor meet through a 'quantize' node)")
+    if t.qparams.zero_point[0] != 0:
+        raise ModelError(f"{node.op} '{node.name}': int16 tensor '{t.name}' has zero point "
+                         f"{t.qparams.zero_point[0]}; int16 activations are symmetric (zero point 0), as in TFLite")
+
+
 def same_qparams(node: Node, x: Tensor, y: Tensor) -> None:
     """Ops that only move or select bytes keep the input's scale and zero point (as TFLite requires)."""
     xs, xz = x.qparams.scale[0], x.qparams.zero_point[0]

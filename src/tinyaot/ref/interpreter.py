@@ -122,9 +122,9 @@ class Interpreter:
         for extra in node.outputs[1:]:  # a recurrent kernel's working memory (the spec's work_rows): the same
             self.view(extra).view(np.uint8)[...] = 0xA5  # bytes the C overwrites, so a misplaced one shows here too
         ring = self.plan.variant_of(node.name) if hasattr(self.plan, "variant_of") else None
-        if ring is not None:  # the compiler chose the in-place ring kernel for this node
+        if ring is not None:  # the compiler chose the in-place ring kernel for this node (int8 ops only)
             run_ring(self.arena, self.plan.offset_of(node.inputs[0]), self.plan.offset_of(node.outputs[0]),
-                     self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])  # int8 only
+                     self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])
             return
         out = self.view(node.outputs[0])
         if OPS[node.op].state is not None:  # reads and moves on its state slot: runs once, whole

@@ -52,12 +52,12 @@ def raw_rows(batch) -> np.ndarray:
 
 
 def split_rows(cm, result: RunResult) -> RunResult:
-    """A runner's packed output rows -> one array per output for a model with several outputs."""
-    if cm.n_outputs == 1:
-        return result
+    """A runner's packed output rows (bytes) -> each output in its own dtype (int16 outputs are viewed as such),
+    one array per output for a model with several outputs."""
     edges = np.cumsum([0, *cm.output_sizes])
-    outs = [result.outputs[:, a:b] for a, b in zip(edges[:-1], edges[1:])]
-    return replace(result, outputs=outs)
+    dtypes = [cm.graph.tensor(t).dtype for t in cm.graph.outputs]
+    outs = [np.ascontiguousarray(result.outputs[:, a:b]).view(dt) for a, b, dt in zip(edges[:-1], edges[1:], dtypes)]
+    return replace(result, outputs=outs[0] if cm.n_outputs == 1 else outs)
 
 
 def host_build(cm):

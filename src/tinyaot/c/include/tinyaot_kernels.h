@@ -213,6 +213,21 @@ typedef struct {
  */
 void tinyaot_requantize_s8(const int8_t *input, const tinyaot_requantize_params *params, int8_t *output);
 
+/* One requantization where int8 and int16 (16x8) tensors meet, or two int16 ones (the IR's `quantize` op). */
+typedef struct {
+    int32_t size;
+    int32_t multiplier, shift;     /* input_scale / output_scale */
+    int32_t input_zero_point, output_zero_point;
+    int32_t input_bits, output_bits; /* 8: int8, 16: int16 */
+} tinyaot_requantize16_params;
+
+/*
+ * TFLM's Requantize between integer types: output[i] = clamp(requantize(input[i] - input_zero_point,
+ * multiplier, shift) + output_zero_point) to the output type's range; input and output are int8_t or int16_t
+ * as input_bits / output_bits say.
+ */
+void tinyaot_requantize_s16(const void *input, const tinyaot_requantize16_params *params, void *output);
+
 /* One axis permutation of up to 4-D. */
 typedef struct {
     int32_t out_shape[4];          /* left-padded with 1s to 4-D */
