@@ -76,6 +76,15 @@ def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, multiplier), right)
 
 
+def multiply_by_quantized_multiplier_64(x, multiplier, shift) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier for an int64 x (the 16x8 kernels' accumulators, |x| < 2^47): the
+    multiplier rounded to 15 bits, one rounding shift by 15 - shift, the result cast to int32."""
+    x, multiplier, shift = np.broadcast_arrays(_as_i64(x), _as_i64(multiplier), _as_i64(shift))
+    reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
+    total = 15 - shift
+    return _wrap_i32((x * reduced + (np.int64(1) << (total - 1))) >> total)
+
+
 def _wrap_i32(x: np.ndarray) -> np.ndarray:
     """Two's-complement wrap to int32, what the C does with a uint32 shift."""
     return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)

@@ -90,6 +90,18 @@ static inline int32_t tinyaot_requantize(int32_t x, int32_t multiplier, int32_t 
     return tinyaot_requantize_nonneg(x, multiplier, shift);
 }
 
+/*
+ * TFLite's MultiplyByQuantizedMultiplier for an int64 x (|x| < 2^47, the 16x8 kernels' accumulators): the
+ * multiplier rounded to 15 bits, then one rounding right shift by 15 - shift (shift in [-31, 7]).
+ * Twin of quantize/fixedpoint.py multiply_by_quantized_multiplier_64.
+ */
+static inline int32_t tinyaot_requantize_64(int64_t x, int32_t multiplier, int32_t shift)
+{
+    const int32_t reduced = (multiplier < 0x7FFF0000) ? ((multiplier + (1 << 15)) >> 16) : 0x7FFF;
+    const int32_t total = 15 - shift;
+    return (int32_t)((x * (int64_t)reduced + ((int64_t)1 << (total - 1))) >> total);
+}
+
 static inline int32_t tinyaot_clamp(int32_t x, int32_t lo, int32_t hi)
 {
     return x < lo ? lo : (x > hi ? hi : x);
