@@ -159,6 +159,9 @@ def _add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "compile time (about twice their weight flash; convs use a small work buffer in the arena); "
                    "size: int8 weights, a fast conv kernel that widens them as it reads; memory: the plain int8 "
                    "kernels and the smallest arena")
+    p.add_argument("--int16", action="append", metavar="LAYER", help="give this layer int16 activations (16x8; "
+                   "repeat for more layers), or 'auto' for the layers whose int8 kernel loses the most on the "
+                   "calibration samples; input and output stay int8")
     if data:
         p.add_argument("--float-model", help="with --data and an int8 .tflite: the float .tflite it was converted "
                        "from, to compare outputs with")
@@ -393,6 +396,8 @@ def _compile_options(args) -> dict:
             options[flag] = True
     if getattr(args, "optimize", "speed") != "speed":
         options["optimize"] = args.optimize
+    if getattr(args, "int16", None):
+        options["int16"] = "auto" if args.int16 == ["auto"] else list(args.int16)
     if _accepts(compile_model, "progress"):
         options["progress"] = lambda stage: _stage(args, f"compiling {args.model}: {stage}")
     return options
@@ -521,6 +526,7 @@ def _summary_one(cm) -> dict:
         "flash_bytes": cm.flash_bytes,
         "input": first_in,
         "output": first_out,
+        **({"int16_layers": dict(cm.int16_layers)} if getattr(cm, "int16_layers", None) else {}),
     }
 
 
@@ -556,6 +562,8 @@ def cmd_compile(args) -> int:
     c.print(f"compiled [bold]{cm.name}[/]: arena {cm.arena_bytes:,} B (lower bound "
             f"{cm.lower_bound_bytes:,} B), {_flash(cm)}")
     _print_contract(c, info)
+    for layer, why in info.get("int16_layers", {}).items():
+        c.print(f"int16 activations: {layer} ({why})")
     c.print(f"wrote {len(files)} files to {out}/")
     _print_trust(c, cm)
     return 0

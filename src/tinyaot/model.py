@@ -36,6 +36,7 @@ class CompiledModel:
         self._host = None
         self.last_m33 = None  # M33Result of the latest m33 run
         self.stream_info = None  # passes.streaming.StreamInfo of a model compiled with stream=True
+        self.int16_layers: dict = {}  # layer -> why it has int16 activations (quantize/mixed.py)
         self.window = None  # (float graph, int8 graph, options) of the full window a streamed model came from
         self._window_model = None
 

@@ -22,7 +22,7 @@ from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
 from tinyaot.plan.kernels import check_optimize
-from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch_len, collect_ranges
+from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch_len, batch_slice, collect_ranges
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
@@ -205,7 +205,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
                   alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
                   observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
                   float_model=None, preserve_input: bool = False, separate_output: bool = False,
-                  optimize: str = "speed", stream: bool = False, progress=None) -> CompiledModel:
+                  optimize: str = "speed", stream: bool = False, int16=None, progress=None) -> CompiledModel:
     """Compile a model to int8 C.
 
     example_input and calibration are in PyTorch's layout (e.g. NCHW); for a float .tflite, in its own (NHWC).
@@ -226,19 +226,30 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     int8 model); "memory" runs the plain int8 kernels for the smallest arena. progress is called with each
     stage's name.
 
-    stream=True (a PyTorch causal Conv1d / TCN model, example and calibration full windows): calibrated and
-    quantized as the full-window model, then converted to a step function (passes/streaming.py): each invoke
-    takes one frame and outputs the full model's output at that frame, each causal conv keeping its past frames
-    in the state region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream).
+    int16= gives chosen layers int16 activations (TFLite's 16x8 scheme; quantize/mixed.py): a list of layer names
+    (the names of the report), or "auto" for the layers whose int8 kernel loses the most on the calibration
+    samples (local SQNR below 30 dB); the layers reading them run 16x8 kernels too, and the model's input and
+    output stay int8. cm.int16_layers says which were chosen and why.
+
+    stream=True (a PyTorch causal Conv1d / TCN model, or one with nn.LSTM / nn.GRU layers; example and
+    calibration full windows): calibrated and quantized as the full-window model, then converted to a step
+    function (passes/streaming.py): each invoke takes one frame and outputs the full model's output at that frame
+    (a model that outputs only a recurrent layer's last step: its output for the sequence ending at that frame),
+    each causal conv keeping its past frames and each recurrent layer its hidden (and cell) state in the state
+    region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream).
     """
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
                     Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
-                    bool(stream))
+                    bool(stream), _check_int16(int16))
     if input_dtype not in ("int8", "uint8"):
         raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
     if stream and (is_tflite(model) or _is_pt2e(model)):
-        raise ModelError("stream=True converts a PyTorch nn.Module (a causal Conv1d / TCN model) calibrated by "
-                         "tinyaot; .tflite and PT2E models are not streamed yet: compile the nn.Module")
+        raise ModelError("stream=True converts a PyTorch nn.Module (a causal Conv1d / TCN or recurrent model) "
+                         "calibrated by tinyaot; .tflite and PT2E models are not streamed yet: compile the "
+                         "nn.Module")
+    if stream and opts.int16:
+        raise ModelError("int16= with stream=True is not supported yet: the streamed convs keep int8 frames; "
+                         "compile the streamed model all int8")
     if stream and data is not None:
         raise ModelError("data= checks a model against its float twin window by window; with stream=True compile "
                          "the full-window model for that report (the streamed outputs equal its outputs)")
@@ -247,6 +258,9 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
 
         if is_float_tflite(model):
             return _compile_float_tflite(model, calibration, data, opts)
+        if opts.int16:
+            raise ModelError("int16= chooses precision while tinyaot quantizes; this .tflite model is already "
+                             "quantized (its int16 tensors, if any, are imported as they are)")
         cm = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract, progress=progress,
                             optimize=opts.optimize)
         if calibration is not None:
@@ -255,6 +269,8 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     from tinyaot.frontend.pt2e import is_pt2e
 
     if is_pt2e(model):
+        if opts.int16:
+            raise ModelError("int16= chooses precision while tinyaot quantizes; a PT2E graph is already quantized")
         if calibration is not None:
             warnings.warn("calibration is ignored: a PT2E-converted graph is already quantized", stacklevel=3)
         cm = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
@@ -290,6 +306,7 @@ class _Options:
     progress: object  # callable(str) or None
     optimize: str = "speed"
     stream: bool = False  # convert to a one-frame step function (passes/streaming.py)
+    int16: object = ()  # layer names, or "auto" (quantize/mixed.py)
 
 
 def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
@@ -319,6 +336,10 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
     findings += check_ranges(float_graph, calib, opts.observer)
     _say(opts.progress, "quantizing to int8")
     int8_graph, lowering_findings = lower_to_int8(float_graph, calib.ranges)
+    int16_layers = _int16_layers(float_graph, int8_graph, batch, opts)
+    if int16_layers:
+        _say(opts.progress, f"int16 activations for {', '.join(int16_layers)}")
+        int8_graph, lowering_findings = lower_to_int8(float_graph, calib.ranges, tuple(int16_layers))
     findings += lowering_findings
     if opts.input_dtype == "uint8":
         int8_graph = accept_uint8_input(int8_graph)
@@ -327,7 +348,27 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
         return _finish(_stream(float_graph, int8_graph, calib, opts), [], None, opts, said=findings)
     cm = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
                             opts.optimize, calibration=calib)
+    cm.int16_layers = int16_layers
     return _finish(cm, [], data, opts, said=findings)
+
+
+def _check_int16(int16):
+    if int16 is None or int16 == "auto":
+        return int16 or ()
+    if isinstance(int16, str) or not all(isinstance(n, str) for n in int16):
+        raise ModelError(f"int16 must be a list of layer names or 'auto', got {int16!r}")
+    return tuple(int16)
+
+
+def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: _Options) -> dict[str, str]:
+    """Layer -> why it has int16 activations (int16="auto": its int8 error; or asked for by name)."""
+    if opts.int16 != "auto":
+        return dict.fromkeys(opts.int16, "chosen by name")
+    from tinyaot.quantize.float_eval import evaluate
+    from tinyaot.quantize.mixed import AUTO_SAMPLES, auto_int16_layers
+
+    values = evaluate(float_graph, batch_slice(batch, 0, AUTO_SAMPLES))
+    return auto_int16_layers(float_graph, int8_graph, values)
 
 
 def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompiledModel:

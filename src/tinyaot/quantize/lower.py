@@ -13,6 +13,7 @@ from tinyaot.errors import CalibrationError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.quantize.fixedpoint import quantize_multiplier
+from tinyaot.quantize.mixed import SOFTMAX16_QPARAMS, Converter, int16_qparams, plan_mixed
 from tinyaot.quantize.observers import Range
 from tinyaot.quantize.recurrent import lower_recurrent
 from tinyaot.quantize.scheme import (
@@ -22,6 +23,7 @@ from tinyaot.quantize.scheme import (
     quantize_array,
     quantize_bias,
     quantize_weights_per_channel,
+    round_half_away,
 )
 
 SOFTMAX_QPARAMS = QParams.per_tensor(1.0 / 256.0, -128)
@@ -33,39 +35,66 @@ INT8_CONSTANTS = ops_where(int8_constants=True)
 RECURRENT = ops_where(qparams=ops.RECURRENT)
 
 
-def lower_to_int8(g: Graph, ranges: dict[str, Range]) -> tuple[Graph, list[Finding]]:
-    """The int8 graph, and what had to be clamped on the way (a bias beyond int32, a multiplier out of range)."""
+def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, list[Finding]]:
+    """The int8 graph, and what had to be clamped on the way (a bias beyond int32, a multiplier out of range).
+    `int16`: layers given int16 activations (quantize/mixed.py); their readers run 16x8 kernels."""
     findings: list[Finding] = []
     q = g.replace(tensors={}, nodes=[])
+    mix = plan_mixed(g, int16)
+    convert = Converter(q, ranges)
     for name in g.inputs:
         _add_activation(q, g.tensor(name), _qparams_for(ranges, name))
     for node in g.nodes:
         if node.op in RECURRENT:  # weights per gate row and an int16 state (quantize/recurrent.py)
             findings += lower_recurrent(g, q, node, ranges)
             continue
+        wide = node.name in mix.nodes  # a 16x8 kernel: int16 activations in and out
+        inputs = _rewired(g, node, wide, node.outputs[0] in mix.tensors, convert)
         out = g.tensor(node.outputs[0])
         if node.op in WEIGHT_AXIS:
-            qp = _qparams_for(ranges, out.name)
-            findings += _lower_weighted(g, q, node, WEIGHT_AXIS[node.op], qp)
+            qp = int16_qparams(ranges[out.name]) if wide else _qparams_for(ranges, out.name)
+            findings += _lower_weighted(g, q, node, WEIGHT_AXIS[node.op], qp, inputs[0])
         elif node.op in INHERIT:
-            qp = q.tensor(node.inputs[0]).qparams
+            qp = q.tensor(inputs[0]).qparams
         elif node.op in OWN:
-            qp = _qparams_for(ranges, out.name)
+            qp = int16_qparams(ranges[out.name]) if wide else _qparams_for(ranges, out.name)
             if node.op in INT8_CONSTANTS:
                 _lower_constant_operands(g, q, node)
             for c in (c for c in node.inputs if g.tensor(c).is_const and c not in q.tensors):
                 q.add_tensor(g.tensor(c))  # float constants its prepare folds into integers (layer_norm's gamma)
         elif node.op in SOFTMAX:
-            qp = SOFTMAX_QPARAMS
+            qp = SOFTMAX16_QPARAMS if wide else SOFTMAX_QPARAMS
         else:
             raise UnsupportedOpError(
                 f"op '{node.op}' in layer '{node.name}' ({node.source or 'no source location'}) has no int8 "
                 f"lowering; int8 ops available: "
                 f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | RECURRENT))}"
             )
-        _add_activation(q, out, qp)
-        q.nodes.append(Node(node.op, node.name, list(node.inputs), list(node.outputs), dict(node.attrs), node.source))
+        attrs = dict(node.attrs)
+        if wide and out.name not in mix.tensors:  # a 16x8 kernel whose output stays int8: its own int16 twin
+            q.add_tensor(Tensor(f"{out.name}__s16", out.shape, "int16", qparams=qp))
+            q.nodes.append(Node(node.op, node.name, inputs, [f"{out.name}__s16"], attrs, node.source))
+            qp8 = SOFTMAX_QPARAMS if node.op in SOFTMAX else _qparams_for(ranges, out.name)
+            convert.to_int8_output(node, out, qp8, node.source)
+            continue
+        dtype = "int16" if wide or (OPS[node.op].view and q.tensor(inputs[0]).dtype == "int16") else "int8"
+        q.add_tensor(Tensor(out.name, out.shape, dtype, qparams=qp))
+        q.nodes.append(Node(node.op, node.name, inputs, list(node.outputs), attrs, node.source))
     return q, findings
+
+
+def _rewired(g: Graph, node: Node, wide: bool, out16: bool, convert: Converter) -> list[str]:
+    """The node's inputs in the precision its kernel reads: int16 twins for a 16x8 kernel, int8 ones for an int8
+    kernel reading an int16 tensor; a view passes int16 on unless its output must be int8."""
+    def one(name: str) -> str:
+        if g.tensor(name).is_const:
+            return name
+        if wide:
+            return convert.as_int16(name, node.source)
+        if OPS[node.op].view and out16:
+            return name
+        return convert.as_int8(name, node.source)
+    return [one(i) for i in node.inputs]
 
 
 def _lower_constant_operands(g: Graph, q: Graph, node: Node) -> None:
@@ -89,14 +118,17 @@ def _add_activation(q: Graph, t: Tensor, qp: QParams) -> Tensor:
     return q.add_tensor(Tensor(t.name, t.shape, "int8", qparams=qp))
 
 
-def _lower_weighted(g: Graph, q: Graph, node: Node, axis: int, out_qp: QParams) -> list[Finding]:
-    x_name, w_name, b_name = node.inputs
+def _lower_weighted(g: Graph, q: Graph, node: Node, axis: int, out_qp: QParams, x_name: str) -> list[Finding]:
+    """int8 weights per channel; the bias int32 at input scale x weight scale, int64 for an int16 input (16x8)."""
+    _, w_name, b_name = node.inputs
     x_q = q.tensor(x_name).qparams
     w_q, w_qp = quantize_weights_per_channel(g.tensor(w_name).data, axis=axis)
     bias = g.tensor(b_name).data
     b_q, b_qp = quantize_bias(bias, x_q.scale[0], np.asarray(w_qp.scale))
+    if q.tensor(x_name).dtype == "int16":
+        b_q = round_half_away(np.asarray(bias, np.float64) / np.asarray(b_qp.scale)).astype(np.int64)
     q.add_tensor(Tensor(w_name, w_q.shape, "int8", data=w_q, qparams=w_qp))
-    q.add_tensor(Tensor(b_name, b_q.shape, "int32", data=b_q, qparams=b_qp))
+    q.add_tensor(Tensor(b_name, b_q.shape, str(b_q.dtype), data=b_q, qparams=b_qp))
     return _bias_findings(node, bias, b_qp, x_q) + _multiplier_findings(node, x_q, w_qp, out_qp)
 
 

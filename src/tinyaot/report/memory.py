@@ -6,7 +6,7 @@ inference measured on the emulated Cortex-M33 (when its toolchain is present).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tinyaot.ir.ops import OPS
@@ -58,6 +58,7 @@ class MemoryReport:
     inputs: tuple[dict, ...] = ()  # every input (input is the first), for models with several
     outputs: tuple[dict, ...] = ()
     state_bytes: int = 0  # the state region (kept between invokes: a streamed conv's past frames), apart from the arena
+    int16_layers: dict = field(default_factory=dict)  # layer -> why it has int16 activations (quantize/mixed.py)
 
     @property
     def ram_bytes(self) -> int | None:
@@ -90,7 +91,7 @@ class MemoryReport:
             float_lower_bound_bytes=cm.float_plan.lower_bound, float_n_steps=cm.float_plan.n_steps,
             float_tensors=tensor_rows(cm.float_plan, float_graph),
             float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
-            contract=cm.contract, state_bytes=cm.state_bytes,
+            contract=cm.contract, state_bytes=cm.state_bytes, int16_layers=dict(getattr(cm, "int16_layers", {})),
         )
 
     def to_dict(self) -> dict:
@@ -116,6 +117,9 @@ class MemoryReport:
             yield self.overlap_note
         if self.contract is not None:
             yield str(self.contract)
+        if self.int16_layers:
+            yield ("int16 activations (16x8; 2-byte tensors, marked int16): "
+                   + "; ".join(f"{k} ({v})" for k, v in self.int16_layers.items()))
         if self.source_lower_bound is not None and self.source_lower_bound != self.lower_bound_bytes:
             yield (f"op order chosen by {self.schedule} search: lower bound {self.lower_bound_bytes:,} B "
                    f"(the source order needs {self.source_lower_bound:,} B)")
@@ -208,6 +212,9 @@ def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
         if plan.shares_bytes(ov):
             notes[ov.output] = (f"in place over {ov.input}" if ov.distance <= 0
                                 else f"over {ov.input}, {ov.distance} B below it")
+    for b in plan.buffers:  # 16x8 activations: two bytes a value
+        if b.name in g.tensors and g.tensor(b.name).dtype == "int16":
+            notes[b.name] = "; ".join(filter(None, ("int16", notes.get(b.name))))
     for v in getattr(plan, "variants", ()):  # in-place ring kernels (plan/inplace.py)
         pixels = f"{v.ring_pixels} pixel" + "s" * (v.ring_pixels != 1)
         notes[v.scratch] = f"ring of {pixels}, scratch of {v.node} at its step only"

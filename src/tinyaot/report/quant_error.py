@@ -202,7 +202,7 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
         q = np.stack(traced[node.name]).astype(np.float64)
         deq = (q - out.qparams.zero_point[0]) * out.qparams.scale[0]
         ref = ref_values[out.name].reshape(deq.shape)
-        local = _local_sqnr(params, node, g, ref_values)
+        local = local_sqnr(params, node, g, ref_values)
         rows.append(_row(node, out, deq, ref, local))
     output = _output_check(cm, ref_values, traced, labels)
     rows = tuple(rows)
@@ -238,8 +238,8 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
                       float(steps.max()), saturated, used, f_lo, f_hi, lo, hi)
 
 
-def _local_sqnr(params: dict, node, g, ref_values: dict) -> float:
-    """The node's int8 kernel alone: float inputs rounded to their int8 qparams, output against float."""
+def local_sqnr(params: dict, node, g, ref_values: dict) -> float:
+    """The node's int8 (or 16x8) kernel alone: float inputs rounded to their qparams, output against float."""
     from tinyaot.quantize.scheme import quantize_array
     from tinyaot.ref.interpreter import KERNELS, kernel_for
 
@@ -253,7 +253,7 @@ def _local_sqnr(params: dict, node, g, ref_values: dict) -> float:
     n = min(LOCAL_SAMPLES, len(ref_values[ins[0].name]))
     got, want = [], []
     for s in range(n):
-        args = [quantize_array(ref_values[t.name][s].reshape(t.shape), t.qparams) for t in ins]
+        args = [quantize_array(ref_values[t.name][s].reshape(t.shape), t.qparams, t.dtype) for t in ins]
         y = np.asarray(kernel(*args, p)).astype(np.float64)
         got.append((y.reshape(-1) - out.qparams.zero_point[0]) * out.qparams.scale[0])
         want.append(ref_values[out.name][s].reshape(-1))

@@ -1,0 +1,166 @@
+"""Mixed precision: chosen layers get int16 activations (TFLite's 16x8 scheme) inside an int8 model.
+
+Choosing a layer makes its output int16 (symmetric, zero point 0, the calibrated range over 65,535 steps
+instead of 255). Every layer that reads an int16 tensor then runs its 16x8 kernel (int16 in, int16 out) so the
+finer values are not thrown away at once; a view, pooling or another op that keeps its input's qparams passes
+int16 on. Where precision changes a `quantize` node converts: int8 -> int16 exactly (scale / 128, so the int16
+values are the int8 ones times 128), int16 -> int8 with the tensor's own int8 qparams. The model's inputs and
+outputs stay int8, so the C interface is the same as an all-int8 model's, and the planner places the 2-byte
+tensors like any other.
+
+`auto_int16_layers` chooses for the user: the layers whose int8 kernel alone, on exactly rounded inputs, has a
+signal-to-quantization-noise ratio below `AUTO_SQNR_DB` on the calibration samples (the per-layer error report's
+"local" figure), among the ops with a 16x8 kernel.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tinyaot.errors import ModelError
+from tinyaot.ir import Graph, Node, QParams, Tensor
+from tinyaot.ir.ops import OPS, ops_where
+from tinyaot.quantize.observers import Range
+from tinyaot.quantize.scheme import activation_qparams
+
+AUTO_SQNR_DB = 30.0  # int8 layers below this local SQNR get int16 activations with int16="auto"
+AUTO_SAMPLES = 64  # calibration samples the automatic choice measures on
+INT16_MAX = 32767
+SOFTMAX16_QPARAMS = QParams.per_tensor(1.0 / 32768.0, 0)  # TFLite's int16 softmax output
+_PASSES_ON = ops_where(qparams="inherit")  # views, pooling, pads: the output keeps the input's qparams
+
+
+@dataclass(frozen=True)
+class MixedPlan:
+    """Which float-graph tensors become int16 and which nodes run a 16x8 kernel."""
+
+    chosen: tuple[str, ...]  # the layers asked for (or chosen automatically), in graph order
+    tensors: frozenset[str]  # int16 activations
+    nodes: frozenset[str]  # nodes whose kernel is the 16x8 one
+
+    def __bool__(self) -> bool:
+        return bool(self.chosen)
+
+
+def with16() -> list[str]:
+    return sorted(s.name for s in OPS.values() if s.s16)
+
+
+def plan_mixed(g: Graph, layers) -> MixedPlan:
+    """The int16 tensors and 16x8 nodes for the chosen `layers` (node names of the float graph)."""
+    names = [n.name for n in g.nodes]
+    chosen = list(dict.fromkeys(layers or ()))
+    unknown = [c for c in chosen if c not in names]
+    if unknown:
+        raise ModelError(f"int16: no layer named {', '.join(repr(u) for u in unknown)}; the layers are "
+                         f"{', '.join(names)} (tinyaot.compile(..., int16=[names]) or int16='auto')")
+    for node in g.nodes:
+        if node.name in chosen and not OPS[node.op].s16:
+            raise ModelError(f"int16: layer '{node.name}' is a {node.op}, which has no 16x8 kernel; the ops with one: "
+                             f"{', '.join(with16())}")
+    tensors: set[str] = set()
+    nodes: set[str] = set()
+    for node in g.nodes:
+        reads16 = any(t in tensors for t in node.inputs)
+        spec = OPS[node.op]
+        if spec.view and reads16:
+            tensors.add(node.outputs[0])
+        elif reads16 and spec.qparams == "recurrent":
+            raise ModelError(f"int16: layer '{node.name}' ({node.op}) reads an int16 tensor, and the recurrent "
+                             "kernels take int8 input; choose layers that do not feed it directly")
+        elif node.name in chosen or (reads16 and spec.s16):
+            nodes.add(node.name)
+            if node.name in chosen or node.op in _PASSES_ON:
+                tensors.add(node.outputs[0])
+    tensors -= set(g.outputs)  # the model's outputs stay int8: a 16x8 producer's output is converted
+    return MixedPlan(tuple(n for n in names if n in chosen), frozenset(tensors), frozenset(nodes))
+
+
+def int16_qparams(r: Range) -> QParams:
+    """Symmetric int16 over the calibrated range (TFLite's 16x8 activations: zero point 0)."""
+    bound = max(abs(r.lo), abs(r.hi))
+    return QParams.per_tensor(float(np.float32(bound / INT16_MAX)) if bound > 0 else 1.0, 0)
+
+
+class Converter:
+    """The quantize nodes where precision changes, each made once per tensor."""
+
+    def __init__(self, q: Graph, ranges: dict[str, Range]):
+        self.q = q
+        self.ranges = ranges
+
+    def as_int16(self, name: str, source: str | None) -> str:
+        t = self.q.tensor(name)
+        if t.dtype == "int16" or t.is_const:
+            return name
+        twin = f"{name}__s16"
+        if twin not in self.q.tensors:  # exact: the int8 values times 128 (|q - zero point| <= 255)
+            qp = QParams.per_tensor(float(t.qparams.scale[0]) / 128.0, 0)
+            self._convert(name, Tensor(twin, t.shape, "int16", qparams=qp), source)
+        return twin
+
+    def as_int8(self, name: str, source: str | None) -> str:
+        t = self.q.tensor(name)
+        if t.dtype != "int16":
+            return name
+        twin = f"{name}__s8"
+        if twin not in self.q.tensors:
+            r = self.ranges.get(name)
+            qp = activation_qparams(r.lo, r.hi) if r is not None else _int8_cover(t.qparams)
+            self._convert(name, Tensor(twin, t.shape, "int8", qparams=qp), source)
+        return twin
+
+    def to_int8_output(self, node: Node, out: Tensor, qp8: QParams, source: str | None) -> Tensor:
+        """A 16x8 node whose output stays int8: the node writes an int16 twin, a quantize makes `out`."""
+        wide = self.q.tensor(f"{out.name}__s16")
+        self.q.nodes.append(Node("quantize", f"{node.name}_to_int8", [wide.name], [out.name], {}, source))
+        return self.q.add_tensor(Tensor(out.name, out.shape, "int8", qparams=qp8))
+
+    def _convert(self, src: str, twin: Tensor, source: str | None) -> None:
+        self.q.add_tensor(twin)
+        self.q.nodes.append(Node("quantize", f"{src}_to_{twin.dtype}", [src], [twin.name], {}, source))
+
+
+def _int8_cover(qp: QParams) -> QParams:
+    bound = float(qp.scale[0]) * INT16_MAX
+    return activation_qparams(-bound, bound)
+
+
+def auto_int16_layers(g: Graph, q8: Graph, values: dict[str, np.ndarray],
+                      threshold: float = AUTO_SQNR_DB) -> dict[str, str]:
+    """Layer -> why it gets int16 activations. A layer with a 16x8 kernel whose int8 kernel alone (on exactly
+    rounded inputs) loses more than `threshold` allows is chosen, and so are the layers that produce its inputs:
+    the loss is as often the coarse int8 input as the output. `values`: the float graph's tensors on calibration
+    samples."""
+    from tinyaot.ref.interpreter import prepare_all
+    from tinyaot.report.quant_error import local_sqnr
+
+    params = prepare_all(q8)
+    names = {n.name for n in g.nodes}
+    out: dict[str, str] = {}
+    for node in q8.nodes:
+        if not OPS[node.op].s16 or node.name not in names:
+            continue
+        db = local_sqnr(params, node, q8, values)
+        if math.isnan(db) or db >= threshold:
+            continue
+        why = f"int8 local SQNR {db:.1f} dB < {threshold:g} dB"
+        out.setdefault(node.name, why)
+        for producer in _producers(g, node):
+            out.setdefault(producer.name, f"feeds {node.name} ({why})")
+    order = [n.name for n in g.nodes]
+    return dict(sorted(out.items(), key=lambda kv: order.index(kv[0])))
+
+
+def _producers(g: Graph, node: Node) -> list[Node]:
+    """The nearest producers of the node's activation inputs through views, those with a 16x8 kernel."""
+    found = []
+    for name in node.inputs:
+        p = g.producer(name)
+        while p is not None and OPS[p.op].view:
+            p = g.producer(p.inputs[0])
+        if p is not None and OPS[p.op].s16 and OPS[p.op].qparams != "recurrent":
+            found.append(p)
+    return found

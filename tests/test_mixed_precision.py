@@ -1,0 +1,134 @@
+"""Mixed precision from PyTorch: chosen layers get int16 activations (16x8), by name or automatically.
+
+The model: a feature layer with two loud channels (60x the others) beside many quiet ones, which the next layer
+reads. In int8 the loud channels set fc1's output scale and the quiet ones keep a handful of steps; int16 gives
+them 256 times more. What is checked: where the int16 tensors and the conversions go, that the compiled mixed
+model is the same bytes on the reference, host C and the Cortex-M33 with int8 input and output, that the arena
+plans the 2-byte tensors at its lower bound, that int16 measurably recovers the accuracy int8 loses, that "auto"
+picks the layers the per-layer error report blames, and the refusals.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import tinyaot
+from tinyaot.errors import ModelError
+from tinyaot.quantize.mixed import plan_mixed
+
+F, H, C = 16, 48, 8
+
+
+class LoudChannels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(F, H)
+        self.fc2 = nn.Linear(H, H)
+        self.head = nn.Linear(H, C)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+@pytest.fixture(scope="module")
+def setup():
+    torch.manual_seed(0)
+    m = LoudChannels().eval()
+    with torch.no_grad():
+        m.fc1.weight[:2] *= 60.0  # two loud channels
+        m.fc2.weight[:, :2] /= 60.0  # that the next layer mostly ignores
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((600, F)).astype(np.float32))
+    with torch.no_grad():
+        ref = m(x[300:]).numpy()
+    return m, x[:300], x[300:].numpy(), ref
+
+
+def _errors(cm, test, ref) -> tuple[float, float]:
+    got = cm.run_float(test)
+    agree = float(np.mean(got.argmax(1) == ref.argmax(1)))
+    return agree, float(np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)))
+
+
+def test_plan_puts_int16_after_the_chosen_layer_and_keeps_the_io_int8(setup):
+    m, cal, _, _ = setup
+    cm = tinyaot.compile(m, cal[:1], calibration=cal, int16=["fc1"])
+    g = cm.graph
+    dtypes = {n.name: (n.op, g.tensor(n.inputs[0]).dtype, g.tensor(n.outputs[0]).dtype) for n in g.nodes}
+    assert dtypes["fc1"] == ("fully_connected", "int16", "int16")
+    assert dtypes["fc2"] == ("fully_connected", "int16", "int16")  # it reads fc1's int16 output
+    assert dtypes["head"] == ("fully_connected", "int8", "int8")
+    conversions = [v for v in dtypes.values() if v[0] == "quantize"]
+    assert sorted(conversions) == [("quantize", "int16", "int8"), ("quantize", "int8", "int16")]
+    assert g.tensor(g.inputs[0]).dtype == "int8" and g.tensor(g.outputs[0]).dtype == "int8"
+    assert cm.int16_layers == {"fc1": "chosen by name"}
+    mix = plan_mixed(cm.float_graph, ["fc1"])
+    assert mix.nodes == {"fc1", "fc2"} and mix.tensors == {cm.float_graph.nodes[0].outputs[0]}
+
+
+@pytest.mark.host
+def test_mixed_model_is_the_same_bytes_everywhere_and_planned_at_its_bound(setup):
+    m, cal, test, _ = setup
+    cm = tinyaot.compile(m, cal[:1], calibration=cal, int16=["fc1"])
+    xq = cm.quantize_input(test[:40])
+    want = cm.run(xq, engine="reference")
+    assert want.dtype == np.int8
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), want)
+    assert cm.arena_bytes == cm.lower_bound_bytes
+    # fc1's int16 output (2 x 48 B) and fc2's (2 x 48 B) are live together at fc2: the plan holds both
+    assert cm.arena_bytes >= 4 * H
+    header = cm.c_sources.files[f"{cm.name}.h"]
+    assert "int8_t *model_input(void);" in header and "const int8_t *model_output(void);" in header
+
+
+@pytest.mark.m33
+def test_mixed_model_on_the_m33(setup):
+    m, cal, test, _ = setup
+    cm = tinyaot.compile(m, cal[:1], calibration=cal, int16=["fc1"])
+    xq = cm.quantize_input(test[:4])
+    np.testing.assert_array_equal(cm.run(xq, engine="m33"), cm.run(xq, engine="reference"))
+    assert cm.last_m33.instructions > 0
+
+
+def test_int16_recovers_what_int8_loses(setup):
+    m, cal, test, ref = setup
+    agree8, err8 = _errors(tinyaot.compile(m, cal[:1], calibration=cal), test, ref)
+    cm = tinyaot.compile(m, cal[:1], calibration=cal, int16=["fc1"])
+    agree16, err16 = _errors(cm, test, ref)
+    assert err16 < err8 / 2, (err8, err16)
+    assert agree16 >= agree8 and agree16 >= 0.97, (agree8, agree16)
+
+
+def test_auto_chooses_the_layers_the_error_report_blames(setup):
+    m, cal, test, ref = setup
+    cm8 = tinyaot.compile(m, cal[:1], calibration=cal)
+    local = {r.layer: r.local_sqnr_db for r in cm8.layer_errors(cal.numpy()).layers}
+    assert local["fc2"] < 30 <= min(local["fc1"], local["head"])  # fc2 reads fc1's crushed quiet channels
+    cm = tinyaot.compile(m, cal[:1], calibration=cal, int16="auto")
+    assert list(cm.int16_layers) == ["fc1", "fc2"]
+    assert cm.int16_layers["fc1"].startswith("feeds fc2 (int8 local SQNR")
+    _, err8 = _errors(cm8, test, ref)
+    _, err16 = _errors(cm, test, ref)
+    assert err16 < err8 / 2
+
+
+def test_int16_refusals(setup):
+    m, cal, _, _ = setup
+    with pytest.raises(ModelError, match=r"no layer named 'conv9'; the layers are fc1, fc2, head"):
+        tinyaot.compile(m, cal[:1], calibration=cal, int16=["conv9"])
+    with pytest.raises(ModelError, match="a list of layer names or 'auto'"):
+        tinyaot.compile(m, cal[:1], calibration=cal, int16="fc1")
+
+    class Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(F, H)
+            self.norm = nn.LayerNorm(H)
+
+        def forward(self, x):
+            return self.norm(self.fc(x))
+
+    with pytest.raises(ModelError, match=r"layer 'norm' is a layer_norm, which has no 16x8 kernel; the ops with "
+                                         r"one: .*fully_connected"):
+        tinyaot.compile(Norm().eval(), cal[:1], calibration=cal, int16=["norm"])
