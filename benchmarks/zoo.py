@@ -1,5 +1,6 @@
-"""The seed MLP and the test zoo through tinyaot: MACs, arena vs lower bound vs fp32, flash, Cortex-M33
-instructions (exact, QEMU -icount) and int8-vs-float agreement, one row per model.
+"""The seed MLP and the test zoo through tinyaot: MACs, arena vs lower bound vs fp32, state bytes, flash,
+Cortex-M33 instructions (exact, QEMU -icount; per frame too for a recurrent model) and int8-vs-float agreement,
+one row per model.
 
     .venv/bin/python benchmarks/zoo.py [--no-m33] [--json] [--only NAME]
 
@@ -35,8 +36,8 @@ def _row(name: str, cm, x_float, want, use_m33: bool, regression: bool = False) 
                            for g, w in pairs)
     row = {"model": name, "macs": macs, "arena_bytes": cm.arena_bytes, "lower_bound_bytes": cm.lower_bound_bytes,
            "fp32_arena_bytes": cm.float_arena_bytes, "constant_bytes": cm.constant_bytes,
-           "code_bytes": cm.code_bytes, "m33_instructions": None, "instructions_per_mac": None,
-           "int8_vs_float": agreement}
+           "code_bytes": cm.code_bytes, "state_bytes": cm.state_bytes, "m33_instructions": None,
+           "instructions_per_mac": None, "instructions_per_frame": None, "int8_vs_float": agreement}
     if use_m33:
         first = [v[:1] for v in x_float] if isinstance(x_float, list) else x_float[:1]
         xq = cm.quantize_input(cm.to_model_layout(first))
@@ -46,7 +47,20 @@ def _row(name: str, cm, x_float, want, use_m33: bool, regression: bool = False) 
             raise SystemExit(f"{name}: Cortex-M33 output differs from the reference")
         row["m33_instructions"] = cm.last_m33.instructions
         row["instructions_per_mac"] = round(cm.last_m33.instructions / macs, 2) if macs else None
+        frames = _frames(cm)
+        if frames:
+            row["instructions_per_frame"] = round(cm.last_m33.instructions / frames)
     return row
+
+
+def _frames(cm) -> int | None:
+    """A recurrent model's frames per inference (its first recurrent layer's sequence length), else None."""
+    from tinyaot.ir.ops import OPS
+
+    for node in cm.graph.nodes:
+        if OPS[node.op].macs == "recurrent":
+            return cm.graph.tensor(node.inputs[0]).shape[1]
+    return None
 
 
 def _agreement(got: np.ndarray, want: np.ndarray, regression: bool) -> str:
@@ -102,14 +116,15 @@ def main(argv: list[str] | None = None) -> int:
 
     t = Table(title="tinyaot on the seed MLP and the zoo (int8 I/O; bytes; Cortex-M33 instructions per inference)")
     cols = [("model", "model"), ("MACs", "macs"), ("arena", "arena_bytes"), ("lower bound", "lower_bound_bytes"),
-            ("fp32 arena", "fp32_arena_bytes"), ("flash consts", "constant_bytes"), ("code", "code_bytes"),
-            ("M33 instr", "m33_instructions"), ("instr/MAC", "instructions_per_mac"),
+            ("fp32 arena", "fp32_arena_bytes"), ("state", "state_bytes"), ("flash consts", "constant_bytes"),
+            ("code", "code_bytes"), ("M33 instr", "m33_instructions"), ("instr/MAC", "instructions_per_mac"),
+            ("instr/frame", "instructions_per_frame"),
             ("int8 vs float", "int8_vs_float")]
     for title, _ in cols:
         t.add_column(title, justify="left" if title == "model" else "right")
     for r in rows:
         t.add_row(*("n/a" if r[k] is None else f"{r[k]:,}" if isinstance(r[k], int) else str(r[k]) for _, k in cols))
-    Console(width=160).print(t)
+    Console(width=180).print(t)
     return 0
 
 

@@ -32,8 +32,8 @@ class LoudChannels(nn.Module):
         return self.head(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
-@pytest.fixture(scope="module")
-def setup():
+def loud_channels():
+    """The model, 300 calibration samples, 300 held-out ones and the float outputs on them."""
     torch.manual_seed(0)
     m = LoudChannels().eval()
     with torch.no_grad():
@@ -43,6 +43,11 @@ def setup():
     with torch.no_grad():
         ref = m(x[300:]).numpy()
     return m, x[:300], x[300:].numpy(), ref
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return loud_channels()
 
 
 def _errors(cm, test, ref) -> tuple[float, float]:
