@@ -137,3 +137,51 @@ def test_int16_refusals(setup):
     with pytest.raises(ModelError, match=r"layer 'norm' is a layer_norm, which has no 16x8 kernel; the ops with "
                                          r"one: .*fully_connected"):
         tinyaot.compile(Norm().eval(), cal[:1], calibration=cal, int16=["norm"])
+
+
+class SmallCNN(nn.Module):
+    """conv -> depthwise -> residual add -> max pool -> mean -> linear: the 16x8 conv, depthwise, add, pool
+    and mean kernels in one mixed graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        y = torch.relu(self.dw(y)) + y
+        y = nn.functional.max_pool2d(y, 2)
+        return self.fc(y.mean(dim=(2, 3)))
+
+
+@pytest.fixture(scope="module")
+def mixed_cnn():
+    torch.manual_seed(1)
+    m = SmallCNN().eval()
+    x = torch.randn(64, 2, 8, 8).cumsum(-1) / 3  # smooth rows, as images have
+    return m, x, tinyaot.compile(m, x[:1], calibration=x, int16=["conv"])
+
+
+@pytest.mark.host
+def test_mixed_cnn_same_bytes_on_reference_and_host(mixed_cnn):
+    m, x, cm = mixed_cnn
+    g = cm.graph
+    wide = {n.name for n in g.nodes if g.tensor(n.outputs[0]).dtype == "int16" and n.op != "quantize"}
+    assert wide == {"conv", "dw", "add"}  # the chosen conv and its readers; the pool reads the add's int8 twin
+    assert [n.name for n in g.nodes if n.op == "quantize"] == ["input_to_int16", "add_to_int8"]
+    xq = cm.quantize_input(cm.to_model_layout(x[:16].numpy()))
+    want = cm.run(xq, engine="reference")
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), want)
+    with torch.no_grad():
+        ref = m(x[:16]).numpy()
+    got = cm.dequantize_output(want)
+    assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)) < 0.05
+
+
+@pytest.mark.m33
+def test_mixed_cnn_on_the_m33(mixed_cnn):
+    _, x, cm = mixed_cnn
+    xq = cm.quantize_input(cm.to_model_layout(x[:2].numpy()))
+    np.testing.assert_array_equal(cm.run(xq, engine="m33"), cm.run(xq, engine="reference"))

@@ -13,7 +13,7 @@ from tinyaot.errors import CalibrationError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.quantize.fixedpoint import quantize_multiplier
-from tinyaot.quantize.mixed import SOFTMAX16_QPARAMS, Converter, int16_qparams, plan_mixed
+from tinyaot.quantize.mixed import SOFTMAX16_QPARAMS, Converter, drop_dead_conversions, int16_qparams, plan_mixed
 from tinyaot.quantize.observers import Range
 from tinyaot.quantize.recurrent import lower_recurrent
 from tinyaot.quantize.scheme import (
@@ -80,6 +80,8 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
         dtype = "int16" if wide or (OPS[node.op].view and q.tensor(inputs[0]).dtype == "int16") else "int8"
         q.add_tensor(Tensor(out.name, out.shape, dtype, qparams=qp))
         q.nodes.append(Node(node.op, node.name, inputs, list(node.outputs), attrs, node.source))
+    if mix:
+        drop_dead_conversions(q)
     return q, findings
 
 

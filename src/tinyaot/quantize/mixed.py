@@ -92,6 +92,8 @@ class Converter:
         self.ranges = ranges
 
     def as_int16(self, name: str, source: str | None) -> str:
+        """The int16 twin of an int8 tensor: a 16x8 producer's own int16 output when it has one (the finer
+        values), else an exact conversion."""
         t = self.q.tensor(name)
         if t.dtype == "int16" or t.is_const:
             return name
@@ -121,6 +123,19 @@ class Converter:
     def _convert(self, src: str, twin: Tensor, source: str | None) -> None:
         self.q.add_tensor(twin)
         self.q.nodes.append(Node("quantize", f"{src}_to_{twin.dtype}", [src], [twin.name], {}, source))
+
+
+def drop_dead_conversions(q: Graph) -> None:
+    """Remove conversions nobody reads: a 16x8 node's int8 output whose every reader took its int16 twin."""
+    while True:
+        read = {i for n in q.nodes for i in n.inputs} | set(q.outputs)
+        dead = [n for n in q.nodes if n.op == "quantize" and n.outputs[0] not in read
+                and (n.name.endswith("_to_int8") or n.name.endswith("_to_int16"))]
+        if not dead:
+            break
+        for n in dead:
+            q.nodes.remove(n)
+    q.prune()
 
 
 def _int8_cover(qp: QParams) -> QParams:
