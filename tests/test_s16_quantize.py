@@ -70,3 +70,13 @@ def test_int16_reaching_an_op_without_a_16x8_kernel_is_refused():
 
     with pytest.raises(UnsupportedOpError, match=r"operator 0 \(transpose\).*int16 activations.*no 16x8 kernel"):
         tinyaot.compile(tb.build(m))
+
+
+def test_pico2_project_refuses_int16_io(tmp_path):
+    from tinyaot.errors import ModelError
+
+    rng = np.random.default_rng(7)
+    m, x = _case("16->16", rng)
+    cm = assert_matches_tflm(m, [x])
+    with pytest.raises(ModelError, match="int16 input or output .*Export the C"):
+        cm.export(tmp_path, target="pico2")
