@@ -42,7 +42,7 @@ class LayerError:
     mean_abs_steps: float  # mean |int8 - float| in output quantization steps
     max_abs_steps: float
     saturated: float  # fraction of float values outside the int8 range: clipped
-    steps_used: float  # int8 steps the float values span (of 256)
+    steps_used: float  # steps the float values span (of 256 for int8, 65,536 for int16)
     float_lo: float
     float_hi: float
     int8_lo: float  # the real range the int8 tensor covers
@@ -113,9 +113,9 @@ class QuantReport:
 
         t = Table(title=f"int8 vs {self.reference} per layer of '{self.model}' ({self.samples} samples)",
                   caption="local: the layer's kernel alone on exactly rounded inputs; cumul.: everything before it "
-                  "included; steps: int8 steps the data spans (of 256)")
+                  "included; steps: the quantized steps the data spans (of 256 for int8, 65,536 for int16)")
         for col in ("layer", "op", "local dB", "cumul. dB", "err steps", "clipped", "steps", "float range",
-                    "int8 range"):
+                    "quantized range"):
             t.add_column(col, justify="left" if col in ("layer", "op") else "right")
         blame = self.diagnosis.layer if self.diagnosis else None
         for e in self.layers:
@@ -191,6 +191,10 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
     g = cm.graph
     flat = [b.reshape((-1,) + b.shape[2:]) for b in batch] if several else batch.reshape((-1,) + batch.shape[2:])
     ref_values = evaluate(cm.reference_graph, flat)
+    for name in g.tensors:  # a mixed-precision model's int16 / int8 twin of a tensor holds the same reals
+        base = name.removesuffix("__s16").removesuffix("__s8")
+        if base != name and base in ref_values:
+            ref_values[name] = ref_values[base]
     params = prepare_all(g)
     traced = trace_int8(g, params, cm.quantize_input(batch))
     n_samples = len(batch[0]) if several else len(batch)
@@ -233,7 +237,7 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
     saturated = float(np.mean((ref < lo - scale / 2) | (ref > hi + scale / 2)))
     steps = np.abs(deq - ref) / scale
     f_lo, f_hi = float(ref.min()), float(ref.max())
-    used = min(256.0, (max(min(f_hi, hi), 0.0) - min(max(f_lo, lo), 0.0)) / scale + 1)
+    used = min(float(info.max - info.min + 1), (max(min(f_hi, hi), 0.0) - min(max(f_lo, lo), 0.0)) / scale + 1)
     return LayerError(node.name, node.op, out.name, scale, sqnr_db(ref, deq), local, float(steps.mean()),
                       float(steps.max()), saturated, used, f_lo, f_hi, lo, hi)
 
