@@ -185,3 +185,14 @@ def test_mixed_cnn_on_the_m33(mixed_cnn):
     _, x, cm = mixed_cnn
     xq = cm.quantize_input(cm.to_model_layout(x[:2].numpy()))
     np.testing.assert_array_equal(cm.run(xq, engine="m33"), cm.run(xq, engine="reference"))
+
+
+def test_layer_report_of_a_mixed_model_measures_every_layer(setup):
+    m, cal, test, _ = setup
+    cm = tinyaot.compile(m, cal[:1], calibration=cal, int16=["fc1"])
+    rows = {r.layer: r for r in cm.layer_errors(test).layers}
+    assert {"fc1", "fc2", "head"} <= set(rows)
+    assert all(not np.isnan(rows[n].local_sqnr_db) for n in ("fc1", "fc2", "head"))
+    assert rows["fc1"].steps_used > 256  # an int16 tensor: its steps are counted of 65,536
+    cm8 = tinyaot.compile(m, cal[:1], calibration=cal)
+    assert cm.layer_errors(test).output.sqnr_db > cm8.layer_errors(test).output.sqnr_db + 6
