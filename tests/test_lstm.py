@@ -241,7 +241,8 @@ class _WholeHn(torch.nn.Module):
     (_GivenState, "initial state is not supported"),
     (_CellState, "c_n is not supported"),
     (_WholeHn, "read h_n\\[-1\\]"),
-    (lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.LSTMCell(30, 4)), "nn.LSTMCell"),
+    (lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.LSTMCell(30, 4)),
+     "this nn.LSTMCell loop must read frame t of one sequence"),
 ], ids=["bidirectional", "proj_size", "initial_state", "c_n", "whole_h_n", "lstm_cell"])
 def test_unsupported_lstm_uses_are_refused_by_name(model, message):
     import tinyaot

@@ -196,3 +196,33 @@ def test_layer_report_of_a_mixed_model_measures_every_layer(setup):
     assert rows["fc1"].steps_used > 256  # an int16 tensor: its steps are counted of 65,536
     cm8 = tinyaot.compile(m, cal[:1], calibration=cal)
     assert cm.layer_errors(test).output.sqnr_db > cm8.layer_errors(test).output.sqnr_db + 6
+
+
+class ConstantOffset(nn.Module):
+    """A learned offset after a ReLU (it cannot fold into the linear): a constant operand of a 16x8 add."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 16)
+        self.b = nn.Parameter(torch.linspace(-1, 1, 16))
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2((torch.relu(self.fc(x)) + self.b).clamp(min=-0.5))
+
+
+@pytest.mark.host
+def test_constant_operand_of_a_16x8_layer_is_int16():
+    torch.manual_seed(0)
+    m = ConstantOffset().eval()
+    x = torch.randn(200, 8).cumsum(-1)
+    cm = tinyaot.compile(m, x[:1], calibration=x, int16=["fc"])
+    add = next(n for n in cm.graph.nodes if n.op == "add")
+    const = cm.graph.tensor(add.inputs[1])
+    assert const.dtype == "int16" and const.is_const and const.qparams.zero_point[0] == 0
+    xq = cm.quantize_input(x[:20].numpy())
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), cm.run(xq))
+    with torch.no_grad():
+        ref = m(x[:20]).numpy()
+    got = cm.run_float(x[:20].numpy())
+    assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)) < 0.03

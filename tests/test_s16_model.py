@@ -137,3 +137,13 @@ def test_float_interface_16x8_model_imports_as_the_int16_model():
                                               "fully_connected", "softmax"]
     plain, _, _ = _model()
     np.testing.assert_array_equal(cm.run(xq).reshape(len(xq), -1), run_tflm(tb.build(plain), [xq]).reshape(len(xq), -1))
+
+
+@pytest.mark.m33
+def test_profile_of_a_16x8_model_takes_int16_input():
+    m, xq, _ = _model()
+    cm = tinyaot.compile(tb.build(m), name="kws16")
+    prof = cm.profile(xq[0])
+    cm.run(xq[:1], engine="m33")
+    assert prof.total_instructions == cm.last_m33.instructions > 0
+    assert [o.op for o in prof.ops][:2] == ["conv2d", "depthwise_conv2d"]

@@ -365,10 +365,11 @@ def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: _Options) 
     if opts.int16 != "auto":
         return dict.fromkeys(opts.int16, "chosen by name")
     from tinyaot.quantize.float_eval import evaluate
-    from tinyaot.quantize.mixed import AUTO_SAMPLES, auto_int16_layers
+    from tinyaot.quantize.mixed import AUTO_SAMPLES, AUTO_SQNR_DB
+    from tinyaot.report.quant_error import int16_candidates
 
     values = evaluate(float_graph, batch_slice(batch, 0, AUTO_SAMPLES))
-    return auto_int16_layers(float_graph, int8_graph, values)
+    return int16_candidates(float_graph, int8_graph, values, AUTO_SQNR_DB)
 
 
 def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompiledModel:

@@ -12,7 +12,7 @@ from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
 from tinyaot.codegen.ops import describe, emitter_for
 from tinyaot.codegen.params import constant_bytes
 from tinyaot.ir import Graph
-from tinyaot.ir.ops import OPS
+from tinyaot.ir.ops import OPS, state_family
 from tinyaot.plan import MemoryPlan
 
 SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
@@ -47,7 +47,7 @@ def _library_file(sub: str, fname: str) -> str:
 def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     prefix = c_ident(name).lower()
     macro = prefix.upper()
-    unplaced = [n.name for n in g.nodes if OPS[n.op].state is not None and plan.state_of(n.name) is None]
+    unplaced = [n.name for n in g.nodes if state_family(n) is not None and plan.state_of(n.name) is None]
     if unplaced:
         from tinyaot.errors import PlanError
 
@@ -448,6 +448,10 @@ def _state_contract(g: Graph, plan: MemoryPlan, prefix: str) -> list[str]:
                   " *   the next whole frame before every invoke (invoke may overwrite it, see above).",
                   " * - After a reset the past frames are zeros: the k-th frame's output is the full model's output",
                   " *   at frame k of a stream starting at the reset (each conv's causal zero padding before it)."]
+    if any(state_family(n) in ("hidden", "hidden_and_cell") for n in g.nodes):
+        lines += [" * - Each recurrent layer keeps its hidden (and cell) state in the state region: the k-th invoke",
+                  " *   after a reset runs frame k of a sequence that starts at the reset (from zero state), so reset",
+                  " *   where a new sequence starts; the input is the newest frame only."]
     return [*lines, " */"]
 
 

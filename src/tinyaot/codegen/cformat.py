@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "int16": "int16_t"}
+C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "int16": "int16_t", "int64": "int64_t"}
 
 
 def c_ident(name: str) -> str:

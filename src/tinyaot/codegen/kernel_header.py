@@ -14,7 +14,7 @@ from importlib import resources
 
 KERNELS_HEADER = "tinyaot_kernels.h"
 HEADERS = (KERNELS_HEADER, "tinyaot_fixedpoint.h")
-SCALAR_BYTES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "uint32_t": 4}
+SCALAR_BYTES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8}
 TARGET_POINTER_BYTES = 4  # Cortex-M33 (ILP32): what flash sizes are reported for
 
 

@@ -11,6 +11,7 @@ from functools import partial
 from importlib import import_module
 from typing import Callable
 
+from tinyaot.codegen.cformat import c_array
 from tinyaot.codegen.emit import EmittedOp, arena_in, arena_out, kernel_op, layer_base, without_speed_tables
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS, OpSpec, kernel_ref
@@ -29,10 +30,26 @@ def emit_kernel(spec: OpSpec, node: Node, g: Graph, prefix: str, offsets: dict[s
     p = import_module(f"tinyaot.ref.{ref}").prepare(node, g)
     if not speed:
         p = without_speed_tables(p)
-    inputs = [arena_in(offsets, t, C_TYPES[g.tensor(t).dtype]) for t in node.inputs if not g.tensor(t).is_const]
+    base = layer_base(prefix, node)
+    consts, inputs = _operands(node, g, p, base, offsets)
     out = g.tensor(node.outputs[0])
-    return kernel_op(p, layer_base(prefix, node), f"tinyaot_{ref}", f"{ref}.c", inputs,
-                     [arena_out(offsets, out.name, C_TYPES.get(out.dtype, "int8_t"))])
+    return kernel_op(p, base, f"tinyaot_{ref}", f"{ref}.c", inputs,
+                     [arena_out(offsets, out.name, C_TYPES.get(out.dtype, "int8_t"))], constants=consts)
+
+
+def _operands(node: Node, g: Graph, p, base: str, offsets: dict[str, str]) -> tuple[str, list[str]]:
+    """The arena inputs; constants live in the params, except a binary element-wise op's constant operand
+    (Params.constants, ref/broadcast.py's convention), an array in flash passed where its arena operand would be."""
+    constants = getattr(p, "constants", None) or (None,) * len(node.inputs)
+    consts, inputs = "", []
+    for k, (t, data) in enumerate(zip(node.inputs, constants)):
+        if data is not None:
+            consts += f"/* {node.name}: constant operand {k + 1} '{t}', {list(data.shape)} */\n"
+            consts += c_array(f"{base}_operand{k + 1}", data.reshape(-1))
+            inputs.append(f"{base}_operand{k + 1}")
+        elif not g.tensor(t).is_const:
+            inputs.append(arena_in(offsets, t, C_TYPES[g.tensor(t).dtype]))
+    return consts, inputs
 
 
 def emit_view(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True) -> EmittedOp:

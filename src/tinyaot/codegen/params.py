@@ -42,6 +42,16 @@ HOST_ONLY: dict[str, dict[str, str]] = {
         "broadcast": "chooses tinyaot_minmax_s8 or tinyaot_minmax_broadcast_s8 at compile time",
         "constants": "constant operands are emitted as arrays and passed as the operand pointers",
     },
+    "Add16Params": {
+        "a_shape": "read through a_strides",
+        "b_shape": "read through b_strides",
+        "constants": "constant operands are emitted as arrays and passed as the operand pointers",
+    },
+    "Mul16Params": {
+        "a_shape": "read through a_strides",
+        "b_shape": "read through b_strides",
+        "constants": "constant operands are emitted as arrays and passed as the operand pointers",
+    },
     "BatchMatmulParams": {
         "lhs_view": "shape, perm and adj_x are folded into the lhs strides",
         "rhs_view": "shape, perm and adj_y are folded into the rhs strides",
@@ -58,7 +68,7 @@ NULLABLE_ARRAYS = {"tinyaot_add_params": ("input1_table", "input2_table"),  # 2 
 
 # Members whose values are named by a family of the header's #defines, by struct: member -> the defines' prefix;
 # the generated C reads `.mode = TINYAOT_PAD_REFLECT`, not a bare number.
-NAMED_VALUES = {"tinyaot_pad_params": {"mode": "TINYAOT_PAD_"}}
+NAMED_VALUES = {"tinyaot_pad_params": {"mode": "TINYAOT_PAD_"}, "tinyaot_lut16_params": {"mode": "TINYAOT_LUT16_"}}
 
 
 class ParamsMismatch(TinyAOTError):

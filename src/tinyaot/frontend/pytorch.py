@@ -18,7 +18,7 @@ def supported_ops() -> list[str]:
 
 
 # Layers with state or control flow that have no integer kernel; caught before export for a clear message.
-UNSUPPORTED_MODULES = ("RNN", "LSTMCell", "GRUCell", "RNNCell", "Transformer",
+UNSUPPORTED_MODULES = ("RNN", "RNNCell", "Transformer",
                        "TransformerEncoderLayer", "TransformerDecoderLayer", "Embedding", "EmbeddingBag")
 
 
@@ -30,8 +30,9 @@ def check_modules(model):
         if kind in UNSUPPORTED_MODULES:
             raise UnsupportedOpError(
                 f"layer '{path}' is an nn.{kind}, which tinyaot cannot compile to integer kernels "
-                f"(nn.LSTM, nn.GRU and nn.MultiheadAttention are; RNN, cells, Transformer modules and embeddings "
-                f"are not: write the layer with supported modules). Supported PyTorch ops: "
+                f"(nn.LSTM, nn.GRU, loops over nn.LSTMCell / nn.GRUCell and nn.MultiheadAttention are; RNN, "
+                f"RNNCell, Transformer modules and embeddings are not: write the layer with supported modules). "
+                f"Supported PyTorch ops: "
                 f"{', '.join(supported_ops())}."
             )
     return decompose_attention(model)

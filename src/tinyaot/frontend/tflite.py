@@ -618,7 +618,7 @@ def _conv_2d(imp: _Importer, op: _OpInfo) -> None:
     stride, dilation = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
     oh, ow, pad = _spatial(imp, op, x_shape, wt.shape[1], wt.shape[2], o.Padding(), stride, dilation)
     imp.check_shape(op, (x_shape[0], oh, ow, wt.shape[0]))
-    b = imp.bias(op, bi, f"{name}_bias", wt.shape[0])
+    b = _conv_bias16(imp, op, bi, f"{name}_bias", wt.shape[0], o.QuantizedBiasType())
     imp.node(op, "conv2d", [x, w, b], {"stride": stride, "padding": pad, "dilation": dilation,
                                        "clamp": imp.clamp(op, o.FusedActivationFunction())})
     _check_weighted_qparams(imp, op, xi, wi, bi)
@@ -644,11 +644,32 @@ def _depthwise_conv_2d(imp: _Importer, op: _OpInfo) -> None:
     stride, dilation = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
     oh, ow, pad = _spatial(imp, op, x_shape, wt.shape[1], wt.shape[2], o.Padding(), stride, dilation)
     imp.check_shape(op, (x_shape[0], oh, ow, out_c))
-    b = imp.bias(op, bi, f"{name}_bias", out_c)
+    b = _conv_bias16(imp, op, bi, f"{name}_bias", out_c, None)
     imp.node(op, "depthwise_conv2d", [x, w, b], {"stride": stride, "padding": pad, "dilation": dilation,
                                                  "depth_multiplier": mult,
                                                  "clamp": imp.clamp(op, o.FusedActivationFunction())})
     _check_weighted_qparams(imp, op, xi, wi, bi)
+
+
+def _conv_bias16(imp: _Importer, op: _OpInfo, bi: int, name: str, channels: int, bias_type: int | None) -> str:
+    """The bias of a CONV_2D / DEPTHWISE_CONV_2D (and FULLY_CONNECTED); for a 16x8 layer (int16 input) the type
+    TFLM gives it. Its conv takes int64 (int64 sums) or int32 (int32 sums), and without a bias its options'
+    quantized_bias_type decides (`bias_type`); its depthwise conv (`bias_type` None) reads the bias as int64
+    whatever the file says, so an int32 one is refused."""
+    if imp.float_mode or imp.t(op.inputs[0]).dtype != "int16":
+        return imp.bias(op, bi, name, channels)
+    if bi != -1:
+        if bias_type is None and imp.t(bi).dtype != "int64":
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}): the 16x8 bias '{imp.t(bi).name}' is "
+                                     f"{imp.t(bi).dtype}, but TFLite Micro's 16x8 DEPTHWISE_CONV_2D reads its bias "
+                                     "as int64; re-convert with an int64 bias")
+        if imp.t(bi).dtype not in ("int32", "int64"):
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}): the 16x8 bias '{imp.t(bi).name}' is "
+                                     f"{imp.t(bi).dtype}; TFLite Micro takes an int64 or int32 bias")
+        return imp.bias(op, bi, name, channels)
+    dtype = "int32" if _DTYPES.get(bias_type) == "int32" else "int64"
+    imp.g.add_tensor(Tensor(name, (channels,), dtype, data=np.zeros(channels, dtype)))
+    return name
 
 
 def _transpose_conv(imp: _Importer, op: _OpInfo) -> None:
@@ -749,16 +770,17 @@ def _check_rescale(imp: _Importer, op: _OpInfo, inputs: list[int], out: int) -> 
 def _check_add_qparams(imp: _Importer, op: _OpInfo, ai: int, bi: int) -> None:
     """TFLM's int8 ADD (and SUB) scales both inputs by s / (2 max(s_a, s_b)) and the sum by 2 max(s_a, s_b) /
     (2^20 s_out), each through QuantizeMultiplierSmallerThanOneExp, which needs a multiplier below 1 that does not
-    flush."""
+    flush; its int16 ADD / SUB (16x8) the same with 2^15."""
     if imp.float_mode:
         return
     sa, sb, so = (float(imp.t(i).scale[0]) for i in (ai, bi, op.outputs[0]))
     twice_max = 2.0 * max(sa, sb)
     scales = f"{_scales(imp, [ai])}, {_scales(imp, [bi])} -> {_scales(imp, [op.outputs[0]])}"
-    real = twice_max / (2**20 * so)
+    left = 15 if imp.t(op.outputs[0]).dtype == "int16" else 20
+    real = twice_max / (2**left * so)
     if real >= 1.0:
         raise ModelError(
-            f"operator {op.index} ({op.name}): the output multiplier 2 * max(input scales) / (2^20 * output_scale) "
+            f"operator {op.index} ({op.name}): the output multiplier 2 * max(input scales) / (2^{left} * output_scale) "
             f"= {real:.3g} must be below 1 for TFLite's {op.name} (scales {scales}): the output scale is far too "
             f"small; {_REPAIR}")
     for what, real in (("output", real), ("first input", sa / twice_max), ("second input", sb / twice_max)):
@@ -801,6 +823,15 @@ def _check_weighted_qparams(imp: _Importer, op: _OpInfo, xi: int, wi: int, bi: i
                 "Re-convert the model, or store the bias quantized at input_scale * weight_scale")
 
 
+def _same_activation_types(imp: _Importer, op: _OpInfo, indices: list[int]) -> None:
+    """FULLY_CONNECTED, ADD, SUB, MUL: TFLM computes in one integer type, int8 or int16 (16x8) throughout."""
+    types = {imp.t(i).dtype for i in indices} & {"int8", "int16"}
+    if not imp.float_mode and len(types) > 1:
+        listing = ", ".join(f"'{imp.t(i).name}' {imp.t(i).dtype}" for i in indices)
+        raise UnsupportedOpError(f"operator {op.index} ({op.name}) mixes int8 and int16 tensors ({listing}); TFLite "
+                                 "Micro's kernel takes one type throughout: put a QUANTIZE between int8 and int16")
+
+
 def _fully_connected(imp: _Importer, op: _OpInfo) -> None:
     xi, wi, bi = imp.args(op, 2, 3)
     o = imp.options(op, "FullyConnectedOptions") if op.options_type else None
@@ -822,7 +853,9 @@ def _fully_connected(imp: _Importer, op: _OpInfo) -> None:
     if int(np.prod(out_shape)) != xt.size // in_f * out_f or out_shape[-1] != out_f:
         raise ModelError(f"operator {op.index} (FULLY_CONNECTED): output shape {list(out_shape)} does not fit "
                          f"{xt.size // in_f} rows of {out_f} features")
-    b = imp.bias(op, bi, f"{name}_bias", out_f)
+    # a 16x8 layer's int64 or int32 bias; without one, TFLM sums in int64 unless quantized_bias_type says int32
+    _same_activation_types(imp, op, [xi, op.outputs[0]])
+    b = _conv_bias16(imp, op, bi, f"{name}_bias", out_f, o.QuantizedBiasType() if o is not None else 0)
     clamp = imp.clamp(op, o.FusedActivationFunction()) if o is not None else None
     imp.node(op, "fully_connected", [x, w, b], {"clamp": clamp})
     _check_weighted_qparams(imp, op, xi, wi, bi)
@@ -879,6 +912,7 @@ def _add_or_sub(ir_op: str, options: str):
             return
         a, b = _operand(imp, op, ai, f"{ir_op}_{op.index}_a"), _operand(imp, op, bi, f"{ir_op}_{op.index}_b")
         _broadcast_shape(imp, op, a, b)
+        _same_activation_types(imp, op, [ai, bi, op.outputs[0]])
         imp.node(op, ir_op, [a, b], {"clamp": clamp})
         _check_add_qparams(imp, op, ai, bi)
 
@@ -919,7 +953,9 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
     x = imp.ir_input(xi, op)
     imp.check_shape(op, imp.g.tensor(x).shape)
     y = imp.t(op.outputs[0])
-    if not imp.float_mode and (y.scale != (1.0 / 256.0,) or y.zero_point != (-128,)):
+    if not imp.float_mode and "int16" in (y.dtype, imp.t(xi).dtype):
+        _softmax16_qparams(op, imp.t(xi), y)
+    elif not imp.float_mode and (y.scale != (1.0 / 256.0,) or y.zero_point != (-128,)):
         raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): int8 output must have scale 1/256 and zero point "
                                  f"-128 (TFLite's rule), got {y.scale} / {y.zero_point}")
     beta = float(np.float32(o.Beta())) if o is not None else 1.0
@@ -927,6 +963,17 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
         raise ModelError(f"operator {op.index} (SOFTMAX) has beta {beta}; softmax(beta * x) needs a positive, finite "
                          f"beta (converters write 1.0); {_REPAIR}")
     imp.node(op, "softmax", [x], {"beta": beta})
+
+
+def _softmax16_qparams(op: _OpInfo, x, y) -> None:
+    """TFLM's int16 SOFTMAX: int16 in and out (its int8 -> int16 form is not taken), output scale 1/32768 within
+    0.1 %."""
+    if x.dtype != y.dtype:
+        raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): {x.dtype} input with an {y.dtype} output; tinyaot's "
+                                 "16x8 softmax takes int16 in and out")
+    if y.zero_point != (0,) or abs(float(y.scale[0]) - 1.0 / 32768.0) > 0.001 / 32768.0:
+        raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): int16 output must have scale 1/32768 and zero "
+                                 f"point 0 (TFLite's rule), got {y.scale} / {y.zero_point}")
 
 
 def _max_pool_2d(imp: _Importer, op: _OpInfo) -> None:
@@ -1031,7 +1078,9 @@ def _operand(imp: _Importer, op: _OpInfo, index: int, name: str) -> str:
         if imp.float_mode:
             imp._refuse_float16(imp.t(index), op, "constant operand")
             return imp.constant(index, name, op, "float32", "constant operand")
-        return imp.constant(index, name, op, "int8", "constant operand")
+        # int8, or int16 with its own scale in a 16x8 operator (whose types _same_activation_types checks)
+        dtype = "int16" if imp.t(index).dtype == "int16" else "int8"
+        return imp.constant(index, name, op, dtype, "constant operand")
     return imp.ir_input(index, op)
 
 
@@ -1063,8 +1112,12 @@ def _mul(imp: _Importer, op: _OpInfo) -> None:
     if _scalar_affine(imp, op, ai, bi, "mul", clamp):
         return
     a, b = _operand(imp, op, ai, f"{name}_a"), _operand(imp, op, bi, f"{name}_b")
+    _same_activation_types(imp, op, [ai, bi, op.outputs[0]])
     imp.node(op, "mul", [a, b], {"clamp": clamp})
     _check_rescale(imp, op, [ai, bi], op.outputs[0])
+
+
+_TFLM_INT16_LUT = ("tflm_logistic", "tflm_tanh")  # the lut functions TFLM also has for int16 (ref/lut_s16.py)
 
 
 def _lut(function: str, real_function: str):
@@ -1076,6 +1129,9 @@ def _lut(function: str, real_function: str):
         if imp.float_mode:
             imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": real_function})
             return
+        if imp.t(xi).dtype == "int16" and function not in _TFLM_INT16_LUT:
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}) on int16: TFLite Micro has no int16 "
+                                     f"{op.name} kernel (its int16 LOGISTIC and TANH are imported); keep it int8")
         imp.node(op, "lut", [imp.ir_input(xi, op)], {"function": function})  # TFLM's Prepare rules: codegen
 
     return convert
@@ -1086,6 +1142,9 @@ def _relu(clamp, rescales: bool):
     ignore the output's, so tinyaot takes those only when both agree (as converters write them)."""
     def convert(imp: _Importer, op: _OpInfo) -> None:
         (xi,) = imp.args(op, 1, 1)
+        if not imp.float_mode and imp.t(xi).dtype == "int16" and op.name not in ("RELU", "RELU6"):
+            raise UnsupportedOpError(f"operator {op.index} ({op.name}) on int16: TFLite Micro's int16 activations "
+                                     "are RELU and RELU6; keep it int8")
         if not rescales:
             _same_qparams(imp, op, xi)
         imp.node(op, "relu", [imp.ir_input(xi, op)], {"clamp": clamp})

@@ -307,11 +307,14 @@ class BatchNormAttrs(Attrs):
 
 @dataclass(frozen=True, eq=False)
 class RecurrentAttrs(Attrs):
-    """One unidirectional recurrent layer (lstm, gru) over a whole sequence, zero initial state per invoke."""
+    """One unidirectional recurrent layer (lstm, gru) over a whole sequence, zero initial state per invoke (stateful:
+    the state the last invoke left, in the node's state slot)."""
 
     hidden: int | None = None
     last_only: bool | None = None  # the output is the last step's hidden state [1, H] instead of [1, T, H]
     cell_clip: float | None = None  # lstm: > 0 clips the cell state to +-cell_clip (TFLite's option)
+    stateful: bool | None = None  # streaming (passes/streaming.py): the initial state is read from the node's
+    #                               state slot and the final one written back (the spec's `state` trait)
 
     def validate(self) -> None:
         if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or self.hidden < 1:
@@ -320,6 +323,8 @@ class RecurrentAttrs(Attrs):
             raise AttrError(f"last_only must be True or False, got {self.last_only!r}")
         if self.cell_clip is not None and not (math.isfinite(self.cell_clip) and self.cell_clip >= 0):
             raise AttrError(f"cell_clip must be a finite number >= 0, got {self.cell_clip!r}")
+        if self.stateful not in (None, True, False):
+            raise AttrError(f"stateful must be True or False, got {self.stateful!r}")
 
 
 # --- traits -------------------------------------------------------------------------------------------------
@@ -364,7 +369,9 @@ class OpSpec:
     #                         ref/<s16>.py and C kernel tinyaot_<s16> in c/kernels/<s16>.c, run for a node whose
     #                         first input or output is int16 (kernel_ref); None: the op takes int8 only
     state: str | None = None  # the op keeps bytes across invokes in the state region (plan/state.py family:
-    #                            "window", the last frames a causal conv reads); its kernel takes them last
+    #                            "window", the last frames a causal conv reads; "hidden" / "hidden_and_cell", a
+    #                            recurrent layer's int16 state); its kernel takes them last. An op whose attrs
+    #                            have `stateful` keeps them only when that is set (state_family)
 
     @property
     def outputs(self) -> int:
@@ -382,11 +389,11 @@ def _spec(name, operands, attrs, doc, qparams, **traits) -> OpSpec:
 _SPECS = (
     _spec("fully_connected", ("x", "weight[out, in]", "bias[out]"), ClampAttrs,
           "y = x @ weight.T + bias over the last axis", WEIGHTED, weight_axis=0, fuses_clamp=True, macs="dense",
-          ref="fully_connected_s8", emit="emit_conv", title="Linear"),
+          ref="fully_connected_s8", s16="fully_connected_s16", emit="emit_conv", title="Linear"),
     _spec("conv2d", ("x NHWC", "weight[out, kh, kw, in / groups]", "bias[out]"), ConvAttrs, "2-D convolution; "
           "grouped when the weight's input depth is in / groups (TFLite's rule)",
           WEIGHTED, weight_axis=0, fuses_clamp=True, ring=True, overlap="window", macs="conv", ref="conv2d_s8",
-          emit="emit_conv", title="Conv2d"),
+          emit="emit_conv", title="Conv2d", s16="conv2d_s16"),
     _spec("transpose_conv2d", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]"), TransposeConvAttrs,
           "transposed convolution (TFLite's TRANSPOSE_CONV, PyTorch's ConvTranspose2d, groups = dilation = 1)",
           WEIGHTED, weight_axis=0, fuses_clamp=True, overlap="transposed", macs="transposed", ref="transpose_conv2d_s8",
@@ -394,20 +401,20 @@ _SPECS = (
     _spec("depthwise_conv2d", ("x NHWC", "weight[1, kh, kw, in * multiplier]", "bias[in * multiplier]"),
           DepthwiseAttrs, "depthwise convolution (groups = in_channels)", WEIGHTED, weight_axis=3,
           fuses_clamp=True, ring=True, overlap="window", macs="depthwise", ref="depthwise_conv2d_s8",
-          title="DepthwiseConv2d"),
+          title="DepthwiseConv2d", s16="depthwise_conv2d_s16"),
     _spec("max_pool2d", ("x NHWC",), MaxPoolAttrs, "max pooling; padding never wins; output keeps the input's "
-          "qparams", INHERIT, fuses_clamp=True, overlap="window", ref="max_pool2d_s8",
+          "qparams", INHERIT, fuses_clamp=True, overlap="window", ref="max_pool2d_s8", s16="max_pool2d_s16",
           title="MaxPool"),
     _spec("avg_pool2d", ("x NHWC",), AvgPoolAttrs, "average pooling", INHERIT, fuses_clamp=True,
-          overlap="window", ref="avg_pool2d_s8", title="AvgPool"),
+          overlap="window", ref="avg_pool2d_s8", s16="avg_pool2d_s16", title="AvgPool"),
     _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
-          "pooling); clamp optional", OWN, rescales=True, ref="mean_s8"),
+          "pooling); clamp optional", OWN, rescales=True, ref="mean_s8", s16="mean_s16"),
     _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (TFLite's ADD); NumPy broadcasting up to "
           "4-D; one operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise",
-          ref="add_s8", emit="emit_misc", int8_constants=True),
+          ref="add_s8", s16="add_s16", emit="emit_misc", int8_constants=True),
     _spec("sub", ("a", "b"), ClampAttrs, "a - b with rescaling (TFLite's SUB: the add kernel with the second scaled "
           "operand subtracted); NumPy broadcasting up to 4-D; one operand may be constant", OWN, rescales=True,
-          fuses_clamp=True, overlap="elementwise", ref="add_s8", emit="emit_misc", int8_constants=True),
+          fuses_clamp=True, overlap="elementwise", ref="add_s8", s16="add_s16", emit="emit_misc", int8_constants=True),
     _spec("minimum", ("a", "b"), ClampAttrs, "elementwise minimum (TFLite's MINIMUM); an operand with other "
           "qparams than the output's is requantized first; NumPy broadcasting up to 4-D; one operand may be "
           "constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="minmax_s8",
@@ -422,7 +429,7 @@ _SPECS = (
           emit="emit_residual"),
     _spec("mul", ("a", "b"), ClampAttrs, "elementwise multiply with rescaling; NumPy broadcasting up to 4-D; one "
           "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8",
-          emit="emit_misc", int8_constants=True),
+          s16="mul_s16", emit="emit_misc", int8_constants=True),
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
           "are requantized", OWN, rescales=True, ref="concat_s8",
           emit="emit_misc"),
@@ -435,14 +442,16 @@ _SPECS = (
           "integer RESIZE_BILINEAR (10-bit source coordinates; align_corners, half_pixel_centers)", INHERIT,
           ref="resize_bilinear_s8", title="ResizeBilinear"),
     _spec("softmax", ("x",), SoftmaxAttrs, "softmax over the last axis; int8 output scale 1/256, zp -128",
-          SOFTMAX, ref="softmax_s8"),
+          SOFTMAX, ref="softmax_s8", s16="softmax_s16"),
     _spec("lut", ("x",), LutAttrs, "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, "
           "hardswish, hardsigmoid, silu, gelu (erf form), gelu_tanh (the real function, rounded), affine "
           "(x * scale_by + offset), or tflm_logistic, tflm_tanh, tflm_hard_swish (TFLite Micro's integer kernels, "
-          "bit-exact); clamp optional", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="lut_s8",
-          emit="emit_misc"),
+          "bit-exact); clamp optional; on int16, TFLM's int16 LOGISTIC / TANH or a 513-entry interpolated table",
+          OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="lut_s8", emit="emit_misc",
+          s16="lut_s16"),
     _spec("relu", ("x",), ReluAttrs, "standalone clamp when it cannot fuse into a producer; clamp required; "
-          "rescales if qparams differ", INHERIT, rescales=True, overlap="elementwise", ref="relu_s8"),
+          "rescales if qparams differ", INHERIT, rescales=True, overlap="elementwise", ref="relu_s8",
+          s16="relu_s16"),
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
           moves_only=True, ref="transpose_s8"),
@@ -468,14 +477,16 @@ _SPECS = (
           RecurrentAttrs, "one unidirectional LSTM layer over the sequence (TFLite Micro's integer "
           "UNIDIRECTIONAL_SEQUENCE_LSTM: int16 gates in Q3.12, its int16 sigmoid / tanh, int16 cell state at a "
           "power-of-two scale, int8 hidden state); output [1, T, H], or [1, H] when last_only; second output: the "
-          "float cell state (calibration), int16 working memory after lowering", RECURRENT, work_rows=6,
-          macs="recurrent", ref="lstm_s8", emit="emit_recurrent", title="LSTM"),
+          "float cell state (calibration), int16 working memory after lowering; stateful: the state carries over "
+          "from the last invoke", RECURRENT, work_rows=6, macs="recurrent", ref="lstm_s8", emit="emit_recurrent",
+          state="hidden_and_cell", title="LSTM"),
     _spec("gru", ("x [1, T, F]", "weight_ih[3H, F] (gates r, z, n)", "weight_hh[3H, H]", "bias_ih[3H]",
                   "bias_hh[3H]"), RecurrentAttrs, "one unidirectional GRU layer over the sequence (PyTorch's GRU, "
           "tinyaot's integer definition from the lstm's blocks: int16 Q3.12 gates, TFLM's int16 sigmoid / tanh, "
           "int16 hidden state at a power-of-two scale beside the int8 one); output [1, T, H], or [1, H] when "
-          "last_only; second output: the float hidden state (calibration), int16 working memory after lowering",
-          RECURRENT, work_rows=6, macs="recurrent", ref="gru_s8", emit="emit_recurrent", title="GRU"),
+          "last_only; second output: the float hidden state (calibration), int16 working memory after lowering; "
+          "stateful: the state carries over from the last invoke", RECURRENT, work_rows=6, macs="recurrent",
+          ref="gru_s8", emit="emit_recurrent", state="hidden", title="GRU"),
     _spec("batch_norm", ("x", "scale", "shift"), BatchNormAttrs, "y = x * scale + shift per channel; folded "
           "into the producing conv or linear (passes/fold_batch_norm.py)", FLOAT_ONLY),
 )
@@ -504,6 +515,15 @@ def kernel_ref(node, g) -> str | None:
         raise ModelError(f"layer {node.name!r} ({node.op}) has int16 activations, but {node.op} has no 16x8 "
                          f"kernel; the ops with one: {', '.join(with16) or 'none'}. Keep this layer int8.")
     return s.s16
+
+
+def state_family(node) -> str | None:
+    """The plan/state.py family of the bytes `node` keeps from one invoke to the next, or None: its op's `state`
+    trait, which an op with a `stateful` attribute (the recurrent layers) has only when that is set."""
+    s = spec(node.op)
+    if s.state is None or ("stateful" in s.attrs._names() and not node.attrs.get("stateful")):
+        return None
+    return s.state
 
 
 def ops_where(**traits) -> frozenset[str]:

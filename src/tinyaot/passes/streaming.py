@@ -1,4 +1,4 @@
-"""Streaming: a causal Conv1d / TCN int8 graph over a window of T frames -> a step function over one frame.
+"""Streaming: a causal Conv1d / TCN or recurrent int8 graph over a window of T frames -> a step function over one frame.
 
 The full-window model and its streamed twin share every weight and qparam (this pass runs on the int8 graph
 calibrated on full windows), so each step's output is byte for byte the full model's output at that frame.
@@ -8,6 +8,17 @@ a frame_shift node assembles from the new frame and the K - 1 frames it keeps in
 (ref/frame_shift_s8.py). After a reset the kept frames are zero points (real 0): the causal zero padding the
 full model puts before its first frame, so step t after a reset outputs the full model's frame t of a stream
 that starts at the reset.
+
+Recurrent layers (nn.LSTM / nn.GRU: lstm and gru nodes over [1, T, F], time on axis 1) stream as themselves:
+each becomes `stateful`, so its kernel starts from the state in its slot of the state region (h, and an LSTM's c;
+plan/state.py) instead of zero and leaves its final state there, and one frame per invoke is then T = 1. After a
+reset the slot is zero, the zero initial state the full model starts every sequence from, so step t after a
+reset outputs the full model's output at frame t of the sequence that starts at the reset (for t < T: byte for
+byte the full model's frame t). A layer whose output is only its last step (last_only: output[:, -1], h_n[-1])
+outputs at step t its hidden state after frame t, so step t outputs what the full model outputs for a sequence
+ending at frame t; whatever follows it per frame (a Linear head) runs once per step. Unlike a conv's window, the
+state carries every frame since the reset (the receptive field is unbounded), so beyond frame T a step is what
+the model outputs for the longer sequence, not for the last T frames: reset where a new sequence starts.
 
 What cannot stream exactly is refused, each with the reason: a conv that pads on the right (it reads the
 future), a stride > 1 along time (one output per s frames), pooling or a mean over time and anything that
@@ -22,21 +33,33 @@ from dataclasses import dataclass
 
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, Tensor
-from tinyaot.ir.ops import OPS, ConcatAttrs, MaxPoolAttrs, MeanAttrs, PadAttrs, SoftmaxAttrs, TransposeAttrs
+from tinyaot.ir.ops import (
+    OPS,
+    ConcatAttrs,
+    MaxPoolAttrs,
+    MeanAttrs,
+    PadAttrs,
+    RecurrentAttrs,
+    SoftmaxAttrs,
+    TransposeAttrs,
+)
 
 TIME = 2  # NHWC axis of time in a Conv1d graph: [1, 1, T, C] (PyTorch's [N, C, L] input is [1, C, L], also 2)
-WHAT_STREAMS = ("causal Conv1d (F.pad(x, ((k - 1) * dilation, 0)) then padding=0, stride 1), per-frame ops "
+SEQUENCE_TIME = 1  # axis of time of a recurrent layer's input and output sequence: [1, T, F]
+WHAT_STREAMS = ("causal Conv1d (F.pad(x, ((k - 1) * dilation, 0)) then padding=0, stride 1), nn.LSTM / nn.GRU "
+                "layers (their whole output sequence or its last step), per-frame ops "
                 "(activations, add, mul, requantize, Linear / softmax over channels, concat over channels), "
                 "reshapes and transposes that keep the time axis")
 
 
 @dataclass(frozen=True)
 class StreamInfo:
-    """What the conversion made: the full window's frames, how many frames back an output reaches, the convs."""
+    """What the conversion made: the full window's frames, how many frames back an output reaches, the layers."""
 
     window_frames: int  # T of the full-window model
-    receptive_field: int  # frames an output depends on (1 + sum of (k - 1) * d along the deepest path)
-    layers: tuple[str, ...]  # the streamed convs (each with a frame_shift in front unless k == 1)
+    receptive_field: int | None  # frames an output depends on (1 + sum of (k - 1) * d along the deepest path);
+    #                              None: unbounded (a recurrent layer's state carries every frame since the reset)
+    layers: tuple[str, ...]  # the streamed convs (each with a frame_shift in front unless k == 1) and recurrent layers
 
 
 def stream_graph(g: Graph) -> tuple[Graph, StreamInfo]:
@@ -50,8 +73,10 @@ class _Streamer:
         self.tensors = dict(g.tensors)
         self.nodes: list[Node] = []
         self.axis: dict[str, int] = {}  # tensor -> its time axis (absent: no time extent, e.g. constants)
-        self.rf: dict[str, int] = {}  # tensor -> receptive field in frames
+        self.rf: dict[str, int | None] = {}  # tensor -> receptive field in frames (None: unbounded)
         self.pads: dict[str, tuple[str, int]] = {}  # a dropped causal pad's output -> (its input, left frames)
+        self.whole: set[str] = set()  # one frame with no time axis: a last_only recurrent layer's output and what
+        #                               is computed from it (each step's value, whole)
         self.layers: list[str] = []
         self.frames = 0
 
@@ -64,7 +89,7 @@ class _Streamer:
         for node in g.nodes:
             self._node(node)
         for name in g.outputs:
-            if name not in self.axis:
+            if name not in self.axis and name not in self.whole:
                 raise UnsupportedOpError(f"stream=True: the output '{name}' has no time axis (it summarizes the "
                                          "whole window), so there is no per-frame output to stream")
             if name in self.pads:
@@ -72,20 +97,34 @@ class _Streamer:
                                          "the pad to feed a causal conv")
         out = g.replace(tensors=self.tensors, nodes=self.nodes)
         out.prune()
-        rf = max(self.rf[name] for name in g.outputs)
+        rf = _widest(self.rf[name] for name in g.outputs)
         return out, StreamInfo(self.frames, rf, tuple(self.layers))
 
     # ---- tensors ----------------------------------------------------------------------------------------------
     def _input(self, name: str) -> None:
         t = self.g.tensor(name)
-        if len(t.shape) not in (3, 4) or (len(t.shape) == 4 and t.shape[1] != 1) or t.shape[TIME] < 2:
+        if self._recurrent_model():
+            if len(t.shape) != 3 or t.shape[SEQUENCE_TIME] < 2:
+                raise UnsupportedOpError(
+                    f"stream=True: the input '{name}' of shape {list(t.shape)} is not a sequence of frames; a "
+                    "recurrent model streams from its [1, frames, features] input (batch_first; a time-major "
+                    "model's [frames, 1, features] view of it), with at least 2 frames")
+            axis = SEQUENCE_TIME
+        elif len(t.shape) not in (3, 4) or (len(t.shape) == 4 and t.shape[1] != 1) or t.shape[TIME] < 2:
             raise UnsupportedOpError(
                 f"stream=True: the input '{name}' of shape {list(t.shape)} is not a sequence of frames; streaming "
                 "takes a Conv1d model's input, [1, channels, frames] in PyTorch's layout (or [1, 1, frames, "
-                "channels] NHWC), with at least 2 frames")
-        self.frames = t.shape[TIME]
-        self._set(name, TIME)
+                "channels] NHWC), or a recurrent model's [1, frames, features], with at least 2 frames")
+        else:
+            axis = TIME
+        self.frames = t.shape[axis]
+        self._set(name, axis)
         self.rf[name] = 1
+
+    def _recurrent_model(self) -> bool:
+        """Recurrent layers and no convs: the input's time runs along axis 1 ([1, T, F]), not a Conv1d's 2."""
+        kinds = [OPS[n.op] for n in self.g.nodes]
+        return any(s.attrs is RecurrentAttrs for s in kinds) and not any(_is_conv(s) for s in kinds)
 
     def _set(self, name: str, axis: int, frames: int = 1) -> None:
         """`name` runs along time on `axis`: one frame of it (a window: `frames`) in the streamed graph."""
@@ -100,12 +139,16 @@ class _Streamer:
 
     # ---- nodes ------------------------------------------------------------------------------------------------
     def _node(self, node: Node) -> None:
-        timed = [i for i in node.inputs if i in self.axis or i in self.pads]
+        timed = [i for i in node.inputs if i in self.axis or i in self.pads or i in self.whole]
         if not timed:  # nothing along time reaches it (a constant computation): unchanged
             self.nodes.append(node)
             return
         s = OPS[node.op]
-        if s.macs in ("conv", "depthwise") and "dilation" in s.attrs._names():
+        if s.attrs is RecurrentAttrs:
+            return self._recurrent(node)
+        if any(i in self.whole for i in timed):
+            return self._per_step(node, s, timed)
+        if _is_conv(s):
             return self._conv(node)
         padded = [i for i in node.inputs if i in self.pads]
         if padded:
@@ -114,7 +157,33 @@ class _Streamer:
         if s.attrs is PadAttrs:
             return self._pad(node)
         self._set(node.outputs[0], self._axis_through(node, s, timed[0]))
-        self.rf[node.outputs[0]] = max(self.rf.get(i, 1) for i in timed)
+        self.rf[node.outputs[0]] = _widest(self.rf.get(i, 1) for i in timed)
+        self.nodes.append(node)
+
+    def _recurrent(self, node: Node) -> None:
+        """An lstm / gru layer over the sequence: the same node, stateful (its state kept in its slot), T = 1."""
+        x = node.inputs[0]
+        if self.axis.get(x) != SEQUENCE_TIME or len(self.g.tensor(x).shape) != 3:
+            _refuse(node, "reads a tensor that is not a sequence [1, frames, features] with time on axis 1 (the "
+                          "last step of a layer, or a conv's [1, 1, frames, channels] feature map)")
+        y = node.outputs[0]
+        if node.attrs.get("last_only"):
+            self.whole.add(y)  # the hidden state after this frame: the output of a sequence that ends here
+        else:
+            self._set(y, SEQUENCE_TIME)
+        self.rf[y] = None
+        self.nodes.append(Node(node.op, node.name, list(node.inputs), list(node.outputs),
+                               dict(node.attrs.replace(stateful=True).items()), source=node.source))
+        self.layers.append(node.name)
+
+    def _per_step(self, node: Node, s, timed: list[str]) -> None:
+        """An op on the last step of a recurrent layer (a Linear head on output[:, -1]): once per step, as is."""
+        if any(i not in self.whole for i in timed):
+            _refuse(node, "mixes the last step of a recurrent layer with a whole sequence")
+        if _is_conv(s) or s.attrs is PadAttrs:
+            _refuse(node, "convolves or pads the last step of a recurrent layer, which has no time axis")
+        self.whole.add(node.outputs[0])
+        self.rf[node.outputs[0]] = None
         self.nodes.append(node)
 
     def _axis_through(self, node: Node, s, ref: str) -> int:
@@ -134,7 +203,7 @@ class _Streamer:
         if s.attrs is TransposeAttrs:
             return list(node.attrs["perm"]).index(ax)
         if s.overlap == "elementwise" or s.attrs is ConcatAttrs or s.macs == "dense" or s.attrs is SoftmaxAttrs:
-            self._same_frames(node, x, ax)
+            self._same_frames(node, x, ax, node.inputs[:1] if s.macs == "dense" else node.inputs)
             if s.attrs is ConcatAttrs and node.attrs.get("axis", -1) % len(y.shape) == ax:
                 _refuse(node, "concatenates along time")
             if (s.macs == "dense" or s.attrs is SoftmaxAttrs) and ax == len(x.shape) - 1:
@@ -148,9 +217,10 @@ class _Streamer:
                           "the whole window (global pooling)")
         _refuse(node, "is not one of the layers streaming handles")
 
-    def _same_frames(self, node: Node, x: Tensor, ax: int) -> None:
-        """Every operand runs along x's time axis `ax`, or has no time extent at all (a per-channel constant)."""
-        for name in node.inputs:
+    def _same_frames(self, node: Node, x: Tensor, ax: int, operands) -> None:
+        """Every operand runs along x's time axis `ax`, or has no time extent at all (a per-channel constant).
+        `operands`: those that broadcast (a Linear's weight and bias do not: they act on each frame's features)."""
+        for name in operands:
             t = self.g.tensor(name)
             if name in self.axis:
                 if self.axis[name] - len(t.shape) != ax - len(x.shape):
@@ -198,7 +268,8 @@ class _Streamer:
                           f"dilation {dilation[1]}); a causal conv that keeps the frame count pads "
                           f"(k - 1) * dilation = {span - 1}")
         x = g.tensor(src)
-        self.rf[node.outputs[0]] = self.rf.get(src, 1) + span - 1
+        before = self.rf.get(src, 1)
+        self.rf[node.outputs[0]] = None if before is None else before + span - 1
         if span > 1:
             window = _fresh(self.tensors, f"{node.name}_window")
             self.tensors[window] = Tensor(window, (1, 1, span, x.shape[3]), x.dtype, qparams=x.qparams)
@@ -211,6 +282,16 @@ class _Streamer:
         self.nodes.append(conv)
         self.layers.append(node.name)
         self._set(node.outputs[0], TIME)
+
+
+def _is_conv(s) -> bool:
+    return s.macs in ("conv", "depthwise") and "dilation" in s.attrs._names()
+
+
+def _widest(fields) -> int | None:
+    """The largest receptive field, None (unbounded) if any is."""
+    fields = list(fields)
+    return None if any(f is None for f in fields) else max(fields)
 
 
 def _time_extent(t: Tensor, x: Tensor, ax: int) -> int:

@@ -4,6 +4,11 @@ The arena is scratch: the planner shares its bytes between tensors whose lifetim
 may overwrite any of them. State must survive every invoke, so it is never an arena buffer: each stateful node
 (the registry's `state` trait) gets its own slot in one more static region, placed once, back to back, each
 slot aligned like the arena. Reset writes every slot's initial value (the zero point: real 0).
+
+Families (the registry's `state` trait): `window`, the last frames a streamed causal conv reads; `hidden` (a
+streamed GRU: its int16 hidden state) and `hidden_and_cell` (a streamed LSTM: its int16 cell state, then its int8
+hidden state less its zero point, widened to int16). A recurrent slot keeps its int8 hidden state that way so that
+the whole slot is int16 with zero point 0: a reset writes zero bytes, which is the zero initial state.
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tinyaot.ir import Graph, Node
-from tinyaot.ir.ops import OPS
+from tinyaot.ir.ops import state_family
 
 
 @dataclass(frozen=True)
@@ -28,15 +33,29 @@ def window_state(node: Node, g: Graph) -> tuple[int, int]:
     return window.nbytes - frame.nbytes, int(frame.qparams.zero_point[0]) if frame.qparams else 0
 
 
+INT16_BYTES = 2
+
+
+def hidden_state(node: Node, g: Graph) -> tuple[int, int]:
+    """(bytes, fill) of a streamed GRU's slot: h16 [hidden] int16, zero (the int8 h follows from it)."""
+    return INT16_BYTES * int(node.attrs["hidden"]), 0
+
+
+def hidden_and_cell_state(node: Node, g: Graph) -> tuple[int, int]:
+    """(bytes, fill) of a streamed LSTM's slot: c [hidden] int16, then h - zero point [hidden] int16, zero."""
+    return 2 * INT16_BYTES * int(node.attrs["hidden"]), 0
+
+
 # state family (the registry's `state` trait) -> (bytes, fill) of a node's slot
-STATE_FAMILIES: dict[str, Callable[[Node, Graph], tuple[int, int]]] = {"window": window_state}
+STATE_FAMILIES: dict[str, Callable[[Node, Graph], tuple[int, int]]] = {
+    "window": window_state, "hidden": hidden_state, "hidden_and_cell": hidden_and_cell_state}
 
 
 def plan_state(g: Graph, alignment: int = 4) -> tuple[StateSlot, ...]:
     """One slot per stateful node, in graph order."""
     slots, at = [], 0
     for node in g.nodes:
-        family = OPS[node.op].state
+        family = state_family(node)
         if family is None:
             continue
         nbytes, fill = STATE_FAMILIES[family](node, g)

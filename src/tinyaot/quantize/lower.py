@@ -2,7 +2,7 @@
 
 Which ops choose their own output parameters (from calibration) and which inherit their input's
 follows TFLite: pooling, padding, views, transposes and standalone clamps keep the input's scale
-and zero point; softmax always outputs scale 1/256, zero point -128.
+and zero point; softmax always outputs scale 1/256, zero point -128 (int16: 1/32768, zero point 0).
 """
 from __future__ import annotations
 
@@ -58,7 +58,9 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             qp = q.tensor(inputs[0]).qparams
         elif node.op in OWN:
             qp = int16_qparams(ranges[out.name]) if wide else _qparams_for(ranges, out.name)
-            if node.op in INT8_CONSTANTS:
+            if node.op in INT8_CONSTANTS and wide:
+                inputs = _lower_int16_constants(g, q, inputs)
+            elif node.op in INT8_CONSTANTS:
                 _lower_constant_operands(g, q, node)
             for c in (c for c in node.inputs if g.tensor(c).is_const and c not in q.tensors):
                 q.add_tensor(g.tensor(c))  # float constants its prepare folds into integers (layer_norm's gamma)
@@ -109,6 +111,24 @@ def _lower_constant_operands(g: Graph, q: Graph, node: Node) -> None:
         data = np.asarray(t.data, dtype=np.float64)
         qp = activation_qparams(float(data.min()), float(data.max()))
         q.add_tensor(Tensor(name, t.shape, "int8", data=quantize_array(data, qp), qparams=qp))
+
+
+def _lower_int16_constants(g: Graph, q: Graph, inputs: list[str]) -> list[str]:
+    """A 16x8 kernel's constant operands: symmetric int16 over their values (an int16 constant, as TFLite's
+    16x8 converter writes one); named apart from an int8 twin another layer may read."""
+    out = []
+    for name in inputs:
+        if name not in g.tensors or not g.tensor(name).is_const:  # an activation (perhaps an int16 twin)
+            out.append(name)
+            continue
+        t = g.tensor(name)
+        twin = f"{name}__s16"
+        if twin not in q.tensors:
+            data = np.asarray(t.data, dtype=np.float64)
+            qp = int16_qparams(Range(float(data.min()), float(data.max())))
+            q.add_tensor(Tensor(twin, t.shape, "int16", data=quantize_array(data, qp, "int16"), qparams=qp))
+        out.append(twin)
+    return out
 
 
 def _qparams_for(ranges: dict[str, Range], name: str) -> QParams:

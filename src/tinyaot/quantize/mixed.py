@@ -8,13 +8,12 @@ values are the int8 ones times 128), int16 -> int8 with the tensor's own int8 qp
 outputs stay int8, so the C interface is the same as an all-int8 model's, and the planner places the 2-byte
 tensors like any other.
 
-`auto_int16_layers` chooses for the user: the layers whose int8 kernel alone, on exactly rounded inputs, has a
-signal-to-quantization-noise ratio below `AUTO_SQNR_DB` on the calibration samples (the per-layer error report's
-"local" figure), among the ops with a 16x8 kernel.
+int16="auto" chooses for the user (report/quant_error.py `int16_candidates`): the layers whose int8 kernel
+alone, on exactly rounded inputs, has a signal-to-quantization-noise ratio below `AUTO_SQNR_DB` on the calibration
+samples (the per-layer error report's "local" figure), among the ops with a 16x8 kernel, and their producers.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,41 +140,3 @@ def drop_dead_conversions(q: Graph) -> None:
 def _int8_cover(qp: QParams) -> QParams:
     bound = float(qp.scale[0]) * INT16_MAX
     return activation_qparams(-bound, bound)
-
-
-def auto_int16_layers(g: Graph, q8: Graph, values: dict[str, np.ndarray],
-                      threshold: float = AUTO_SQNR_DB) -> dict[str, str]:
-    """Layer -> why it gets int16 activations. A layer with a 16x8 kernel whose int8 kernel alone (on exactly
-    rounded inputs) loses more than `threshold` allows is chosen, and so are the layers that produce its inputs:
-    the loss is as often the coarse int8 input as the output. `values`: the float graph's tensors on calibration
-    samples."""
-    from tinyaot.ref.interpreter import prepare_all
-    from tinyaot.report.quant_error import local_sqnr
-
-    params = prepare_all(q8)
-    names = {n.name for n in g.nodes}
-    out: dict[str, str] = {}
-    for node in q8.nodes:
-        if not OPS[node.op].s16 or node.name not in names:
-            continue
-        db = local_sqnr(params, node, q8, values)
-        if math.isnan(db) or db >= threshold:
-            continue
-        why = f"int8 local SQNR {db:.1f} dB < {threshold:g} dB"
-        out.setdefault(node.name, why)
-        for producer in _producers(g, node):
-            out.setdefault(producer.name, f"feeds {node.name} ({why})")
-    order = [n.name for n in g.nodes]
-    return dict(sorted(out.items(), key=lambda kv: order.index(kv[0])))
-
-
-def _producers(g: Graph, node: Node) -> list[Node]:
-    """The nearest producers of the node's activation inputs through views, those with a 16x8 kernel."""
-    found = []
-    for name in node.inputs:
-        p = g.producer(name)
-        while p is not None and OPS[p.op].view:
-            p = g.producer(p.inputs[0])
-        if p is not None and OPS[p.op].s16 and OPS[p.op].qparams != "recurrent":
-            found.append(p)
-    return found

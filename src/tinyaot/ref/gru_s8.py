@@ -10,6 +10,9 @@ QuantizeMultiplier. PyTorch's GRU (gates r, z, n):
 
 The state is h twice: int16 at the state's power-of-two scale (what the update z * h reads, so the recurrence
 keeps 16 bits) and int8 at the output's qparams (what the recurrent layer reads and the output row holds).
+The int8 one is a function of the int16 one (narrow), so a streamed GRU (the node's `stateful`,
+passes/streaming.py) keeps only h16 in its slot of the state region (plan/state.py `hidden`; zero bytes: the zero
+state) and narrows it again at the start of the next invoke.
 """
 from __future__ import annotations
 
@@ -85,11 +88,20 @@ def prepare(node: Node, g: Graph) -> GruParams:
         hidden_size=hidden, last_only=int(bool(node.attrs.get("last_only"))))
 
 
-def gru_s8(x: np.ndarray, p: GruParams) -> np.ndarray:
+def narrow(h16: np.ndarray, p: GruParams) -> np.ndarray:
+    """The int8 hidden state of the int16 one (0 -> the zero point)."""
+    return np.clip(multiply_by_quantized_multiplier(h16, p.narrow_multiplier, p.narrow_shift) + p.hidden_offset,
+                   -128, 127)
+
+
+def gru_s8(x: np.ndarray, p: GruParams, state: np.ndarray | None = None) -> np.ndarray:
+    """The layer over x [1, T, F]; `state` (a stateful node's slot, h16) holds the initial state and gets the
+    final."""
     x = np.asarray(x).reshape(p.steps, p.input_size).astype(np.int64)
     hsz = p.hidden_size
-    h8 = np.full(hsz, p.hidden_offset, dtype=np.int64)  # zero hidden state
-    h16 = np.zeros(hsz, dtype=np.int64)
+    slot = None if state is None else state.view(np.int16).reshape(hsz)
+    h16 = np.zeros(hsz, dtype=np.int64) if slot is None else slot.astype(np.int64)
+    h8 = narrow(h16, p)  # zero state: the zero point
     rows = []
     for t in range(p.steps):
         from_x = gate_fc(x[t], p.weights_ih, p.input_bias, p.input_multiplier, p.input_shift)
@@ -100,8 +112,9 @@ def gru_s8(x: np.ndarray, p: GruParams) -> np.ndarray:
         n = tanh_q15(sat16(from_x[2 * hsz:] + reset))
         h16 = sat16(sat16(mul_q(ONE_Q15 - z, n, p.new_multiplier, p.new_shift))
                     + sat16(mul_q(z, h16, p.keep_multiplier, p.keep_shift)))
-        h8 = np.clip(multiply_by_quantized_multiplier(h16, p.narrow_multiplier, p.narrow_shift) + p.hidden_offset,
-                     -128, 127)
+        h8 = narrow(h16, p)
         rows.append(h8.copy())
+    if slot is not None:
+        slot[...] = h16
     out = np.stack(rows) if not p.last_only else rows[-1]
     return out.astype(np.int8).reshape((1, p.steps, hsz) if not p.last_only else (1, hsz))

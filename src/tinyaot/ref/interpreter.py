@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from tinyaot.ir import Graph, Node
-from tinyaot.ir.ops import OPS, kernel_ref, ops_where
+from tinyaot.ir.ops import OPS, kernel_ref, ops_where, state_family
 from tinyaot.plan import MemoryPlan
 from tinyaot.ref.inplace import run_ring
 
@@ -61,7 +61,7 @@ def run_unplanned(g: Graph, params: dict, x: np.ndarray, replace: dict | None = 
         args = [replace.get(i, values[i]) for i in node.inputs if not g.tensor(i).is_const]
         if node.op in VIEW_OPS:
             y = args[0]
-        elif OPS[node.op].state is not None:  # a stateful kernel here runs as the first invoke after a reset
+        elif state_family(node) is not None:  # a stateful kernel here runs as the first invoke after a reset
             y = kernel_for(node, g)[1](*args, params[node.name], _initial_state(node, g))
         else:
             y = kernel_for(node, g)[1](*args, params[node.name])
@@ -127,7 +127,7 @@ class Interpreter:
                      self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])
             return
         out = self.view(node.outputs[0])
-        if OPS[node.op].state is not None:  # reads and moves on its state slot: runs once, whole
+        if state_family(node) is not None:  # reads and moves on its state slot: runs once, whole
             args = [self.view(i) for i in node.inputs if not g.tensor(i).is_const]
             y = kernel_for(node, g)[1](*args, self.params[node.name], self.state_view(node.name))
             out[...] = np.asarray(y, dtype=out.dtype).reshape(out.shape)
@@ -157,6 +157,6 @@ def _initial_state(node: Node, g: Graph) -> np.ndarray:
     """A stateful node's slot as a reset leaves it."""
     from tinyaot.plan.state import STATE_FAMILIES
 
-    nbytes, fill = STATE_FAMILIES[OPS[node.op].state](node, g)
+    nbytes, fill = STATE_FAMILIES[state_family(node)](node, g)
     return np.full(nbytes, fill, dtype=np.int8)
 

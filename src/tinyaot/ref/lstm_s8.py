@@ -7,6 +7,10 @@ sigmoid (i, f, o) or tanh (g), both a 256-entry table of sigmoid(k / 24) interpo
 state is int16 at a power-of-two scale: c = sat16(f * c) + sat16(i * g) (saturating), clipped when cell_clip > 0;
 the hidden state is int8: h = requantize(tanh(c) * o) + zero point. Each step's h is the output row.
 
+Streamed (the node's `stateful`, passes/streaming.py), the initial state is the node's slot of the state region
+(plan/state.py `hidden_and_cell`: c, then h - zero point, both int16, so zero bytes are the zero state) and the
+final state is written back there: one frame per invoke is T = 1 carried on from the invoke before.
+
 The int16 helpers here (sigmoid, tanh, the multiplier products) are the building blocks gru_s8 uses too.
 The C twin (c/kernels/lstm_s8.c) keeps c, the four gates and h in the layer's second output, int16 working
 memory the plan places; this reference computes the same values in NumPy arrays.
@@ -190,11 +194,13 @@ def prepare(node: Node, g: Graph) -> LstmParams:
         last_only=int(bool(node.attrs.get("last_only"))))
 
 
-def lstm_s8(x: np.ndarray, p: LstmParams) -> np.ndarray:
+def lstm_s8(x: np.ndarray, p: LstmParams, state: np.ndarray | None = None) -> np.ndarray:
+    """The layer over x [1, T, F]; `state` (a stateful node's slot) holds the initial state and gets the final."""
     x = np.asarray(x).reshape(p.steps, p.input_size).astype(np.int64)
     hsz = p.hidden_size
-    h = np.full(hsz, p.hidden_offset, dtype=np.int64)  # zero hidden state: its zero point
-    c = np.zeros(hsz, dtype=np.int64)
+    slot = None if state is None else state.view(np.int16).reshape(2, hsz)  # c, h - zero point
+    c = np.zeros(hsz, dtype=np.int64) if slot is None else slot[0].astype(np.int64)
+    h = (np.zeros(hsz, dtype=np.int64) if slot is None else slot[1].astype(np.int64)) + p.hidden_offset
     rows = []
     for t in range(p.steps):
         gates = sat16(gate_fc(x[t], p.weights_ih, p.input_bias, p.input_multiplier, p.input_shift)
@@ -208,5 +214,7 @@ def lstm_s8(x: np.ndarray, p: LstmParams) -> np.ndarray:
         tc = tanh_q15(c, p.tanh_multiplier, p.tanh_right)
         h = np.clip(mul_q(tc, o, p.hidden_multiplier, p.hidden_shift) + p.hidden_offset, -128, 127)
         rows.append(h.copy())
+    if slot is not None:
+        slot[0], slot[1] = c, h - p.hidden_offset
     out = np.stack(rows) if not p.last_only else rows[-1]
     return out.astype(np.int8).reshape((1, p.steps, hsz) if not p.last_only else (1, hsz))

@@ -57,7 +57,7 @@ class MemoryReport:
     contract: ContractReport | None = None  # input kept? output apart? what preserve/separate cost
     inputs: tuple[dict, ...] = ()  # every input (input is the first), for models with several
     outputs: tuple[dict, ...] = ()
-    state_bytes: int = 0  # the state region (kept between invokes: a streamed conv's past frames), apart from the arena
+    state_bytes: int = 0  # the state region (kept between invokes: streamed layers' state), apart from the arena
     int16_layers: dict = field(default_factory=dict)  # layer -> why it has int16 activations (quantize/mixed.py)
 
     @property
@@ -130,7 +130,8 @@ class MemoryReport:
         s.add_row("arena (int8)", f"{self.arena_bytes:,}", "all activations, input and output included")
         s.add_row("lower bound", f"{self.lower_bound_bytes:,}", "live bytes at the busiest step")
         if self.state_bytes:
-            s.add_row("state region", f"{self.state_bytes:,}", "kept between invokes (streamed convs' past frames)")
+            s.add_row("state region", f"{self.state_bytes:,}",
+                      "kept between invokes (streamed layers' past frames, recurrent h and c)")
         s.add_row("static state", _opt(self.static_state_bytes), "other .data + .bss of the model (Cortex-M33)")
         s.add_row("stack", _opt(self.stack_bytes), "high-water mark of one inference on the emulated Cortex-M33")
         s.add_row("RAM total", _opt(self.ram_bytes), "arena + state region + static state + stack")

@@ -119,6 +119,8 @@ def profile(cm, x=None, mix: bool = False) -> ProfileReport:
         x = np.zeros((1, sum(cm.input_sizes)), dtype=np.int8)
     elif isinstance(x, (list, tuple)):  # several inputs: their bytes back to back, as the harness takes them
         x = raw_rows([np.asarray(v).reshape(1, -1) for v in x])
+    else:  # one input in its own dtype (int16 for a 16x8 model): its bytes
+        x = raw_rows(np.asarray(x, dtype=cm.input_dtype).reshape(1, -1))
     flat = np.asarray(x, dtype=np.int8).reshape(1, -1)
     with tempfile.TemporaryDirectory(prefix="tinyaot-prof-") as tmp:
         cm.c_sources.write(Path(tmp))

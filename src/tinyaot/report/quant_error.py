@@ -21,6 +21,8 @@ import numpy as np
 
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import ModelError
+from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import OPS
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
 CRUSHED_STEPS = 16  # data spanning fewer of the 256 steps is crushed
@@ -362,3 +364,39 @@ def compare_float_tflite(cm, float_model, x: np.ndarray) -> dict:
     if 2 <= want.shape[1] <= MAX_CLASSES:
         out["argmax_agreement"] = float((want.argmax(1) == got.argmax(1)).mean())
     return out
+
+
+def int16_candidates(g: Graph, q8: Graph, values: dict[str, np.ndarray], threshold: float) -> dict[str, str]:
+    """Layer -> why it gets int16 activations. A layer with a 16x8 kernel whose int8 kernel alone (on exactly
+    rounded inputs) loses more than `threshold` allows is chosen, and so are the layers that produce its inputs:
+    the loss is as often the coarse int8 input as the output. `values`: the float graph's tensors on calibration
+    samples."""
+    from tinyaot.ref.interpreter import prepare_all
+
+    params = prepare_all(q8)
+    names = {n.name for n in g.nodes}
+    out: dict[str, str] = {}
+    for node in q8.nodes:
+        if not OPS[node.op].s16 or node.name not in names:
+            continue
+        db = local_sqnr(params, node, q8, values)
+        if math.isnan(db) or db >= threshold:
+            continue
+        why = f"int8 local SQNR {db:.1f} dB < {threshold:g} dB"
+        out.setdefault(node.name, why)
+        for producer in _producers(g, node):
+            out.setdefault(producer.name, f"feeds {node.name} ({why})")
+    order = [n.name for n in g.nodes]
+    return dict(sorted(out.items(), key=lambda kv: order.index(kv[0])))
+
+
+def _producers(g: Graph, node: Node) -> list[Node]:
+    """The nearest producers of the node's activation inputs through views, those with a 16x8 kernel."""
+    found = []
+    for name in node.inputs:
+        p = g.producer(name)
+        while p is not None and OPS[p.op].view:
+            p = g.producer(p.inputs[0])
+        if p is not None and OPS[p.op].s16 and OPS[p.op].qparams != "recurrent":
+            found.append(p)
+    return found

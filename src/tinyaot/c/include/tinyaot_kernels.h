@@ -574,10 +574,18 @@ typedef struct {
  * LSTM over input int8 [steps][input_size], zero initial state: per step the gates i, f, g, o are int8 fully
  * connected layers into int16 Q3.12 (input and recurrent, saturating sum), then TFLM's int16 sigmoid / tanh
  * (Q0.15); c = sat16(f * c) + sat16(i * g), clipped; h = requantize(tanh(c) * o) + hidden_offset. output: int8
- * [steps][hidden_size], or [hidden_size] when last_only. state: the layer's int16 working memory [6][hidden_size]
+ * [steps][hidden_size], or [hidden_size] when last_only. work: the layer's int16 working memory [6][hidden_size]
  * (cell state, four gates, h as int8 in the last row), placed by the plan; must not overlap input or output.
  */
-void tinyaot_lstm_s8(const int8_t *input, const tinyaot_lstm_params *params, int16_t *state, int8_t *output);
+void tinyaot_lstm_s8(const int8_t *input, const tinyaot_lstm_params *params, int16_t *work, int8_t *output);
+
+/*
+ * A streamed LSTM (passes/streaming.py): as tinyaot_lstm_s8 (work: its working memory), from the state in `state`,
+ * the layer's slot of the state region ([2][hidden_size] int16: c, then h - hidden_offset; all zero after a
+ * reset), which then holds the final state.
+ */
+void tinyaot_lstm_s8_stateful(const int8_t *input, const tinyaot_lstm_params *params, int16_t *work,
+                              int8_t *output, int16_t *state);
 
 /* One unidirectional GRU layer (tinyaot's integer GRU from the LSTM's blocks, ref/gru_s8.py). */
 typedef struct {
@@ -602,10 +610,17 @@ typedef struct {
  * GRU over input int8 [steps][input_size], zero initial state: per step r, z = sigmoid(gate), n = tanh(input part +
  * r * recurrent part), all int16 as in the LSTM; h16 = sat16((1 - z) * n) + sat16(z * h16) (saturating), and
  * h = requantize(h16) + hidden_offset. output: int8 [steps][hidden_size], or [hidden_size] when last_only.
- * state: the layer's int16 working memory [6][hidden_size] (h16, r, z, the candidate's two parts, h as int8 in the
+ * work: the layer's int16 working memory [6][hidden_size] (h16, r, z, the candidate's two parts, h as int8 in the
  * last row), placed by the plan; must not overlap input or output.
  */
-void tinyaot_gru_s8(const int8_t *input, const tinyaot_gru_params *params, int16_t *state, int8_t *output);
+void tinyaot_gru_s8(const int8_t *input, const tinyaot_gru_params *params, int16_t *work, int8_t *output);
+
+/*
+ * A streamed GRU (passes/streaming.py): as tinyaot_gru_s8 (work: its working memory), from h16 in `state`, the
+ * layer's slot of the state region ([hidden_size] int16, zero after a reset), which then holds the final h16.
+ */
+void tinyaot_gru_s8_stateful(const int8_t *input, const tinyaot_gru_params *params, int16_t *work, int8_t *output,
+                             int16_t *state);
 
 /* TFLM's int16 sigmoid and tanh, Q3.12 in (tanh: after (x * multiplier + round) >> right), Q0.15 out. */
 int16_t tinyaot_sigmoid_q15(int32_t x);
@@ -613,5 +628,189 @@ int16_t tinyaot_tanh_q15(int32_t x, int32_t multiplier, int32_t right);
 
 /* The recurrent kernels compute their gate rows TINYAOT_GATE_BLOCK at a time (lstm_s8.c). */
 #define TINYAOT_GATE_BLOCK 4
+
+/*
+ * 16x8 convolutions (int16 activations, zero point 0; int8 weights, symmetric per output channel), TFLM's int16
+ * ConvPerChannel / DepthwiseConvPerChannel. Geometry as tinyaot_conv_params; no offsets.
+ */
+typedef struct {
+    const int8_t *weights;         /* [out_c][kernel_h][kernel_w][in_c / groups] */
+    const int64_t *bias;           /* [out_c] (an int32 bias widened) */
+    const int32_t *multiplier;     /* [out_c], Q31 */
+    const int32_t *shift;          /* [out_c], > 0: left */
+    int32_t act_min, act_max;      /* fused activation, int16 units */
+    int32_t accumulator_bits;      /* 64: int64 sum, tinyaot_requantize_64 (an int64 bias); 32: the sum wrapped
+                                      to int32, tinyaot_requantize (an int32 bias) */
+    int32_t batches, in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t dilation_h, dilation_w;
+    int32_t pad_top, pad_left;
+    int32_t groups;                /* channel groups as tinyaot_conv_params */
+} tinyaot_conv16_params;
+
+/*
+ * 16x8 conv2d: output[b][oy][ox][oc] = clamp(requantize(bias[oc] + sum_taps weights[oc][ky][kx][ic] *
+ * input[b][iy][ix][g * in_c / groups + ic]), act_min, act_max), taps outside the image skipped, the sum and the
+ * requantization as accumulator_bits says. input: int16 [batches][in_h][in_w][in_c]; output: int16
+ * [batches][out_h][out_w][out_c], must not overlap input.
+ */
+void tinyaot_conv2d_s16(const int16_t *input, const tinyaot_conv16_params *params, int16_t *output);
+
+/* One 16x8 depthwise convolution: as tinyaot_conv16_params, without groups, always int64 sums. */
+typedef struct {
+    const int8_t *weights;         /* [1][kernel_h][kernel_w][out_c] */
+    const int64_t *bias;           /* [out_c] */
+    const int32_t *multiplier;     /* [out_c], Q31 */
+    const int32_t *shift;          /* [out_c], > 0: left */
+    int32_t act_min, act_max;      /* fused activation, int16 units */
+    int32_t batches, in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t dilation_h, dilation_w;
+    int32_t pad_top, pad_left;
+    int32_t depth_multiplier;      /* out_c = in_c * depth_multiplier */
+} tinyaot_depthwise_conv16_params;
+
+/*
+ * 16x8 depthwise conv: output channel oc = ic * depth_multiplier + m sums weights[0][ky][kx][oc] *
+ * input[b][iy][ix][ic] over the taps in int64, adds the int64 bias and requantizes with tinyaot_requantize_64.
+ * Output must not overlap input.
+ */
+void tinyaot_depthwise_conv2d_s16(const int16_t *input, const tinyaot_depthwise_conv16_params *params,
+                                  int16_t *output);
+
+/* One 16x8 fully connected layer (TFLM's int16 FULLY_CONNECTED). */
+typedef struct {
+    const int8_t *weights;         /* int8 [out_features][in_features], symmetric */
+    const int64_t *bias;           /* [out_features] (an int32 bias's values when bias_bits is 32) */
+    const int32_t *multiplier;     /* [out_features], Q31 */
+    const int32_t *shift;          /* [out_features], > 0: left */
+    int32_t bias_bits;             /* 64: int64 sum, tinyaot_requantize_64; 32: int32 sum (wraps) */
+    int32_t act_min, act_max;      /* fused activation, int16 units */
+    int32_t batches, in_features, out_features;
+} tinyaot_fully_connected16_params;
+
+/*
+ * 16x8 fully connected: output[b][c] = clamp(requantize(bias[c] + sum_k input[b][k] * weights[c][k],
+ * multiplier[c], shift[c]), act_min, act_max), the sum exact (int64) or wrapped to int32 as bias_bits says.
+ * input: int16 [batches][in_features]; output: int16 [batches][out_features], must not overlap input.
+ */
+void tinyaot_fully_connected_s16(const int16_t *input, const tinyaot_fully_connected16_params *params,
+                                 int16_t *output);
+
+/* One 16x8 element-wise add or subtract (TFLM's int16 ADD / SUB, the general path; zero points 0). */
+typedef struct {
+    int32_t size;                  /* output elements */
+    int32_t out_shape[4];          /* the output as 4-D, axes merged (ref/broadcast.py) */
+    int32_t a_strides[4];          /* element strides of input1 along the output's axes; 0 where it broadcasts */
+    int32_t b_strides[4];          /* likewise for input2 */
+    int32_t subtract;              /* 1: input1 - input2, 0: input1 + input2 */
+    int32_t left_shift;            /* 15 */
+    int32_t input1_multiplier, input1_shift;   /* s1 / (2 max(s1, s2)), shift <= 0 */
+    int32_t input2_multiplier, input2_shift;   /* s2 / (2 max(s1, s2)) */
+    int32_t output_multiplier, output_shift;   /* 2 max(s1, s2) / (2^left_shift s_out) */
+    int32_t act_min, act_max;      /* fused activation, int16 units */
+} tinyaot_add16_params;
+
+/*
+ * 16x8 add / sub: output = clamp(requantize(requantize(input1 << left_shift, input1_*) +- requantize(input2 <<
+ * left_shift, input2_*), output_*)), walked over out_shape with the operands at their strides. In place over an
+ * operand with the output's shape.
+ */
+void tinyaot_add_s16(const int16_t *input1, const int16_t *input2, const tinyaot_add16_params *params,
+                     int16_t *output);
+
+/* One 16x8 element-wise multiply (TFLM's int16 MUL; zero points 0). */
+typedef struct {
+    int32_t size;                  /* output elements */
+    int32_t out_shape[4];          /* the output as 4-D, axes merged (ref/broadcast.py) */
+    int32_t a_strides[4];          /* element strides of input1 along the output's axes; 0 where it broadcasts */
+    int32_t b_strides[4];          /* likewise for input2 */
+    int32_t multiplier, shift;     /* s1 * s2 / s_out */
+    int32_t act_min, act_max;      /* fused activation, int16 units */
+} tinyaot_mul16_params;
+
+/* 16x8 mul: output = clamp(requantize(input1 * input2, multiplier, shift)) over out_shape; in place as add. */
+void tinyaot_mul_s16(const int16_t *input1, const int16_t *input2, const tinyaot_mul16_params *params,
+                     int16_t *output);
+
+/* ---- 16x8 activations, pooling, softmax, mean (int16 in and out, zero point 0; TFLM's int16 kernels) ---- */
+
+/* One int16 softmax over rows (TFLM's SoftmaxInt16). */
+typedef struct {
+    int32_t outer;                 /* rows */
+    int32_t depth;                 /* values per row */
+    int32_t input_multiplier, input_shift;     /* input_scale * beta / (10 / 65535): [-65535, 0] is [-10, 0] */
+    const int16_t *exp_lut;        /* [513]: exp over [-10, 0], Q0.15, 7-bit interpolated */
+    const int16_t *one_over_one_plus_x_lut;    /* [513]: 1 / (1 + x) over [0, 1], Q0.15 */
+} tinyaot_softmax16_params;
+
+/* Softmax over rows of `depth` int16 values; output Q0.15 (scale 1/32768). Output must not overlap input. */
+void tinyaot_softmax_s16(const int16_t *input, const tinyaot_softmax16_params *params, int16_t *output);
+
+/* One int16 elementwise function (the lut op): TFLM's int16 LOGISTIC / TANH, or an interpolated table. */
+#define TINYAOT_LUT16_LOGISTIC 0
+#define TINYAOT_LUT16_TANH 1
+#define TINYAOT_LUT16_TABLE 2
+typedef struct {
+    int32_t size;                  /* elements */
+    int32_t mode;                  /* TINYAOT_LUT16_* */
+    int32_t input_multiplier, input_shift;     /* LOGISTIC / TANH: v = (x * input_multiplier + round) >> input_shift */
+    const int16_t *table;          /* TABLE: [513] samples, 9-bit index, 7-bit interpolation (TFLite's LUTLookup) */
+    int32_t act_min, act_max;      /* fused clamp, int16 units */
+} tinyaot_lut16_params;
+
+/* output[i] = clamp(f(input[i])): TFLM's sigmoid-table interpolation (Q0.15) or the table's. In place. */
+void tinyaot_lut_s16(const int16_t *input, const tinyaot_lut16_params *params, int16_t *output);
+
+/* Geometry and clamp of one int16 max pooling layer (as tinyaot_max_pool2d_params). */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t out_h, out_w;
+    int32_t act_min, act_max;      /* fused clamp, int16 units */
+} tinyaot_max_pool2d16_params;
+
+/* int16 max pooling over NHWC, TFLM's int16 MaxPool. Output must not overlap input. */
+void tinyaot_max_pool2d_s16(const int16_t *input, const tinyaot_max_pool2d16_params *params, int16_t *output);
+
+/* Geometry and clamp of one int16 average pooling layer (as tinyaot_pool_params; zero point 0). */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t out_h, out_w;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t count_include_pad;     /* 1: divide by the whole window, 0: by the taps inside (TFLite) */
+    int32_t act_min, act_max;      /* fused clamp, int16 units */
+} tinyaot_avg_pool2d16_params;
+
+/* int16 average pooling over NHWC, TFLM's int16 AveragePool (int32 sum, rounded division). */
+void tinyaot_avg_pool2d_s16(const int16_t *input, const tinyaot_avg_pool2d16_params *params, int16_t *output);
+
+/* One standalone int16 ReLU / clamp with rescaling. */
+typedef struct {
+    int32_t size;
+    int32_t multiplier, shift;     /* input_scale / output_scale */
+    int32_t act_min, act_max;      /* int16 units */
+} tinyaot_relu16_params;
+
+/* TFLM's int16 RELU / RELU6: output[i] = clamp(requantize(input[i], multiplier, shift)). In place. */
+void tinyaot_relu_s16(const int16_t *input, const tinyaot_relu16_params *params, int16_t *output);
+
+/* One int16 mean over a run of consecutive axes: the input seen as [outer][count][inner]. */
+typedef struct {
+    int32_t outer, count, inner;
+    int32_t multiplier, shift;     /* input_scale / output_scale / count, TFLM's folding */
+    int32_t act_min, act_max;      /* int16 units */
+} tinyaot_mean16_params;
+
+/* TFLM's int16 MEAN: int32 sums, requantized, clamped. Output must not overlap input. */
+void tinyaot_mean_s16(const int16_t *input, const tinyaot_mean16_params *params, int16_t *output);
 
 #endif /* TINYAOT_KERNELS_H */

@@ -4,8 +4,10 @@
  * Per step: the four gates' int8 fully connected layers into int16 Q3.12 (input and recurrent, each requantized
  * and saturated, then added with saturation), TFLM's int16 sigmoid / tanh into Q0.15, the int16 cell state and
  * the int8 hidden state. Every step reads the previous hidden state whole, so the gates are computed for all
- * units before any unit's state is updated. The cell state, the gates and the hidden state live in `state`, the
+ * units before any unit's state is updated. The cell state, the gates and the hidden state live in `work`, the
  * layer's working memory in the arena (no stack arrays); the initial state is zero (h at its zero point).
+ * tinyaot_lstm_s8_stateful (a streamed layer) starts from the layer's slot of the state region instead (c, then
+ * h - zero point, int16: zero bytes are the zero state) and writes the final state back there.
  *
  * tinyaot_sigmoid_q15, tinyaot_tanh_q15 and tinyaot_rows_q12 are also the GRU's (gru_s8.c). The input offsets
  * are folded into the biases at compile time, so a gate row is a plain int8 dot product: four rows at a time
@@ -115,7 +117,11 @@ void tinyaot_rows_q12(const int8_t *x, const int8_t *w, int32_t n, int32_t count
     }
 }
 
-void tinyaot_lstm_s8(const int8_t *input, const tinyaot_lstm_params *params, int16_t *state, int8_t *output)
+/* The layer over the sequence from `slot`'s state (NULL: the zero state), the final state back into it.
+ * Inlined into both entry points with `slot` known, so the whole-sequence one tests no slot: streaming costs
+ * it nothing. */
+__attribute__((always_inline)) static inline void lstm_run(const int8_t *input, const tinyaot_lstm_params *params,
+                                                           int16_t *work, int8_t *output, int16_t *slot)
 {
     const int32_t steps = params->steps;
     const int32_t in_size = params->input_size;
@@ -124,13 +130,20 @@ void tinyaot_lstm_s8(const int8_t *input, const tinyaot_lstm_params *params, int
     const int32_t clip = params->cell_clip;
     const int8_t *const w_ih = params->weights_ih;
     const int8_t *const w_hh = params->weights_hh;
-    int16_t *const cell = state;
-    int16_t *const gates = state + units; /* [4][units]: i, f, g, o */
-    int8_t *const hidden = (int8_t *)(void *)(state + 5 * units);
+    int16_t *const cell = work;
+    int16_t *const gates = work + units; /* [4][units]: i, f, g, o */
+    int8_t *const hidden = (int8_t *)(void *)(work + 5 * units);
     int32_t t, r, j;
 
-    memset(cell, 0, (size_t)units * sizeof(int16_t));
-    memset(hidden, (int)params->hidden_offset, (size_t)units);
+    if (slot == NULL) {
+        memset(cell, 0, (size_t)units * sizeof(int16_t));
+        memset(hidden, (int)params->hidden_offset, (size_t)units);
+    } else {
+        for (j = 0; j < units; ++j) {
+            cell[j] = slot[j];
+            hidden[j] = (int8_t)(slot[units + j] + params->hidden_offset);
+        }
+    }
     for (t = 0; t < steps; ++t) {
         const int8_t *const x = input + t * in_size;
         for (r = 0; r < rows; r += TINYAOT_GATE_BLOCK) {
@@ -171,4 +184,21 @@ void tinyaot_lstm_s8(const int8_t *input, const tinyaot_lstm_params *params, int
     if (params->last_only) {
         memcpy(output, hidden, (size_t)units);
     }
+    if (slot != NULL) {
+        for (j = 0; j < units; ++j) {
+            slot[j] = cell[j];
+            slot[units + j] = (int16_t)(hidden[j] - params->hidden_offset);
+        }
+    }
+}
+
+void tinyaot_lstm_s8(const int8_t *input, const tinyaot_lstm_params *params, int16_t *work, int8_t *output)
+{
+    lstm_run(input, params, work, output, NULL);
+}
+
+void tinyaot_lstm_s8_stateful(const int8_t *input, const tinyaot_lstm_params *params, int16_t *work,
+                              int8_t *output, int16_t *state)
+{
+    lstm_run(input, params, work, output, state);
 }
