@@ -251,3 +251,22 @@ def test_unsupported_lstm_uses_are_refused_by_name(model, message):
     x = np.zeros((4, 6, 5), dtype=np.float32)
     with pytest.raises(UnsupportedOpError, match=message):
         tinyaot.compile(model().eval(), torch.from_numpy(x[:1]), calibration=x, name="bad")
+
+
+def test_trust_report_covers_the_cell_state():
+    """layer_errors has a row per layer's int16 cell state: its range, what it clips, its grid's rounding; inputs
+    that drive the cell far past the calibrated range make it clip, and the diagnosis names that state."""
+    cm, _ = _compiled(SequenceLSTM())
+    rng = np.random.default_rng(9)
+    x = np.cumsum(rng.normal(scale=0.4, size=(20, 6, 5)), axis=1).astype(np.float32)
+    rows = {r.layer: r for r in cm.layer_errors(x).layers}
+    states = [r for r in rows.values() if r.state]
+    assert [r.layer for r in states] == ["lstm_l0 state", "lstm_l1 state"] and all(r.op == "lstm cell" for r in states)
+    assert all(r.saturated == 0 and r.local_sqnr_db > 40 for r in states)
+    assert states[0].int8_hi == pytest.approx(32767 * cm.graph.tensor(states[0].tensor).qparams.scale[0])
+    with pytest.warns(UserWarning, match="outside the calibrated range"):
+        report = cm.layer_errors(x * 40)  # far beyond the calibration: the cells run away
+    loud = report.layers
+    first = next(r for r in loud if r.state)
+    assert first.saturated > 0.01
+    assert report.diagnosis.layer in {r.layer for r in loud[:loud.index(first) + 1]}

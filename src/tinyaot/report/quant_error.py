@@ -15,7 +15,7 @@ The first layer where something goes wrong is named, with its likely cause and w
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class LayerError:
     float_hi: float
     int8_lo: float  # the real range the int8 tensor covers
     int8_hi: float
+    state: bool = False  # a recurrent layer's int16 state: local = rounding the float state onto its grid
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,8 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
         ref = ref_values[out.name].reshape(deq.shape)
         local = local_sqnr(params, node, g, ref_values)
         rows.append(_row(node, out, deq, ref, local))
+        if OPS[node.op].work_rows and node.outputs[1] in ref_values:
+            rows.append(_state_row(node, g.tensor(node.outputs[1]), ref_values[node.outputs[1]]))
     output = _output_check(cm, ref_values, traced, labels)
     rows = tuple(rows)
     return QuantReport(cm.name, n_samples, _reference_kind(cm), rows, output, diagnose(cm, rows, output))
@@ -242,6 +245,19 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
     used = min(float(info.max - info.min + 1), (max(min(f_hi, hi), 0.0) - min(max(f_lo, lo), 0.0)) / scale + 1)
     return LayerError(node.name, node.op, out.name, scale, sqnr_db(ref, deq), local, float(steps.mean()),
                       float(steps.max()), saturated, used, f_lo, f_hi, lo, hi)
+
+
+def _state_row(node, state, ref: np.ndarray) -> LayerError:
+    """A recurrent layer's int16 state (an LSTM's cell, a GRU's hidden state) over every step of the float run:
+    how much of it its power-of-two scale clips, and what rounding onto that grid costs."""
+    from types import SimpleNamespace
+
+    from tinyaot.quantize.scheme import quantize_array
+
+    deq = quantize_array(ref, state.qparams, "int16").astype(np.float64) * state.qparams.scale[0]
+    what = SimpleNamespace(name=f"{node.name} state", op=f"{node.op} {'cell' if node.op == 'lstm' else 'hidden'}")
+    row = _row(what, state, deq, np.asarray(ref, np.float64), math.nan)
+    return replace(row, local_sqnr_db=row.sqnr_db, sqnr_db=math.nan, state=True)
 
 
 def local_sqnr(params: dict, node, g, ref_values: dict) -> float:
@@ -293,6 +309,10 @@ def diagnose(cm, rows: tuple[LayerError, ...], output: OutputCheck | None) -> Di
     """The first layer that clips, is crushed, or where the error jumps; None when nothing stands out."""
     previous = math.inf
     for e in rows:
+        if e.state:  # a recurrent state: only its clipping can be at fault (its rounding is in the next row)
+            if e.saturated > SATURATION_WARN:
+                return _clipping(cm, e)
+            continue
         jump = previous - e.sqnr_db if math.isfinite(previous) else 0.0
         if e.saturated > SATURATION_WARN:
             return _clipping(cm, e)
