@@ -8,7 +8,9 @@ samples, and the layers feeding them); every layer with a 16x8 kernel in int16. 
 tests/test_mixed_precision.py (two feature channels 60x the others, which int8 crushes), the zoo's autoencoder
 (a regression) and DS-CNN keyword spotter, trained for a few epochs on their synthetic data (tests/zoo.py).
 Accuracy is on held-out samples against the float model: output SQNR, and top-1 agreement or mean relative error.
-Byte and instruction counts are deterministic.
+A second table gives the 16x8 kernels' own cost against the int8 kernels' (the default speed mode) on three layers:
+Cortex-M33 instructions of that layer alone (`cm.profile()`), per MAC. Byte and instruction counts are
+deterministic.
 """
 from __future__ import annotations
 
@@ -62,6 +64,38 @@ def _rows(name: str, model, cal, held, regression: bool, use_m33: bool) -> list[
     return rows
 
 
+class _One(torch.nn.Module):
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        return torch.relu(self.layer(x))
+
+
+LAYERS = (("conv 3x3, 16x16x16 -> 16", lambda: torch.nn.Conv2d(16, 16, 3, padding=1), (16, 16, 16)),
+          ("depthwise 3x3, 16x16x16", lambda: torch.nn.Conv2d(16, 16, 3, padding=1, groups=16), (16, 16, 16)),
+          ("linear 256 -> 64", lambda: torch.nn.Linear(256, 64), (256,)))
+
+
+def kernel_rows() -> list[dict]:
+    """One layer in int8 and in 16x8: its own M33 instructions per MAC (the conversions around it excluded)."""
+    rows = []
+    for title, build, shape in LAYERS:
+        torch.manual_seed(0)
+        model = _One(build()).eval()
+        x = torch.randn(64, *shape).cumsum(-1) / 4
+        row = {"layer": title}
+        for key, int16 in (("int8", None), ("16x8", ["layer"])):
+            cm = tinyaot.compile(model, x[:1], calibration=x, name="one", int16=int16)
+            prof = cm.profile(cm.quantize_input(cm.to_model_layout(x[:1].numpy())))
+            op = next(o for o in prof.ops if o.layer == "layer")
+            row["macs"] = op.macs
+            row[key] = round(op.instructions / op.macs, 2)
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-m33", action="store_true", help="skip the emulated Cortex-M33 (instruction counts)")
@@ -78,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     for entry in (e for e in zoo.ZOO if e.name in ("autoencoder", "dscnn")):
         x, _ = zoo.synthetic_data(entry, 500, seed=1)
         rows += _rows(entry.name, zoo.trained(entry), x[:200], x[200:], entry.classes == 0, use_m33)
+    kernels = kernel_rows() if use_m33 else []
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"models": rows, "kernels": kernels}, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -93,6 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         t.add_row(*("n/a" if r[k] is None else f"{r[k]:,}" if isinstance(r[k], int) else str(r[k]) for _, k in cols))
     Console(width=160).print(t)
+    if kernels:
+        k = Table(title="one layer's own Cortex-M33 instructions per MAC: int8 (speed mode) vs 16x8")
+        for title in ("layer", "MACs", "int8", "16x8"):
+            k.add_column(title, justify="left" if title == "layer" else "right")
+        for r in kernels:
+            k.add_row(r["layer"], f"{r['macs']:,}", str(r["int8"]), str(r["16x8"]))
+        Console(width=160).print(k)
     return 0
 
 
