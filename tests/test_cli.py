@@ -60,6 +60,18 @@ def test_compile_human_output(model_dir):
     assert "arena" in out.stdout and "lower bound" in out.stdout
 
 
+@pytest.mark.arm
+def test_compile_int16_layers(model_dir):
+    out = _run(["compile", *MODEL_ARGS, "--int16", "1", "-o", "gen16", "--json"], model_dir)
+    info = json.loads(out.stdout)
+    assert info["int16_layers"] == {"1": "chosen by name"} and info["input"]["dtype"] == "int8"
+    assert "fully_connected_s16.c" in {p.name for p in (model_dir / "gen16").iterdir()}
+    human = _run(["compile", *MODEL_ARGS, "--int16", "1", "-o", "gen16"], model_dir).stdout
+    assert "int16 activations: 1 (chosen by name)" in human
+    bad = _run(["compile", *MODEL_ARGS, "--int16", "fc9", "-o", "gen16"], model_dir, check=False)
+    assert bad.returncode != 0 and "no layer named 'fc9'; the layers are 0, 1, 3" in bad.stdout + bad.stderr
+
+
 @pytest.mark.host
 def test_run_int8_and_float_inputs(model_dir):
     a = json.loads(_run(["run", *MODEL_ARGS, "--input", "x_int8.npy", "--engine", "host", "--json"], model_dir).stdout)
