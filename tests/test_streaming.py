@@ -203,7 +203,9 @@ def test_the_header_publishes_the_state_region_and_the_streaming_contract(tcn):
     for fn in ("int tcn_reset(void);", "int tcn_bind_state(uint8_t *state, size_t state_size);",
                "int tcn_instance_reset(const tcn_instance_t *instance);"):
         assert fn in h
-    assert "Streaming: the input is the newest frame only" in h and "#define TCN_INVOKE_PRESERVES_INPUT" in h
+    assert "Streaming: the input is the newest frame only" in h
+    # invoke leaves the frame as it was written (stream=True implies preserve_input): a caller may keep it there
+    assert "#define TCN_INVOKE_PRESERVES_INPUT 1" in h and cm.contract.input_preserved
     from tinyaot.targets.host import build_shared_library  # without the built-in arena and state: caller's both
 
     lib = ctypes.CDLL(str(build_shared_library(cm.c_sources.files, "tcn", ["-DTCN_NO_STATIC_ARENA",

@@ -236,10 +236,12 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     function (passes/streaming.py): each invoke takes one frame and outputs the full model's output at that frame
     (a model that outputs only a recurrent layer's last step: its output for the sequence ending at that frame),
     each causal conv keeping its past frames and each recurrent layer its hidden (and cell) state in the state
-    region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream).
+    region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream). A streamed model's invoke
+    leaves its input frame as it was (preserve_input is implied: a caller may keep its own frames there).
     """
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
-                    Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
+                    Contract(bool(preserve_input) or bool(stream), bool(separate_output)), progress,
+                    check_optimize(optimize),
                     bool(stream), _check_int16(int16))
     if input_dtype not in ("int8", "uint8"):
         raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
