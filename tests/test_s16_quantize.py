@@ -63,12 +63,11 @@ def test_int16_reaching_an_op_without_a_16x8_kernel_is_refused():
     from tinyaot.errors import UnsupportedOpError
 
     shape = (1, 2, 2, 4)
-    m = tb.Model([t16(shape, 1e-4), t16((1, 4, 2, 2), 1e-4), tb.T((4,), "int32", data=np.array([0, 3, 1, 2],
-                                                                                                np.int32))],
-                 [tb.Op("TRANSPOSE", [0, 2], [1])], [0], [1])
+    m = tb.Model([t16(shape, 1e-4), t16((1, 4, 4, 4), 1e-4), tb.T((2,), "int32", data=np.array([4, 4], np.int32))],
+                 [tb.Op("RESIZE_BILINEAR", [0, 2], [1])], [0], [1])
     import tinyaot
 
-    with pytest.raises(UnsupportedOpError, match=r"operator 0 \(transpose\).*int16 activations.*no 16x8 kernel"):
+    with pytest.raises(UnsupportedOpError, match=r"operator 0 \(resize_bilinear\).*int16 activations.*no 16x8 kernel"):
         tinyaot.compile(tb.build(m))
 
 

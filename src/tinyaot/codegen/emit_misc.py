@@ -17,7 +17,7 @@ from tinyaot.codegen.emit import (
 )
 from tinyaot.codegen.params import emit_params
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import add_s8, concat_s8, lut_s8, minmax_s8, mul_s8
+from tinyaot.ref import add_s8, concat_s8, concat_s16, lut_s8, minmax_s8, mul_s8
 
 
 def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
@@ -29,6 +29,17 @@ def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str], spee
                     width=LINE - 4).replace("\n", "\n    ")
     call = f"{{\n    const int8_t *const inputs[{p.num_inputs}] = {{\n        {pointers}\n    }};\n    {kernel}\n}}"
     return EmittedOp(emit_params(p, base), call, "concat_s8.c")
+
+
+def emit_concat_s16(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
+    """The 16x8 concat (int16 activations): as emit_concat, int16 pointers."""
+    p = concat_s16.prepare(node, g)
+    base = layer_base(prefix, node)
+    pointers = ",\n        ".join(arena_in(offsets, t, "int16_t") for t in node.inputs)
+    kernel = c_call("tinyaot_concat_s16", "inputs", f"&{base}_params",
+                    arena_out(offsets, node.outputs[0], "int16_t"), width=LINE - 4).replace("\n", "\n    ")
+    call = f"{{\n    const int16_t *const inputs[{p.num_inputs}] = {{\n        {pointers}\n    }};\n    {kernel}\n}}"
+    return EmittedOp(emit_params(p, base), call, "concat_s16.c")
 
 
 

@@ -69,11 +69,13 @@ EMITTERS: dict[str, Callable[..., EmittedOp]] = {s.name: emitter(s) for s in OPS
 
 
 def emitter_for(node: Node, g: Graph) -> Callable[..., EmittedOp]:
-    """The node's emitter: its op's, or the generic call of the op's 16x8 kernel for int16 activations."""
+    """The node's emitter: its op's, or for int16 activations the 16x8 kernel's: `emit_<s16>` in the op's emit
+    module when it has one (a pointer array), else the generic call."""
     spec = OPS[node.op]
     ref = kernel_ref(node, g)
     if ref is not None and ref == spec.s16:
-        return partial(emit_kernel, spec, ref=ref)
+        own = getattr(import_module(f"tinyaot.codegen.{spec.emit}"), f"emit_{ref}", None) if spec.emit else None
+        return own or partial(emit_kernel, spec, ref=ref)
     return EMITTERS[node.op]
 
 

@@ -63,12 +63,15 @@ HOST_ONLY: dict[str, dict[str, str]] = {
 # Arrays a kernel can do without (NULL: it computes the values itself), by struct: speed mode's tables, which
 # the size and memory modes leave out (codegen/emit.py without_speed_tables). Any other pointer must be an array.
 NULLABLE_ARRAYS = {"tinyaot_add_params": ("input1_table", "input2_table"),  # 2 KB of flash per add
-                   "tinyaot_minmax_params": ("input1_table", "input2_table")}  # 256 B per rescaled operand
+                   "tinyaot_minmax_params": ("input1_table", "input2_table"),  # 256 B per rescaled operand
+                   "tinyaot_conv16_params": ("weights16",),  # 2 B per weight
+                   "tinyaot_fully_connected16_params": ("weights16",)}  # 2 B per weight
 
 
 # Members whose values are named by a family of the header's #defines, by struct: member -> the defines' prefix;
 # the generated C reads `.mode = TINYAOT_PAD_REFLECT`, not a bare number.
-NAMED_VALUES = {"tinyaot_pad_params": {"mode": "TINYAOT_PAD_"}, "tinyaot_lut16_params": {"mode": "TINYAOT_LUT16_"}}
+NAMED_VALUES = {"tinyaot_pad_params": {"mode": "TINYAOT_PAD_"}, "tinyaot_lut16_params": {"mode": "TINYAOT_LUT16_"},
+                "tinyaot_pad16_params": {"mode": "TINYAOT_PAD_"}}
 
 
 class ParamsMismatch(TinyAOTError):

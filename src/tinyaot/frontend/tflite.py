@@ -1009,21 +1009,58 @@ def _concatenation(imp: _Importer, op: _OpInfo) -> None:
         raise UnsupportedOpError(f"operator {op.index} (CONCATENATION): a fused activation on a concatenation is "
                                  "not supported")
     xs = [imp.ir_input(i, op) for i in op.inputs]
+    _same_activation_types(imp, op, [*op.inputs, op.outputs[0]])
+    if not imp.float_mode and imp.t(op.outputs[0]).dtype == "int16":
+        _same_int16_scales(imp, op)
     rank = len(imp.t(op.outputs[0]).shape)
     imp.node(op, "concat", xs, {"axis": int(o.Axis()) % rank})
     for i in op.inputs:
         _check_rescale(imp, op, [i], op.outputs[0])
 
 
+def _same_int16_scales(imp: _Importer, op: _OpInfo) -> None:
+    """TFLM's int16 CONCATENATION copies its inputs as they are (it checks only their zero points), so an input
+    at another scale than the output's would be read at the output's: refused, not reinterpreted."""
+    out = imp.t(op.outputs[0])
+    for i in op.inputs:
+        if imp.t(i).scale != out.scale:
+            raise UnsupportedOpError(
+                f"operator {op.index} (CONCATENATION): int16 input '{imp.t(i).name}' has scale {imp.t(i).scale[0]:.6g}"
+                f" and the output {out.scale[0]:.6g}; TFLite Micro's int16 concatenation copies values without "
+                "rescaling, so every int16 input must have the output's scale (put a QUANTIZE before it)")
+
+
 def _pad(imp: _Importer, op: _OpInfo) -> None:
-    xi, pi = imp.args(op, 2, 2)
+    """PAD, and PADV2 whose constant is the zero point (int8, and 0 in int16: real 0, as PAD pads)."""
+    xi, pi, ci = (imp.args(op, 2, 3 if op.name == "PADV2" else 2) + [-1])[:3]  # ci: PADV2's constant_values
     x = imp.ir_input(xi, op)
     pads = _const_ints(imp, op, pi, "paddings")
     if pads.shape != (4, 2) or pads[0].any() or pads[3].any() or (pads < 0).any():
-        raise UnsupportedOpError(f"operator {op.index} (PAD): tinyaot pads the H and W axes of NHWC tensors by "
-                                 f">= 0; got paddings {pads.tolist()}")
+        raise UnsupportedOpError(f"operator {op.index} ({op.name}): tinyaot pads the H and W axes of NHWC tensors "
+                                 f"by >= 0; got paddings {pads.tolist()}")
     _same_qparams(imp, op, xi)
+    if ci != -1:
+        _pad_value_is_zero_point(imp, op, xi, ci)
     imp.node(op, "pad", [x], {"padding": (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))})
+
+
+def _pad_value_is_zero_point(imp: _Importer, op: _OpInfo, xi: int, ci: int) -> None:
+    """PADV2's constant_values: a scalar of the input's type (and for int8 its qparams: TFLM's rules; TFLM reads an
+    int16 one's raw value) that tinyaot's pad op holds, the zero point (the pad op pads with real 0)."""
+    c, x = imp.t(ci), imp.t(xi)
+    if ci in imp.names or c.data is None or int(np.prod(c.shape, dtype=np.int64)) != 1:
+        raise UnsupportedOpError(f"operator {op.index} (PADV2): constant_values must be a constant scalar stored "
+                                 "in the model")
+    if c.dtype != x.dtype or (c.dtype == "int8" and (c.scale, c.zero_point) != (x.scale, x.zero_point)):
+        raise UnsupportedOpError(f"operator {op.index} (PADV2): constant_values '{c.name}' must have the input's "
+                                 f"type{' and qparams' if x.dtype == 'int8' else ''} ({x.type_name}; TFLite Micro's "
+                                 "rule)")
+    value = np.frombuffer(c.data.tobytes(), dtype=c.dtype).reshape(-1)
+    want = 0.0 if imp.float_mode else x.zero_point[0]
+    if value.size != 1 or value[0] != want:
+        real0 = "0.0" if imp.float_mode else f"{want}, the zero point"
+        raise UnsupportedOpError(f"operator {op.index} (PADV2) pads with {value.tolist()}; tinyaot pads with real 0 "
+                                 f"({real0}): other pad values are not supported")
 
 
 MIRROR_PAD_MODES = {0: "reflect", 1: "symmetric"}  # tflite.MirrorPadMode -> IR pad mode
@@ -1031,6 +1068,9 @@ MIRROR_PAD_MODES = {0: "reflect", 1: "symmetric"}  # tflite.MirrorPadMode -> IR 
 
 def _mirror_pad(imp: _Importer, op: _OpInfo) -> None:
     xi, pi = imp.args(op, 2, 2)
+    if not imp.float_mode and imp.t(xi).dtype == "int16":
+        raise UnsupportedOpError(f"operator {op.index} (MIRROR_PAD) on int16: TFLite Micro's MIRROR_PAD takes "
+                                 "float32 and int8 only; keep it int8 (a QUANTIZE on each side)")
     x = imp.ir_input(xi, op)
     pads = _const_ints(imp, op, pi, "paddings")
     o = imp.options(op, "MirrorPadOptions")
@@ -1157,6 +1197,7 @@ def _transpose(imp: _Importer, op: _OpInfo) -> None:
     xi, pi = imp.args(op, 2, 2)
     x = imp.ir_input(xi, op)
     perm = tuple(int(v) for v in _const_ints(imp, op, pi, "permutation").reshape(-1))
+    _same_qparams(imp, op, xi)  # TFLM copies the values (int8 or int16) and reads them at the output's qparams
     imp.node(op, "transpose", [x], {"perm": perm})
 
 
@@ -1201,6 +1242,7 @@ CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "MINIMUM": _minmax("minimum"),
     "MUL": _mul,
     "PAD": _pad,
+    "PADV2": _pad,
     "QUANTIZE": _quantize,
     "RELU": _relu((0.0, math.inf), rescales=True),
     "RELU6": _relu((0.0, 6.0), rescales=False),

@@ -432,12 +432,12 @@ _SPECS = (
           s16="mul_s16", emit="emit_misc", int8_constants=True),
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
           "are requantized", OWN, rescales=True, ref="concat_s8",
-          emit="emit_misc"),
+          emit="emit_misc", s16="concat_s16"),
     _spec("pad", ("x NHWC",), PadAttrs, "spatial padding (top, bottom, left, right) >= 0; mode constant (the zero "
-          "point, real 0), reflect, symmetric or replicate", INHERIT, ref="pad_s8"),
+          "point, real 0), reflect, symmetric or replicate", INHERIT, ref="pad_s8", s16="pad_s16"),
     _spec("resize_nearest", ("x NHWC",), ResizeAttrs, "nearest-neighbour resize of H and W to the output's, "
           "TFLite's RESIZE_NEAREST_NEIGHBOR (align_corners, half_pixel_centers)", INHERIT, moves_only=True,
-          ref="resize_nearest_s8", title="ResizeNearest"),
+          ref="resize_nearest_s8", s16="resize_nearest_s16", title="ResizeNearest"),
     _spec("resize_bilinear", ("x NHWC",), ResizeAttrs, "bilinear resize of H and W to the output's, TFLite's "
           "integer RESIZE_BILINEAR (10-bit source coordinates; align_corners, half_pixel_centers)", INHERIT,
           ref="resize_bilinear_s8", title="ResizeBilinear"),
@@ -454,7 +454,7 @@ _SPECS = (
           s16="relu_s16"),
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
-          moves_only=True, ref="transpose_s8"),
+          moves_only=True, ref="transpose_s8", s16="transpose_s16"),
     _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams; between int8 and int16 (16x8) "
           "tensors, or int16 and int16, the 16x8 variant", OWN, rescales=True, overlap="elementwise",
           ref="requantize_s8", s16="requantize_s16"),

@@ -11,7 +11,7 @@ outside the image are skipped; grouped convolution as in conv2d_s8 (groups = in_
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -58,6 +58,9 @@ class Conv16Params:
     pad_top: int
     pad_left: int
     groups: int  # channel groups (TFLM: in_c / the weights' input depth)
+    # The weights widened to int16 for the Cortex-M33's SMLAD (two int16 MACs per instruction, no SXTB16 / PKH):
+    # speed mode's table, twice the flash of `weights`; NULL in the size and memory modes (the kernel widens).
+    weights16: np.ndarray = field(default=None, compare=False, repr=False)
 
 
 def prepare_conv16(node: Node, g: Graph, depthwise: bool, params_type: type):
@@ -108,7 +111,7 @@ def prepare_conv16(node: Node, g: Graph, depthwise: bool, params_type: type):
         act_min=act_min, act_max=act_max, accumulator_bits=bits, batches=batches, in_h=in_h, in_w=in_w,
         in_c=in_c, out_h=out_h, out_w=out_w, out_c=out_c, kernel_h=kh, kernel_w=kw, stride_h=int(sh),
         stride_w=int(sw), dilation_h=int(dh), dilation_w=int(dw), pad_top=int(top), pad_left=int(left),
-        depth_multiplier=mult, groups=groups)
+        depth_multiplier=mult, groups=groups, weights16=np.ascontiguousarray(w.data.astype(np.int16)))
     return params_type(**{f.name: values[f.name] for f in fields(params_type)})
 
 

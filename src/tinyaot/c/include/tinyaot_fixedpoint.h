@@ -91,15 +91,67 @@ static inline int32_t tinyaot_requantize(int32_t x, int32_t multiplier, int32_t 
 }
 
 /*
- * TFLite's MultiplyByQuantizedMultiplier for an int64 x (|x| < 2^47, the 16x8 kernels' accumulators): the
- * multiplier rounded to 15 bits, then one rounding right shift by 15 - shift (shift in [-31, 7]).
- * Twin of quantize/fixedpoint.py multiply_by_quantized_multiplier_64.
+ * The 15-bit multiplier of TFLite's 64-bit MultiplyByQuantizedMultiplier: (multiplier + 2^15) >> 16, 0x7FFF from
+ * 0x7FFF0000 up. Spelled as (multiplier >> 16) + bit 15, saturated to 0x7FFF, so that no sum can overflow (the
+ * rounded value only reaches 0x8000 where TFLite takes 0x7FFF).
+ */
+static inline int32_t tinyaot_reduced_multiplier(int32_t multiplier)
+{
+    const int32_t reduced = (multiplier >> 16) + ((multiplier >> 15) & 1);
+    return reduced > 0x7FFF ? 0x7FFF : reduced;
+}
+
+/*
+ * TFLite's MultiplyByQuantizedMultiplier for an int64 x (the 16x8 kernels' accumulators): the multiplier rounded
+ * to 15 bits (r), then (x * r + 2^(total - 1)) >> total with total = 15 - shift in [1, 63] (shift in [-48, 14];
+ * TFLite makes [-31, 7]), the result cast to int32. Twin of quantize/fixedpoint.py
+ * multiply_by_quantized_multiplier_64, equal to it for every int64 x (both wrap the product modulo 2^64).
+ *
+ * Only the low word of the shifted value is kept, so the product is formed in 32-bit halves: UMULL of x's low
+ * word by r (its sign extension taken off the high word when r < 0) with the rounding term as UMLAL's addend,
+ * MLA of x's high word; then one 32-bit shift (total >= 32) or a funnel of the two words. No 64-bit shift by a
+ * variable amount, no 64 x 64 multiply.
  */
 static inline int32_t tinyaot_requantize_64(int64_t x, int32_t multiplier, int32_t shift)
 {
-    const int32_t reduced = (multiplier < 0x7FFF0000) ? ((multiplier + (1 << 15)) >> 16) : 0x7FFF;
+    const int32_t reduced = tinyaot_reduced_multiplier(multiplier);
     const int32_t total = 15 - shift;
-    return (int32_t)((x * (int64_t)reduced + ((int64_t)1 << (total - 1))) >> total);
+    const uint32_t lo = (uint32_t)(uint64_t)x;
+    const uint32_t r = (uint32_t)reduced;
+    /* the high word of x * r mod 2^64, less the part the low word's product carries */
+    const uint32_t hi_part = (uint32_t)((uint64_t)x >> 32) * r - (lo & (uint32_t)(reduced >> 31));
+    uint64_t p;
+    if (total > 32) {
+        p = ((uint64_t)(1u << (total - 33)) << 32) + (uint64_t)lo * r;
+        return (int32_t)((uint32_t)(p >> 32) + hi_part) >> (total - 32);
+    }
+    if (total == 32) {
+        p = (uint64_t)0x80000000u + (uint64_t)lo * r;
+        return (int32_t)((uint32_t)(p >> 32) + hi_part);
+    }
+    p = (uint64_t)(1u << (total - 1)) + (uint64_t)lo * r;
+    return (int32_t)(((uint32_t)p >> total) | (((uint32_t)(p >> 32) + hi_part) << (32 - total)));
+}
+
+/*
+ * tinyaot_requantize_64 for an int32 x (an int64 accumulator that fits), any multiplier and shift. For total = 15 -
+ * shift in [17, 46] (shift in [-31, -2], the usual 16x8 layer) it is floor((x * r + 2^(total - 1)) / 2^total) =
+ * floor((x * (r << 16) + 2^(total - 17) * 2^32) / 2^32) >> (total - 16) (|x * r| < 2^46: nothing wraps): SMMLA,
+ * the high word of a product plus an addend, and one ASR. Other shifts take tinyaot_requantize_64.
+ */
+static inline int32_t tinyaot_requantize_64_int32(int32_t x, int32_t multiplier, int32_t shift)
+{
+    const int32_t m16 = (int32_t)((uint32_t)tinyaot_reduced_multiplier(multiplier) << 16);
+    int32_t high;
+    if (shift < -31 || shift > -2) {
+        return tinyaot_requantize_64(x, multiplier, shift);
+    }
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+    __asm__("smmla %0, %1, %2, %3" : "=r"(high) : "r"(x), "r"(m16), "r"(1 << (-2 - shift)));
+#else
+    high = (int32_t)(((int64_t)x * m16 + ((int64_t)1 << (30 - shift))) >> 32);
+#endif
+    return high >> (-1 - shift);
 }
 
 static inline int32_t tinyaot_clamp(int32_t x, int32_t lo, int32_t hi)

@@ -648,6 +648,7 @@ typedef struct {
     int32_t dilation_h, dilation_w;
     int32_t pad_top, pad_left;
     int32_t groups;                /* channel groups as tinyaot_conv_params */
+    const int16_t *weights16;      /* weights widened to int16 (speed mode), or NULL: the kernel widens them */
 } tinyaot_conv16_params;
 
 /*
@@ -691,6 +692,7 @@ typedef struct {
     int32_t bias_bits;             /* 64: int64 sum, tinyaot_requantize_64; 32: int32 sum (wraps) */
     int32_t act_min, act_max;      /* fused activation, int16 units */
     int32_t batches, in_features, out_features;
+    const int16_t *weights16;      /* weights widened to int16 (speed mode), or NULL: the kernel widens them */
 } tinyaot_fully_connected16_params;
 
 /*
@@ -812,5 +814,58 @@ typedef struct {
 
 /* TFLM's int16 MEAN: int32 sums, requantized, clamped. Output must not overlap input. */
 void tinyaot_mean_s16(const int16_t *input, const tinyaot_mean16_params *params, int16_t *output);
+
+/*
+ * 16x8 data movement (int16 activations, zero point 0): pad, concatenation, transpose and nearest resize move
+ * int16 values as their int8 twins move bytes (TFLM's int16 PAD, CONCATENATION, TRANSPOSE,
+ * RESIZE_NEAREST_NEIGHBOR). None of them may write over its input.
+ */
+
+/* One spatial padding of NHWC int16. */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t pad_top, pad_bottom, pad_left, pad_right;
+    int32_t mode;                  /* TINYAOT_PAD_*; constant pads with 0 (real 0) */
+} tinyaot_pad16_params;
+
+/* int16 spatial padding: as tinyaot_pad_s8 on int16 values. */
+void tinyaot_pad_s16(const int16_t *input, const tinyaot_pad16_params *params, int16_t *output);
+
+/* One int16 concatenation of num_inputs tensors. */
+typedef struct {
+    int32_t num_inputs;
+    const int32_t *chunks;           /* [num_inputs]: elements each input contributes per outer index */
+    const int32_t *multiplier;       /* [num_inputs], Q31 of input_scale / output_scale */
+    const int32_t *shift;            /* [num_inputs] */
+    int32_t outer;                   /* product of the dims before the axis */
+} tinyaot_concat16_params;
+
+/*
+ * int16 concatenation: for o in [0, outer), for each input i, chunks[i] values of inputs[i] + o * chunks[i] go to
+ * the output, copied when input i has the output's scale (TINYAOT_IDENTITY_MULTIPLIER / _SHIFT), else
+ * clamp(requantize(x, multiplier[i], shift[i]), -32768, 32767).
+ */
+void tinyaot_concat_s16(const int16_t *const *inputs, const tinyaot_concat16_params *params, int16_t *output);
+
+/* One axis permutation of an int16 tensor of up to 4-D. */
+typedef struct {
+    int32_t out_shape[4];          /* left-padded with 1s to 4-D */
+    int32_t in_strides[4];         /* the input element stride along each output axis */
+} tinyaot_transpose16_params;
+
+/* int16 transpose: the output, row-major, reads the input at in_strides. */
+void tinyaot_transpose_s16(const int16_t *input, const tinyaot_transpose16_params *params, int16_t *output);
+
+/* One nearest-neighbour resize of NHWC int16. */
+typedef struct {
+    int32_t batches, in_h, in_w, channels;
+    int32_t out_h, out_w;
+    const int32_t *src_y;          /* [out_h]: the input row each output row copies (fixed at compile time) */
+    const int32_t *src_x;          /* [out_w]: the input column each output column copies */
+} tinyaot_resize_nearest16_params;
+
+/* int16 nearest resize: output[b][y][x][c] = input[b][src_y[y]][src_x[x]][c]. */
+void tinyaot_resize_nearest_s16(const int16_t *input, const tinyaot_resize_nearest16_params *params,
+                                int16_t *output);
 
 #endif /* TINYAOT_KERNELS_H */

@@ -1,0 +1,82 @@
+"""concat_s16: int16 (16x8) concatenation along one axis, TFLM's int16 CONCATENATION.
+
+TFLM copies int16 inputs as they are (it checks only that every zero point is 0), so an input with the output's
+scale is copied, which is all a .tflite model can hold here (the importer refuses int16 inputs whose scale
+differs from the output's, which TFLM would copy unscaled). Mixed-precision graphs from PyTorch also meet inputs
+at other scales (an int8 tensor's int16 twin beside a 16x8 layer's output): those are requantized on the way as
+TFLM's int16 -> int16 QUANTIZE does (ref/requantize_s16.py): out = clamp(MultiplyByQuantizedMultiplier(x,
+input_scale / output_scale), -32768, 32767), the same rule as ref/concat_s8.py's. Output must not overlap inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.ir import Graph, Node
+from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
+from tinyaot.ref import _checks
+from tinyaot.ref.concat_s8 import IDENTITY
+
+
+@dataclass(frozen=True)
+class Concat16Params:
+    num_inputs: int
+    chunks: np.ndarray  # int32 [num_inputs]: elements each input contributes per outer index
+    multiplier: np.ndarray  # int32 [num_inputs], Q31 of input_scale / output_scale (IDENTITY: copied)
+    shift: np.ndarray  # int32 [num_inputs]
+    outer: int  # product of the dims before the axis
+
+    def copies(self, i: int) -> bool:
+        """Input i has the output's scale: its values are copied unchanged."""
+        return (int(self.multiplier[i]), int(self.shift[i])) == IDENTITY
+
+
+def prepare(node: Node, g: Graph) -> Concat16Params:
+    if not node.inputs:
+        raise ModelError(f"concat '{node.name}' has no inputs")
+    xs = [g.tensor(n) for n in node.inputs]
+    y = g.tensor(node.outputs[0])
+    for t in xs:
+        if t.is_const:
+            raise UnsupportedOpError(f"concat '{node.name}': input '{t.name}' is a constant; concatenating "
+                                     "constants is not supported (fold it in the front end or make it an activation)")
+        _checks.int16_per_tensor(node, t)
+    _checks.int16_per_tensor(node, y)
+    yshape = tuple(y.shape)
+    rank = len(yshape)
+    axis = int(node.attrs.get("axis", -1))
+    if not -rank <= axis < rank:
+        raise ModelError(f"concat '{node.name}': axis {axis} is out of range for the {rank}-D output")
+    axis %= rank
+    for t in xs:
+        ts = tuple(t.shape)
+        if len(ts) != rank or ts[:axis] != yshape[:axis] or ts[axis + 1 :] != yshape[axis + 1 :]:
+            raise ModelError(f"concat '{node.name}': input '{t.name}' {list(t.shape)} does not fit output "
+                             f"{list(y.shape)} along axis {axis}; all dims but the concatenation axis must match")
+    _checks.same_shape(node, y, yshape[:axis] + (sum(t.shape[axis] for t in xs),) + yshape[axis + 1 :])
+    inner = int(np.prod(yshape[axis + 1 :], dtype=np.int64))
+    out_scale = y.qparams.scale[0]
+    pairs = [IDENTITY if t.qparams.scale[0] == out_scale else _checks.rescale(node, t.qparams.scale[0], out_scale)
+             for t in xs]
+    return Concat16Params(
+        num_inputs=len(xs),
+        chunks=np.array([t.shape[axis] * inner for t in xs], dtype=np.int32),
+        multiplier=np.array([m for m, _ in pairs], dtype=np.int32),
+        shift=np.array([s for _, s in pairs], dtype=np.int32),
+        outer=int(np.prod(yshape[:axis], dtype=np.int64)),
+    )
+
+
+def concat_s16(*args) -> np.ndarray:
+    """concat_s16(x0, x1, ..., params)."""
+    *xs, p = args
+    parts = []
+    for i, x in enumerate(xs):
+        x = x.reshape(p.outer, int(p.chunks[i]))
+        if not p.copies(i):
+            q = multiply_by_quantized_multiplier(x.astype(np.int64), p.multiplier[i], p.shift[i])
+            x = np.clip(q, -32768, 32767).astype(np.int16)
+        parts.append(x)
+    return np.concatenate(parts, axis=1)
