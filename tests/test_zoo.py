@@ -57,7 +57,8 @@ def test_portable_path_equals_the_dsp_path_on_the_m33(compiled, tmp_path):
     sized = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:200], name=entry.name, optimize="size")
     for mode, m in (("speed", cm), ("size", sized)):
         want = m.run(xq, engine="reference")
-        assert np.array_equal(m.run(xq, engine="m33"), want), f"{mode}: DSP build differs from the reference"
+        if mode == "size":  # speed mode's DSP build: test_bit_exact_on_the_m33
+            assert np.array_equal(m.run(xq, engine="m33"), want), f"{mode}: DSP build differs from the reference"
         m.export(tmp_path / mode)
         flat = np.asarray(xq).reshape(len(xq), -1).view(np.int8)
         portable = run_m33(tmp_path / mode, m.name, flat, int(np.prod(want.shape[1:])), dsp=False,
