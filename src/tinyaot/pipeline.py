@@ -240,8 +240,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     leaves its input frame as it was (preserve_input is implied: a caller may keep its own frames there).
     """
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
-                    Contract(bool(preserve_input) or bool(stream), bool(separate_output)), progress,
-                    check_optimize(optimize),
+                    Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
                     bool(stream), _check_int16(int16))
     if input_dtype not in ("int8", "uint8"):
         raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
@@ -381,7 +380,8 @@ def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> Com
     _say(opts.progress, "converting to a one-frame step function (streaming)")
     streamed, info = stream_graph(int8_graph)
     verify_graph(streamed, "the streaming conversion", quantized=True)
-    cm = _plan_and_generate(opts.name, None, streamed, opts.alignment, opts.contract, opts.progress, opts.optimize,
+    kept = Contract(True, opts.contract.separate_output)  # invoke leaves the caller's frame as it was written
+    cm = _plan_and_generate(opts.name, None, streamed, opts.alignment, kept, opts.progress, opts.optimize,
                             calibration=calib)
     cm.stream_info = info
     cm.window = (float_graph, int8_graph, opts)  # what window_model() plans on first use
