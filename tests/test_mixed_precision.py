@@ -226,3 +226,31 @@ def test_constant_operand_of_a_16x8_layer_is_int16():
         ref = m(x[:20]).numpy()
     got = cm.run_float(x[:20].numpy())
     assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)) < 0.03
+
+
+class FrontEndGRU(nn.Module):
+    """A per-frame Linear front end (chosen for int16) feeding a GRU, which reads an int8 copy of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Linear(6, 8)
+        self.gru = nn.GRU(8, 12, batch_first=True)
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x):
+        y, _ = self.gru(torch.relu(self.pre(x)))
+        return self.fc(y[:, -1])
+
+
+@pytest.mark.host
+def test_an_int16_layer_feeding_a_recurrent_one():
+    torch.manual_seed(0)
+    m = FrontEndGRU().eval()
+    x = torch.randn(64, 10, 6).cumsum(1) / 3
+    cm = tinyaot.compile(m, x[:1], calibration=x, int16=["pre"])
+    g = cm.graph
+    gru = next(n for n in g.nodes if n.op == "gru")
+    assert g.tensor(g.producer(gru.inputs[0]).inputs[0]).dtype == "int16"  # a conversion between them
+    assert g.tensor(gru.inputs[0]).dtype == "int8"
+    xq = cm.quantize_input(x[:8].numpy())
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), cm.run(xq))

@@ -45,8 +45,10 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
     for name in g.inputs:
         _add_activation(q, g.tensor(name), _qparams_for(ranges, name))
     for node in g.nodes:
-        if node.op in RECURRENT:  # weights per gate row and an int16 state (quantize/recurrent.py)
-            findings += lower_recurrent(g, q, node, ranges)
+        if node.op in RECURRENT:  # weights per gate row and an int16 state (quantize/recurrent.py); int8 input
+            x8 = convert.as_int8(node.inputs[0], node.source)
+            findings += lower_recurrent(g, q, Node(node.op, node.name, [x8, *node.inputs[1:]], list(node.outputs),
+                                                   dict(node.attrs), node.source), ranges)
             continue
         wide = node.name in mix.nodes  # a 16x8 kernel: int16 activations in and out
         inputs = _rewired(g, node, wide, node.outputs[0] in mix.tensors, convert)

@@ -66,9 +66,6 @@ def plan_mixed(g: Graph, layers) -> MixedPlan:
         spec = OPS[node.op]
         if spec.view and reads16:
             tensors.add(node.outputs[0])
-        elif reads16 and spec.qparams == "recurrent":
-            raise ModelError(f"int16: layer '{node.name}' ({node.op}) reads an int16 tensor, and the recurrent "
-                             "kernels take int8 input; choose layers that do not feed it directly")
         elif node.name in chosen or (reads16 and spec.s16):
             nodes.add(node.name)
             if node.name in chosen or node.op in _PASSES_ON:
