@@ -28,20 +28,21 @@ SUB = "sub"  # the IR op that shares this kernel with `add`
 
 @dataclass(frozen=True)
 class Binary16Geometry:
-    """Where each output element of a 16x8 binary element-wise op reads its operands (ref/broadcast.py's walk)."""
+    """Where each output element of a 16x8 binary element-wise op reads its operands (ref/broadcast.py's walk):
+    the first fields of Add16Params and Mul16Params."""
 
-    size: int
-    out_shape: tuple[int, ...]
-    a_shape: tuple[int, ...]
+    size: int  # output elements
+    out_shape: tuple[int, ...]  # the output as 4-D, axes merged (ref/broadcast.py)
+    a_shape: tuple[int, ...]  # operand shapes over those axes
     b_shape: tuple[int, ...]
-    a_strides: tuple[int, ...]
+    a_strides: tuple[int, ...]  # element strides of each operand over out_shape; 0 along broadcast axes
     b_strides: tuple[int, ...]
-    constants: tuple  # (a data or None, b data or None): constant operands, int16 in their own shape
 
 
-def geometry16(node: Node, g: Graph) -> tuple[Tensor, Tensor, Tensor, Binary16Geometry]:
-    """(a, b, y, geometry) of a 16x8 add / sub / mul after the checks its kernel relies on: int16 symmetric
-    per-tensor operands and output, at most one constant operand, shapes of at most 4 dims that broadcast."""
+def geometry16(node: Node, g: Graph) -> tuple[Tensor, Tensor, Tensor, Binary16Geometry, tuple]:
+    """(a, b, y, geometry, constants) of a 16x8 add / sub / mul after the checks its kernel relies on: int16
+    symmetric per-tensor operands and output, at most one constant operand, shapes of at most 4 dims that
+    broadcast. constants: (a data or None, b data or None), constant operands as int16 in their own shape."""
     where = f"layer '{node.name}' ({node.source or 'no source location'})"
     if len(node.inputs) != 2:
         raise ModelError(f"{node.op} {where} needs two operands, got {len(node.inputs)}")
@@ -62,7 +63,7 @@ def geometry16(node: Node, g: Graph) -> tuple[Tensor, Tensor, Tensor, Binary16Ge
     _checks.same_shape(node, y, want)
     out4, a4, b4 = broadcast.collapse(broadcast.pad4(y.shape), broadcast.pad4(a.shape), broadcast.pad4(b.shape))
     consts = tuple(np.asarray(t.data, dtype=np.int16) if t.is_const else None for t in (a, b))
-    return a, b, y, Binary16Geometry(y.size, out4, a4, b4, broadcast.strides(a4), broadcast.strides(b4), consts)
+    return a, b, y, Binary16Geometry(y.size, out4, a4, b4, broadcast.strides(a4), broadcast.strides(b4)), consts
 
 
 def operands16(args: tuple, geo) -> tuple[np.ndarray, np.ndarray]:
@@ -75,13 +76,7 @@ def operands16(args: tuple, geo) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class Add16Params:
-    size: int  # output elements
-    out_shape: tuple[int, ...]  # the output as 4-D, axes merged (ref/broadcast.py)
-    a_shape: tuple[int, ...]  # operand shapes over those axes
-    b_shape: tuple[int, ...]
-    a_strides: tuple[int, ...]  # element strides of each operand over out_shape; 0 along broadcast axes
-    b_strides: tuple[int, ...]
+class Add16Params(Binary16Geometry):
     subtract: int  # 1: input1 - input2 (TFLM's SUB), 0: input1 + input2
     left_shift: int
     input1_multiplier: int
@@ -112,7 +107,7 @@ def _smaller_than_one(real: float, what: str, node: Node) -> tuple[int, int]:
 
 
 def prepare(node: Node, g: Graph) -> Add16Params:
-    a, b, y, geo = geometry16(node, g)
+    a, b, y, geo, consts = geometry16(node, g)
     subtract = node.op == SUB
     r1, r2, ro = _reals(*(float(t.qparams.scale[0]) for t in (a, b, y)))
     m1, s1 = _smaller_than_one(r1, "first input", node)
@@ -120,10 +115,9 @@ def prepare(node: Node, g: Graph) -> Add16Params:
     mo, so = _smaller_than_one(ro, "output", node)
     act_min, act_max = activation_range(node.attrs.get("clamp"), y.qparams.scale[0], 0, INT16_MIN, INT16_MAX)
     return Add16Params(
-        size=geo.size, out_shape=geo.out_shape, a_shape=geo.a_shape, b_shape=geo.b_shape, a_strides=geo.a_strides,
-        b_strides=geo.b_strides, subtract=int(subtract), left_shift=LEFT_SHIFT, input1_multiplier=m1,
-        input1_shift=s1, input2_multiplier=m2, input2_shift=s2, output_multiplier=mo, output_shift=so,
-        act_min=act_min, act_max=act_max, constants=geo.constants,
+        **vars(geo), subtract=int(subtract), left_shift=LEFT_SHIFT, input1_multiplier=m1, input1_shift=s1,
+        input2_multiplier=m2, input2_shift=s2, output_multiplier=mo, output_shift=so, act_min=act_min,
+        act_max=act_max, constants=consts,
     )
 
 

@@ -55,7 +55,7 @@ def prepare(node: Node, g: Graph) -> PoolParams:
         pad_top=int(top), pad_left=int(left), count_include_pad=bool(node.attrs.get("count_include_pad", False)),
         zero_point=int(x.qparams.zero_point[0]), act_min=act_min, act_max=act_max,
     )
-    counts = _window_counts(p)
+    counts = window_counts(p)
     if counts.min() == 0:
         raise ModelError(f"layer '{node.name}': some pooling windows lie entirely in the padding")
     return p
@@ -66,26 +66,32 @@ def _window_bounds(n_out: int, stride: int, pad: int, k: int, n_in: int) -> tupl
     return np.maximum(0, -origin), np.minimum(k, n_in - origin)
 
 
-def _window_counts(p: PoolParams) -> np.ndarray:
+def window_counts(p: PoolParams) -> np.ndarray:
+    """Taps inside the input per output pixel [out_h, out_w]."""
     y0, y1 = _window_bounds(p.out_h, p.stride_h, p.pad_top, p.kernel_h, p.in_h)
     x0, x1 = _window_bounds(p.out_w, p.stride_w, p.pad_left, p.kernel_w, p.in_w)
     return np.maximum(y1 - y0, 0)[:, None] * np.maximum(x1 - x0, 0)[None, :]
 
 
 def avg_pool2d_s8(x: np.ndarray, p: PoolParams) -> np.ndarray:
+    fill = p.zero_point if p.count_include_pad else 0
+    return np.clip(window_average(x, p, fill), p.act_min, p.act_max).astype(np.int8)
+
+
+def window_average(x: np.ndarray, p, fill: int) -> np.ndarray:
+    """Each window's sum over its divisor, rounded half away from zero, in int64 (before the clamp); padded taps
+    hold `fill`. Shared by the int16 kernel (ref/avg_pool2d_s16.py)."""
     x = x.reshape(p.batches, p.in_h, p.in_w, p.channels).astype(np.int64)
     iy = np.arange(p.out_h)[:, None] * p.stride_h - p.pad_top + np.arange(p.kernel_h)[None, :]
     ix = np.arange(p.out_w)[:, None] * p.stride_w - p.pad_left + np.arange(p.kernel_w)[None, :]
     lo_y, lo_x = min(0, int(iy.min())), min(0, int(ix.min()))
     hi_y, hi_x = max(p.in_h, int(iy.max()) + 1), max(p.in_w, int(ix.max()) + 1)
-    fill = p.zero_point if p.count_include_pad else 0
     padded = np.full((p.batches, hi_y - lo_y, hi_x - lo_x, p.channels), fill, dtype=np.int64)
     padded[:, -lo_y : -lo_y + p.in_h, -lo_x : -lo_x + p.in_w, :] = x
     win = padded[:, (iy - lo_y)[:, :, None, None], (ix - lo_x)[None, None, :, :], :]  # [b, oh, kh, ow, kw, c]
     acc = win.sum(axis=(2, 4))  # [b, oh, ow, c]
-    n = np.full((p.out_h, p.out_w), p.kernel_h * p.kernel_w) if p.count_include_pad else _window_counts(p)
+    n = np.full((p.out_h, p.out_w), p.kernel_h * p.kernel_w) if p.count_include_pad else window_counts(p)
     n = n[None, :, :, None].astype(np.int64)
     half = n // 2
     # C: acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, with '/' truncating toward zero.
-    avg = np.where(acc > 0, (acc + half) // n, -((-acc + half) // n))
-    return np.clip(avg, p.act_min, p.act_max).astype(np.int8)
+    return np.where(acc > 0, (acc + half) // n, -((-acc + half) // n))

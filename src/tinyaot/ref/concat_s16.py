@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.ir import Graph, Node
 from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref import _checks
-from tinyaot.ref.concat_s8 import IDENTITY
+from tinyaot.ref.concat_s8 import IDENTITY, concat_geometry
 
 
 @dataclass(frozen=True)
@@ -34,39 +33,12 @@ class Concat16Params:
 
 
 def prepare(node: Node, g: Graph) -> Concat16Params:
-    if not node.inputs:
-        raise ModelError(f"concat '{node.name}' has no inputs")
-    xs = [g.tensor(n) for n in node.inputs]
-    y = g.tensor(node.outputs[0])
-    for t in xs:
-        if t.is_const:
-            raise UnsupportedOpError(f"concat '{node.name}': input '{t.name}' is a constant; concatenating "
-                                     "constants is not supported (fold it in the front end or make it an activation)")
-        _checks.int16_per_tensor(node, t)
-    _checks.int16_per_tensor(node, y)
-    yshape = tuple(y.shape)
-    rank = len(yshape)
-    axis = int(node.attrs.get("axis", -1))
-    if not -rank <= axis < rank:
-        raise ModelError(f"concat '{node.name}': axis {axis} is out of range for the {rank}-D output")
-    axis %= rank
-    for t in xs:
-        ts = tuple(t.shape)
-        if len(ts) != rank or ts[:axis] != yshape[:axis] or ts[axis + 1 :] != yshape[axis + 1 :]:
-            raise ModelError(f"concat '{node.name}': input '{t.name}' {list(t.shape)} does not fit output "
-                             f"{list(y.shape)} along axis {axis}; all dims but the concatenation axis must match")
-    _checks.same_shape(node, y, yshape[:axis] + (sum(t.shape[axis] for t in xs),) + yshape[axis + 1 :])
-    inner = int(np.prod(yshape[axis + 1 :], dtype=np.int64))
+    xs, y, chunks, outer = concat_geometry(node, g, per_tensor=_checks.int16_per_tensor)
     out_scale = y.qparams.scale[0]
     pairs = [IDENTITY if t.qparams.scale[0] == out_scale else _checks.rescale(node, t.qparams.scale[0], out_scale)
              for t in xs]
-    return Concat16Params(
-        num_inputs=len(xs),
-        chunks=np.array([t.shape[axis] * inner for t in xs], dtype=np.int32),
-        multiplier=np.array([m for m, _ in pairs], dtype=np.int32),
-        shift=np.array([s for _, s in pairs], dtype=np.int32),
-        outer=int(np.prod(yshape[:axis], dtype=np.int64)),
-    )
+    return Concat16Params(num_inputs=len(xs), chunks=chunks, multiplier=np.array([m for m, _ in pairs], dtype=np.int32),
+                          shift=np.array([s for _, s in pairs], dtype=np.int32), outer=outer)
 
 
 def concat_s16(*args) -> np.ndarray:

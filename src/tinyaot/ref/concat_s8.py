@@ -36,6 +36,23 @@ class ConcatParams:
 
 
 def prepare(node: Node, g: Graph) -> ConcatParams:
+    xs, y, chunks, outer = concat_geometry(node, g)
+    out_scale = y.qparams.scale[0]
+    pairs = [_checks.rescale(node, t.qparams.scale[0], out_scale) for t in xs]
+    return ConcatParams(
+        num_inputs=len(xs),
+        chunks=chunks,
+        multiplier=np.array([m for m, _ in pairs], dtype=np.int32),
+        shift=np.array([s for _, s in pairs], dtype=np.int32),
+        input_zero_point=np.array([t.qparams.zero_point[0] for t in xs], dtype=np.int32),
+        output_zero_point=y.qparams.zero_point[0],
+        outer=outer,
+    )
+
+
+def concat_geometry(node: Node, g: Graph, per_tensor=_checks.int8_per_tensor):
+    """(inputs, output, chunks: int32 elements each input gives per outer index, outer) of a concat node after
+    its checks; `per_tensor` checks each tensor's dtype (the int16 twin passes its own)."""
     if not node.inputs:
         raise ModelError(f"concat '{node.name}' has no inputs")
     xs = [g.tensor(n) for n in node.inputs]
@@ -47,8 +64,8 @@ def prepare(node: Node, g: Graph) -> ConcatParams:
                 f"concat '{node.name}': input '{t.name}' is a constant; concatenating constants is not supported "
                 "(fold it in the front end or make it an activation)"
             )
-        _checks.int8_per_tensor(node, t)
-    _checks.int8_per_tensor(node, y)
+        per_tensor(node, t)
+    per_tensor(node, y)
     rank = len(yshape)
     axis = int(node.attrs.get("axis", -1))
     if not -rank <= axis < rank:
@@ -63,17 +80,8 @@ def prepare(node: Node, g: Graph) -> ConcatParams:
             )
     _checks.same_shape(node, y, yshape[:axis] + (sum(t.shape[axis] for t in xs),) + yshape[axis + 1 :])
     inner = int(np.prod(yshape[axis + 1 :], dtype=np.int64))
-    out_scale = y.qparams.scale[0]
-    pairs = [_checks.rescale(node, t.qparams.scale[0], out_scale) for t in xs]
-    return ConcatParams(
-        num_inputs=len(xs),
-        chunks=np.array([t.shape[axis] * inner for t in xs], dtype=np.int32),
-        multiplier=np.array([m for m, _ in pairs], dtype=np.int32),
-        shift=np.array([s for _, s in pairs], dtype=np.int32),
-        input_zero_point=np.array([t.qparams.zero_point[0] for t in xs], dtype=np.int32),
-        output_zero_point=y.qparams.zero_point[0],
-        outer=int(np.prod(yshape[:axis], dtype=np.int64)),
-    )
+    chunks = np.array([t.shape[axis] * inner for t in xs], dtype=np.int32)
+    return xs, y, chunks, int(np.prod(yshape[:axis], dtype=np.int64))
 
 
 def concat_s8(*args) -> np.ndarray:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
-from tinyaot.ir import Graph, Node
+from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks
 
@@ -35,30 +35,45 @@ class MaxPool2DParams:
 
 
 def prepare(node: Node, g: Graph) -> MaxPool2DParams:
-    x, y = _checks.io(node, g)
+    return prepare_max_pool2d(node, g)
+
+
+def prepare_max_pool2d(node: Node, g: Graph, io=_checks.io, params: type = MaxPool2DParams,
+                       qrange: tuple[int, int] = (-128, 127)):
+    """A max pool's checks and params; `io` checks the tensors' dtype and `qrange` bounds the clamp (the int16
+    twin passes its own)."""
+    x, y = io(node, g)
     _checks.rank(node, x, (4,), "NHWC")
     _checks.same_qparams(node, x, y)
+    kh, kw, sh, sw, top, left, out_h, out_w = pool_geometry(node, x, y)
+    n, h, w, c = x.shape
+    qp = y.qparams
+    act_min, act_max = activation_range(node.attrs.get("clamp"), qp.scale[0], qp.zero_point[0], *qrange)
+    return params(n, h, w, c, kh, kw, sh, sw, top, left, out_h, out_w, act_min, act_max)
+
+
+def pool_geometry(node: Node, x: Tensor, y: Tensor) -> tuple[int, ...]:
+    """(kh, kw, sh, sw, top, left, out_h, out_w) of an NHWC pooling node, checked: every window sees an input
+    pixel and the output has the shape they give. Shared by the 16x8 pooling kernels."""
     if "kernel" not in node.attrs:
-        raise ModelError(f"max_pool2d '{node.name}' has no 'kernel' attribute (an int or (kh, kw))")
+        raise ModelError(f"{node.op} '{node.name}' has no 'kernel' attribute (an int or (kh, kw))")
     kh, kw = _checks.pair(node, "kernel", node.attrs["kernel"])
     sh, sw = _checks.pair(node, "stride", node.attrs.get("stride") or (kh, kw))
     top, bottom, left, right = _padding(node)
     n, h, w, c = x.shape
     if min(kh, kw, sh, sw) < 1:
-        raise ModelError(f"max_pool2d '{node.name}': kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1")
+        raise ModelError(f"{node.op} '{node.name}': kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1")
     out_h, out_w = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
     if out_h < 1 or out_w < 1:
-        raise ModelError(f"max_pool2d '{node.name}': kernel {(kh, kw)} is larger than the padded input {(h, w)}")
+        raise ModelError(f"{node.op} '{node.name}': kernel {(kh, kw)} is larger than the padded input {(h, w)}")
     # Every window must see at least one real pixel, or its max would be undefined.
     if top >= kh or left >= kw or (out_h - 1) * sh - top >= h or (out_w - 1) * sw - left >= w:
         raise ModelError(
-            f"max_pool2d '{node.name}': padding {(top, bottom, left, right)} leaves a window with no input pixel; "
+            f"{node.op} '{node.name}': padding {(top, bottom, left, right)} leaves a window with no input pixel; "
             "padding must be smaller than the kernel (PyTorch drops such windows in ceil_mode)"
         )
     _checks.same_shape(node, y, (n, out_h, out_w, c))
-    qp = y.qparams
-    act_min, act_max = activation_range(node.attrs.get("clamp"), qp.scale[0], qp.zero_point[0])
-    return MaxPool2DParams(n, h, w, c, kh, kw, sh, sw, top, left, out_h, out_w, act_min, act_max)
+    return kh, kw, sh, sw, top, left, out_h, out_w
 
 
 def _padding(node: Node) -> tuple[int, int, int, int]:
@@ -71,9 +86,13 @@ def _padding(node: Node) -> tuple[int, int, int, int]:
 
 
 def max_pool2d_s8(x: np.ndarray, p: MaxPool2DParams) -> np.ndarray:
-    x = x.reshape(p.batches, p.in_h, p.in_w, p.channels).astype(np.int16)
+    return np.clip(window_max(x, p, np.int16(-32768)), p.act_min, p.act_max).astype(np.int8)  # below every int8
+
+
+def window_max(x: np.ndarray, p: MaxPool2DParams, low: np.integer) -> np.ndarray:
+    """The max of each window in `low`'s dtype; padding holds `low`, below every input value, so it never wins."""
+    x = x.reshape(p.batches, p.in_h, p.in_w, p.channels).astype(type(low))
     span_h, span_w = (p.out_h - 1) * p.stride_h + p.kernel_h, (p.out_w - 1) * p.stride_w + p.kernel_w
-    low = np.int16(-32768)  # below every int8: padding never wins
     padded = np.full((p.batches, max(span_h, p.pad_top + p.in_h), max(span_w, p.pad_left + p.in_w), p.channels), low)
     padded[:, p.pad_top : p.pad_top + p.in_h, p.pad_left : p.pad_left + p.in_w] = x
     out = np.full((p.batches, p.out_h, p.out_w, p.channels), low)
@@ -82,4 +101,4 @@ def max_pool2d_s8(x: np.ndarray, p: MaxPool2DParams) -> np.ndarray:
             win = padded[:, ky : ky + (p.out_h - 1) * p.stride_h + 1 : p.stride_h,
                          kx : kx + (p.out_w - 1) * p.stride_w + 1 : p.stride_w]
             out = np.maximum(out, win)
-    return np.clip(out, p.act_min, p.act_max).astype(np.int8)
+    return out

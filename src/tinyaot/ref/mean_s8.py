@@ -42,7 +42,17 @@ def fold_count(multiplier: int, shift: int, count: int) -> tuple[int, int]:
 
 
 def prepare(node: Node, g: Graph) -> MeanParams:
-    x, y = _checks.io(node, g)
+    x, y, (outer, count, inner), (m, s) = mean_geometry(node, g)
+    zp = y.qparams.zero_point[0]
+    act_min, act_max = activation_range(node.attrs.get("clamp"), y.qparams.scale[0], zp)
+    return MeanParams(outer=outer, count=count, inner=inner, bias=-x.qparams.zero_point[0] * count,
+                      multiplier=m, shift=s, output_zero_point=zp, act_min=act_min, act_max=act_max)
+
+
+def mean_geometry(node: Node, g: Graph, io=_checks.io, largest: int = 255):
+    """(x, y, (outer, count, inner), (multiplier, shift) with 1/count folded in) of a mean node after its checks;
+    `io` checks the tensors' dtype and `largest` bounds |value - zero point| (the int16 twin passes its own)."""
+    x, y = io(node, g)
     rank = len(x.shape)
     axes = node.attrs.get("axes", (1, 2))
     axes = axes if isinstance(axes, (tuple, list)) else (axes,)
@@ -60,20 +70,18 @@ def prepare(node: Node, g: Graph) -> MeanParams:
     keepdims = node.attrs.get("keepdims", tuple(y.shape) == kept)
     _checks.same_shape(node, y, kept if keepdims else dropped)
     count = int(np.prod(shape[axes[0] : axes[-1] + 1], dtype=np.int64))
-    if count * 255 >= 2**31:
-        raise ModelError(f"mean '{node.name}' averages {count} values; their int32 sum could overflow")
-    m, s = _checks.rescale(node, x.qparams.scale[0], y.qparams.scale[0])
-    m, s = fold_count(m, s, count)
-    zp = y.qparams.zero_point[0]
-    act_min, act_max = activation_range(node.attrs.get("clamp"), y.qparams.scale[0], zp)
-    return MeanParams(
-        outer=int(np.prod(shape[: axes[0]], dtype=np.int64)), count=count,
-        inner=int(np.prod(shape[axes[-1] + 1 :], dtype=np.int64)), bias=-x.qparams.zero_point[0] * count,
-        multiplier=m, shift=s, output_zero_point=zp, act_min=act_min, act_max=act_max,
-    )
+    if count * largest >= 2**31:
+        raise ModelError(f"mean '{node.name}' averages {count} {x.dtype} values; their int32 sum could overflow")
+    m, s = fold_count(*_checks.rescale(node, x.qparams.scale[0], y.qparams.scale[0]), count)
+    sizes = (int(np.prod(shape[: axes[0]], dtype=np.int64)), count, int(np.prod(shape[axes[-1] + 1 :], dtype=np.int64)))
+    return x, y, sizes, (m, s)
 
 
 def mean_s8(x: np.ndarray, p: MeanParams) -> np.ndarray:
-    acc = x.reshape(p.outer, p.count, p.inner).astype(np.int64).sum(axis=1) + p.bias
-    acc = multiply_by_quantized_multiplier(wrap_i32(acc), p.multiplier, p.shift) + p.output_zero_point
-    return np.clip(acc, p.act_min, p.act_max).astype(np.int8)
+    return np.clip(requantized_mean(x, p, p.bias, p.output_zero_point), p.act_min, p.act_max).astype(np.int8)
+
+
+def requantized_mean(x: np.ndarray, p, bias: int = 0, zero_point: int = 0) -> np.ndarray:
+    """TFLM's mean before the clamp, in int64: the int32 sum plus `bias`, rescaled, plus `zero_point`."""
+    acc = x.reshape(p.outer, p.count, p.inner).astype(np.int64).sum(axis=1) + bias
+    return multiply_by_quantized_multiplier(wrap_i32(acc), p.multiplier, p.shift) + zero_point

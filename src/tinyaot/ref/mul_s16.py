@@ -14,17 +14,11 @@ import numpy as np
 
 from tinyaot.ir import Graph, Node
 from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
-from tinyaot.ref.add_s16 import INT16_MAX, INT16_MIN, geometry16, operands16
+from tinyaot.ref.add_s16 import INT16_MAX, INT16_MIN, Binary16Geometry, geometry16, operands16
 
 
 @dataclass(frozen=True)
-class Mul16Params:
-    size: int  # output elements
-    out_shape: tuple[int, ...]  # the output as 4-D, axes merged (ref/broadcast.py)
-    a_shape: tuple[int, ...]  # operand shapes over those axes
-    b_shape: tuple[int, ...]
-    a_strides: tuple[int, ...]  # element strides of each operand over out_shape; 0 along broadcast axes
-    b_strides: tuple[int, ...]
+class Mul16Params(Binary16Geometry):
     multiplier: int  # Q31 of a_scale * b_scale / out_scale
     shift: int
     act_min: int  # int16 units
@@ -33,12 +27,10 @@ class Mul16Params:
 
 
 def prepare(node: Node, g: Graph) -> Mul16Params:
-    a, b, y, geo = geometry16(node, g)
+    a, b, y, geo, consts = geometry16(node, g)
     m, s = quantize_multiplier(float(a.qparams.scale[0]) * float(b.qparams.scale[0]) / float(y.qparams.scale[0]))
     act_min, act_max = activation_range(node.attrs.get("clamp"), y.qparams.scale[0], 0, INT16_MIN, INT16_MAX)
-    return Mul16Params(size=geo.size, out_shape=geo.out_shape, a_shape=geo.a_shape, b_shape=geo.b_shape,
-                       a_strides=geo.a_strides, b_strides=geo.b_strides, multiplier=m, shift=s, act_min=act_min,
-                       act_max=act_max, constants=geo.constants)
+    return Mul16Params(**vars(geo), multiplier=m, shift=s, act_min=act_min, act_max=act_max, constants=consts)
 
 
 def mul_s16(*args) -> np.ndarray:

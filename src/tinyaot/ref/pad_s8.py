@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
-from tinyaot.ir import Graph, Node
+from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.ir.ops import PAD_MODES
 from tinyaot.ref import _checks
 
@@ -37,7 +37,14 @@ class PadParams:
 
 
 def prepare(node: Node, g: Graph) -> PadParams:
-    x, y = _checks.io(node, g)
+    x, (n, h, w, c, top, bottom, left, right), mode = pad_geometry(node, g)
+    return PadParams(n, h, w, c, top, bottom, left, right, x.qparams.zero_point[0], mode)
+
+
+def pad_geometry(node: Node, g: Graph, io=_checks.io) -> tuple[Tensor, tuple[int, ...], int]:
+    """(x, (n, h, w, c, top, bottom, left, right), mode code) of a pad node after its checks; `io` checks the
+    tensors' dtype (the int16 twin passes its own)."""
+    x, y = io(node, g)
     _checks.rank(node, x, (4,), "NHWC")
     _checks.same_qparams(node, x, y)
     pad = node.attrs.get("padding")
@@ -49,9 +56,9 @@ def prepare(node: Node, g: Graph) -> PadParams:
     top, bottom, left, right = (int(v) for v in pad)
     n, h, w, c = x.shape
     _checks.same_shape(node, y, (n, h + top + bottom, w + left + right, c))
-    mode = node.attrs.get("mode", "constant")
+    mode = node.attrs.get("mode") or "constant"
     _check_mirror(node, mode, (("top", top, h), ("bottom", bottom, h), ("left", left, w), ("right", right, w)))
-    return PadParams(n, h, w, c, top, bottom, left, right, x.qparams.zero_point[0], MODE_CODES[mode])
+    return x, (n, h, w, c, top, bottom, left, right), MODE_CODES[mode]
 
 
 def _check_mirror(node: Node, mode: str, sides) -> None:
@@ -67,9 +74,14 @@ def _check_mirror(node: Node, mode: str, sides) -> None:
 
 
 def pad_s8(x: np.ndarray, p: PadParams) -> np.ndarray:
+    return pad_values(x, p, np.int8(p.pad_value))
+
+
+def pad_values(x: np.ndarray, p, constant: np.integer) -> np.ndarray:
+    """`x` padded as p says; constant padding writes `constant` (the int16 kernel's is 0)."""
     x = x.reshape(p.batches, p.in_h, p.in_w, p.channels)
     widths = ((0, 0), (p.pad_top, p.pad_bottom), (p.pad_left, p.pad_right), (0, 0))
     mode = PAD_MODES[p.mode]
     if mode == "constant":
-        return np.pad(x, widths, mode="constant", constant_values=np.int8(p.pad_value))
+        return np.pad(x, widths, mode="constant", constant_values=constant)
     return np.pad(x, widths, mode=NUMPY_MODES[mode])

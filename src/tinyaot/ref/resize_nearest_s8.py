@@ -29,7 +29,12 @@ class ResizeNearestParams:
 
 
 def prepare(node: Node, g: Graph) -> ResizeNearestParams:
-    x, y = _checks.io(node, g)
+    return prepare_resize_nearest(node, g)
+
+
+def prepare_resize_nearest(node: Node, g: Graph, io=_checks.io, params: type = ResizeNearestParams):
+    """The checks and index tables of a nearest resize; `io` checks the tensors' dtype (the int16 twin's too)."""
+    x, y = io(node, g)
     _checks.rank(node, x, (4,), "NHWC")
     _checks.same_qparams(node, x, y)
     n, h, w, c = x.shape
@@ -39,10 +44,11 @@ def prepare(node: Node, g: Graph) -> ResizeNearestParams:
     out_h, out_w = int(y.shape[1]), int(y.shape[2])
     _checks.same_shape(node, y, (n, out_h, out_w, c))
     corners, half = bool(node.attrs.get("align_corners")), bool(node.attrs.get("half_pixel_centers"))
-    return ResizeNearestParams(n, h, w, c, out_h, out_w, nearest_source(h, out_h, corners, half),
-                               nearest_source(w, out_w, corners, half))
+    return params(n, h, w, c, out_h, out_w, nearest_source(h, out_h, corners, half),
+                  nearest_source(w, out_w, corners, half))
 
 
 def resize_nearest_s8(x: np.ndarray, p: ResizeNearestParams) -> np.ndarray:
+    """Copies pixels whatever their dtype (resize_nearest_s16 is the same gather)."""
     x = x.reshape(p.batches, p.in_h, p.in_w, p.channels)
     return np.ascontiguousarray(x[:, p.src_y][:, :, p.src_x])

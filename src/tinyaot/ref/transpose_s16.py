@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import _checks
+from tinyaot.ref.transpose_s8 import transpose_geometry
 
 
 @dataclass(frozen=True)
@@ -22,18 +22,8 @@ class Transpose16Params:
 
 
 def prepare(node: Node, g: Graph) -> Transpose16Params:
-    x, y = _checks.io16(node, g)
-    _checks.rank(node, x, (2, 3, 4))
-    _checks.same_qparams(node, x, y)
-    rank = len(x.shape)
-    perm = node.attrs.get("perm")
-    if perm is None or len(perm) != rank or sorted(int(a) % rank for a in perm) != list(range(rank)):
-        raise ModelError(f"transpose '{node.name}': perm {perm!r} is not a permutation of the {rank} axes")
-    perm = tuple(int(a) % rank for a in perm)
-    _checks.same_shape(node, y, tuple(x.shape[a] for a in perm))
-    strides = [int(np.prod(x.shape[a + 1 :], dtype=np.int64)) for a in range(rank)]
-    pad = 4 - rank
-    return Transpose16Params((1,) * pad + tuple(int(d) for d in y.shape), (0,) * pad + tuple(strides[a] for a in perm))
+    _perm, _in_shape, out_shape, in_strides = transpose_geometry(node, g, io=_checks.io16)
+    return Transpose16Params(out_shape, in_strides)
 
 
 def transpose_s16(x: np.ndarray, p: Transpose16Params) -> np.ndarray:

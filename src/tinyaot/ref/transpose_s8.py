@@ -24,12 +24,18 @@ class TransposeParams:
 
 
 def prepare(node: Node, g: Graph) -> TransposeParams:
-    x, y = _checks.io(node, g)
+    return TransposeParams(*transpose_geometry(node, g))
+
+
+def transpose_geometry(node: Node, g: Graph, io=_checks.io) -> tuple[tuple[int, ...], ...]:
+    """(perm, in_shape, out_shape, in_strides) as TransposeParams holds them, after the checks; `io` checks the
+    tensors' dtype (the int16 twin passes its own)."""
+    x, y = io(node, g)
     _checks.rank(node, x, (2, 3, 4))
     _checks.same_qparams(node, x, y)
     rank = len(x.shape)
     perm = node.attrs.get("perm")
-    if perm is None or sorted(int(a) % rank for a in perm) != list(range(rank)) or len(perm) != rank:
+    if perm is None or len(perm) != rank or sorted(int(a) % rank for a in perm) != list(range(rank)):
         raise ModelError(f"transpose '{node.name}': perm {perm!r} is not a permutation of the {rank} axes")
     perm = tuple(int(a) % rank for a in perm)
     _checks.same_shape(node, y, tuple(x.shape[a] for a in perm))
@@ -37,7 +43,7 @@ def prepare(node: Node, g: Graph) -> TransposeParams:
     pad = 4 - rank
     out4 = (1,) * pad + tuple(int(d) for d in y.shape)
     in_strides4 = (0,) * pad + tuple(strides[a] for a in perm)
-    return TransposeParams(perm, tuple(x.shape), out4, in_strides4)
+    return perm, tuple(x.shape), out4, in_strides4
 
 
 def transpose_s8(x: np.ndarray, p: TransposeParams) -> np.ndarray:
