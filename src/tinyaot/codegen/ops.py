@@ -108,6 +108,9 @@ def _op_title(node: Node, g: Graph) -> str:
     title = OPS[node.op].title or node.op
     if node.op == "lut":
         title = f"lut({a.get('function')})"
+    src, dst = g.tensor(node.inputs[0]).dtype, g.tensor(node.outputs[0]).dtype
+    if node.op == "quantize" and src != dst:  # a precision change (mixed int8 / int16)
+        title += f" {src} -> {dst}"
     if kernel:
         title += f" {kernel[0]}x{kernel[1]}"
         stride = a.get("stride")
