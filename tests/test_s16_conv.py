@@ -112,9 +112,9 @@ def gen_depthwise(rng, bias: str | None = None):
 @pytest.mark.parametrize("gen", [gen_conv, gen_depthwise], ids=["conv2d", "depthwise_conv2d"])
 def test_random_16x8_layers_equal_tflm(gen):
     rng = np.random.default_rng(1600 if gen is gen_conv else 1700)
-    for _ in range(CASES):
+    for k in range(CASES):  # every case on the reference, every second through gcc too
         m, x = gen(rng)
-        assert_matches_tflm(m, [x], engines=("reference", "host"))
+        assert_matches_tflm(m, [x], engines=("reference", "host") if k % 2 == 0 else ("reference",))
 
 
 def _layer(depthwise: bool, bias: str, c_in: int = 8, c_out: int = 6, size: int = 7, groups: int = 1,

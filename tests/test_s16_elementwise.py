@@ -57,9 +57,9 @@ def _fc_case(rng, bias: str, in_f: int | None = None, out_f: int | None = None, 
 @pytest.mark.parametrize("bias", ["int64", "int32", "none"])
 def test_fully_connected_16x8_equals_tflm(bias):
     rng = np.random.default_rng(["int64", "int32", "none"].index(bias) + 160)
-    for _ in range(CASES if bias == "int64" else CASES // 5):
+    for k in range(CASES if bias == "int64" else CASES // 5):  # every second case through gcc too
         model, x = _fc_case(rng, bias)
-        assert_matches_tflm(model, [x], engines=("reference", "host"))
+        assert_matches_tflm(model, [x], engines=("reference", "host") if k % 2 == 0 else ("reference",))
 
 
 @pytest.mark.host
@@ -124,9 +124,9 @@ def _binary_case(code: str, rng, constant: int | None = None, pot: bool = False)
 @pytest.mark.parametrize("code", ["ADD", "SUB", "MUL"])
 def test_binary_16x8_equals_tflm(code):
     rng = np.random.default_rng(["ADD", "SUB", "MUL"].index(code) + 1600)
-    for k in range(CASES):
+    for k in range(CASES):  # every case on the reference, every second through gcc too
         model, xs = _binary_case(code, rng, pot=k % 10 == 0)
-        assert_matches_tflm(model, xs, engines=("reference", "host"))
+        assert_matches_tflm(model, xs, engines=("reference", "host") if k % 2 == 0 else ("reference",))
 
 
 @pytest.mark.host
