@@ -511,9 +511,8 @@ def kernel_ref(node, g) -> str | None:
     if not any(t.dtype == "int16" for t in ends):
         return s.ref
     if s.s16 is None:
-        with16 = sorted(x.name for x in _SPECS if x.s16)
         raise ModelError(f"layer {node.name!r} ({node.op}) has int16 activations, but {node.op} has no 16x8 "
-                         f"kernel; the ops with one: {', '.join(with16) or 'none'}. Keep this layer int8.")
+                         f"kernel; the ops with one: {', '.join(ops_with_16x8()) or 'none'}. Keep this layer int8.")
     return s.s16
 
 
@@ -524,6 +523,11 @@ def state_family(node) -> str | None:
     if s.state is None or ("stateful" in s.attrs._names() and not node.attrs.get("stateful")):
         return None
     return s.state
+
+
+def ops_with_16x8() -> list[str]:
+    """The ops whose spec names a 16x8 (int16-activation) kernel, sorted."""
+    return sorted(x.name for x in _SPECS if x.s16)
 
 
 def ops_where(**traits) -> frozenset[str]:

@@ -13,7 +13,14 @@ from tinyaot.errors import CalibrationError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.quantize.fixedpoint import quantize_multiplier
-from tinyaot.quantize.mixed import SOFTMAX16_QPARAMS, Converter, drop_dead_conversions, int16_qparams, plan_mixed
+from tinyaot.quantize.mixed import (
+    SOFTMAX16_QPARAMS,
+    Converter,
+    drop_dead_conversions,
+    int16_qparams,
+    plan_mixed,
+    twin_name,
+)
 from tinyaot.quantize.observers import Range
 from tinyaot.quantize.recurrent import lower_recurrent
 from tinyaot.quantize.scheme import (
@@ -76,8 +83,8 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             )
         attrs = dict(node.attrs)
         if wide and out.name not in mix.tensors:  # a 16x8 kernel whose output stays int8: its own int16 twin
-            q.add_tensor(Tensor(f"{out.name}__s16", out.shape, "int16", qparams=qp))
-            q.nodes.append(Node(node.op, node.name, inputs, [f"{out.name}__s16"], attrs, node.source))
+            q.add_tensor(Tensor(twin_name(out.name, "int16"), out.shape, "int16", qparams=qp))
+            q.nodes.append(Node(node.op, node.name, inputs, [twin_name(out.name, "int16")], attrs, node.source))
             qp8 = SOFTMAX_QPARAMS if node.op in SOFTMAX else _qparams_for(ranges, out.name)
             convert.to_int8_output(node, out, qp8, node.source)
             continue
@@ -124,7 +131,7 @@ def _lower_int16_constants(g: Graph, q: Graph, inputs: list[str]) -> list[str]:
             out.append(name)
             continue
         t = g.tensor(name)
-        twin = f"{name}__s16"
+        twin = twin_name(name, "int16")
         if twin not in q.tensors:
             data = np.asarray(t.data, dtype=np.float64)
             qp = int16_qparams(Range(float(data.min()), float(data.max())))

@@ -20,13 +20,13 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node, QParams, Tensor
-from tinyaot.ir.ops import OPS, ops_where
+from tinyaot.ir.ops import OPS, ops_where, ops_with_16x8
 from tinyaot.quantize.observers import Range
+from tinyaot.quantize.recurrent import INT16_MAX
 from tinyaot.quantize.scheme import activation_qparams
 
 AUTO_SQNR_DB = 30.0  # int8 layers below this local SQNR get int16 activations with int16="auto"
 AUTO_SAMPLES = 64  # calibration samples the automatic choice measures on
-INT16_MAX = 32767
 SOFTMAX16_QPARAMS = QParams.per_tensor(1.0 / 32768.0, 0)  # TFLite's int16 softmax output
 _PASSES_ON = ops_where(qparams="inherit")  # views, pooling, pads: the output keeps the input's qparams
 
@@ -43,8 +43,20 @@ class MixedPlan:
         return bool(self.chosen)
 
 
-def with16() -> list[str]:
-    return sorted(s.name for s in OPS.values() if s.s16)
+TWIN_SUFFIXES = ("__s16", "__s8")  # a tensor's int16 / int8 twin: the same reals at the other precision
+
+
+def twin_name(name: str, dtype: str) -> str:
+    """The name of `name`'s twin in `dtype` (int16 or int8)."""
+    return name + TWIN_SUFFIXES[0 if dtype == "int16" else 1]
+
+
+def twin_of(name: str) -> str | None:
+    """The tensor a twin stands for, or None for a tensor that is no twin."""
+    for suffix in TWIN_SUFFIXES:
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return None
 
 
 def plan_mixed(g: Graph, layers) -> MixedPlan:
@@ -58,7 +70,7 @@ def plan_mixed(g: Graph, layers) -> MixedPlan:
     for node in g.nodes:
         if node.name in chosen and not OPS[node.op].s16:
             raise ModelError(f"int16: layer '{node.name}' is a {node.op}, which has no 16x8 kernel; the ops with one: "
-                             f"{', '.join(with16())}")
+                             f"{', '.join(ops_with_16x8())}")
     tensors: set[str] = set()
     nodes: set[str] = set()
     for node in g.nodes:
@@ -93,7 +105,7 @@ class Converter:
         t = self.q.tensor(name)
         if t.dtype == "int16" or t.is_const:
             return name
-        twin = f"{name}__s16"
+        twin = twin_name(name, "int16")
         if twin not in self.q.tensors:  # exact: the int8 values times 128 (|q - zero point| <= 255)
             qp = QParams.per_tensor(float(t.qparams.scale[0]) / 128.0, 0)
             self._convert(name, Tensor(twin, t.shape, "int16", qparams=qp), source)
@@ -103,7 +115,7 @@ class Converter:
         t = self.q.tensor(name)
         if t.dtype != "int16":
             return name
-        twin = f"{name}__s8"
+        twin = twin_name(name, "int8")
         if twin not in self.q.tensors:
             r = self.ranges.get(name)
             qp = activation_qparams(r.lo, r.hi) if r is not None else _int8_cover(t.qparams)
@@ -112,7 +124,7 @@ class Converter:
 
     def to_int8_output(self, node: Node, out: Tensor, qp8: QParams, source: str | None) -> Tensor:
         """A 16x8 node whose output stays int8: the node writes an int16 twin, a quantize makes `out`."""
-        wide = self.q.tensor(f"{out.name}__s16")
+        wide = self.q.tensor(twin_name(out.name, "int16"))
         self.q.nodes.append(Node("quantize", f"{node.name}_to_int8", [wide.name], [out.name], {}, source))
         return self.q.add_tensor(Tensor(out.name, out.shape, "int8", qparams=qp8))
 

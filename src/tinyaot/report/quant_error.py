@@ -185,6 +185,7 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
     """`samples`: float inputs in the compiled model's input layout (as for run_float)."""
     from tinyaot.quantize.calibrate import as_real_array
     from tinyaot.quantize.float_eval import evaluate
+    from tinyaot.quantize.mixed import twin_of
     from tinyaot.ref.interpreter import prepare_all
 
     batch, _ = cm._as_batch(cm._each_input(samples, lambda v, t: as_real_array(v, "layer_errors samples",
@@ -195,8 +196,8 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
     flat = [b.reshape((-1,) + b.shape[2:]) for b in batch] if several else batch.reshape((-1,) + batch.shape[2:])
     ref_values = evaluate(cm.reference_graph, flat)
     for name in g.tensors:  # a mixed-precision model's int16 / int8 twin of a tensor holds the same reals
-        base = name.removesuffix("__s16").removesuffix("__s8")
-        if base != name and base in ref_values:
+        base = twin_of(name)
+        if base in ref_values:
             ref_values[name] = ref_values[base]
     params = prepare_all(g)
     traced = trace_int8(g, params, cm.quantize_input(batch))
