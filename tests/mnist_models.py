@@ -1,9 +1,9 @@
 """Small models trained on real MNIST digits (mnist10k.npz), for the calibration tests and benchmark.
 
 Three architectures of the kinds users deploy on a microcontroller: an MLP, LeNet-5 and a depthwise-separable
-CNN. Training is deterministic (fixed seeds, fixed thread count) and short: each model trains in a few seconds on
-2 CPU cores. The first 8,000 digits train, the last 2,000 are the held-out split; calibration samples come from
-the training digits.
+CNN. Each is trained once (tests/trained_weights.py) and its weights committed, so every machine scores the same
+model. The first 8,000 digits train, the last 2,000 are the held-out split; calibration samples come from the
+training digits.
 
 `with_outliers` plants the calibration glitches real data pipelines produce: a digit scaled by 50 (a sample
 that skipped or doubled a normalization step) and a saturated frame (every pixel at the raw 8-bit full scale,
@@ -11,6 +11,7 @@ that skipped or doubled a normalization step) and a saturated frame (every pixel
 """
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +21,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from trained_weights import Recipe, load
 from zoo import LeNet5
 
 N_TRAIN = 8000  # digits 0..7999 train; 8000..9999 are held out
 N_CALIBRATION = 200
-# One thread: these models are too small for a second one to help, and on a busy 2-core machine a second
-# OpenMP thread that has to wait for the other core makes training several times slower.
-TORCH_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -97,29 +96,39 @@ MODELS = {e.name: e for e in [
 ]}
 
 
-@functools.lru_cache(maxsize=None)
-def trained(name: str, path: str) -> nn.Module:
-    """MODELS[name] trained on the 8,000 training digits of the mnist10k.npz at `path` (cached per process)."""
-    entry = MODELS[name]
-    data = load_mnist(path)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(TORCH_THREADS)
-    try:
-        torch.manual_seed(0)
-        model = entry.build()
-        x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
-        opt = torch.optim.Adam(model.parameters(), lr=entry.lr)
-        model.train()
-        for _ in range(entry.epochs):
-            perm = torch.randperm(len(x))
-            for i in range(0, len(x), 64):
-                idx = perm[i:i + 64]
-                opt.zero_grad()
-                F.cross_entropy(model(x[idx]), y[idx]).backward()
-                opt.step()
-    finally:
-        torch.set_num_threads(threads)
+def _train(entry: MnistEntry, model: nn.Module) -> nn.Module:
+    """Adam on the 8,000 training digits (run once, by tests/trained_weights.py)."""
+    path = shared_mnist_path()
+    if path is None:
+        raise FileNotFoundError("training the MNIST models needs shared/data/mnist10k.npz (set TINYAOT_SHARED)")
+    data = load_mnist(str(path))
+    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+    opt = torch.optim.Adam(model.parameters(), lr=entry.lr)
+    model.train()
+    for _ in range(entry.epochs):
+        perm = torch.randperm(len(x))
+        for i in range(0, len(x), 64):
+            idx = perm[i:i + 64]
+            opt.zero_grad()
+            F.cross_entropy(model(x[idx]), y[idx]).backward()
+            opt.step()
     return model.eval()
+
+
+RECIPES = {name: Recipe(f"mnist_{name}", e.build, functools.partial(_train, e), code=(_train,),
+                        params={"epochs": e.epochs, "lr": e.lr, "n_train": N_TRAIN})
+           for name, e in MODELS.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _trained(name: str) -> nn.Module:
+    return load(RECIPES[name])
+
+
+def trained(name: str, path: str | None = None) -> nn.Module:
+    """MODELS[name] with its committed weights, trained once on the 8,000 training digits (tests/trained_weights.py):
+    the same model on every machine. `path` (the digits the caller scores on) is not needed to load it."""
+    return copy.deepcopy(_trained(name))
 
 
 def float_predictions(model: nn.Module, x: np.ndarray) -> np.ndarray:

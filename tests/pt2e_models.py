@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from trained_weights import Recipe, load
 from zoo import LeNet5
 
 from tinyaot.report.pt2e_agreement import one_torch_thread
@@ -130,6 +131,29 @@ def train(model: nn.Module, x: np.ndarray, y: np.ndarray, epochs: int = 1, batch
                 F.cross_entropy(model(xt[idx]), yt[idx]).backward()
                 opt.step()
     return model.eval()
+
+
+def _train_mnist_dscnn(model: nn.Module) -> nn.Module:
+    """test_pt2e's deep net: one epoch on the training digits (run once, by tests/trained_weights.py)."""
+    from mnist_models import shared_mnist_path
+
+    path = shared_mnist_path()
+    if path is None:
+        raise FileNotFoundError("training the MNIST DS-CNN needs shared/data/mnist10k.npz (set TINYAOT_SHARED)")
+    images, labels = mnist(path)
+    return train(model, images[TRAIN], labels[TRAIN], epochs=1, batch=32, lr=1e-2)
+
+
+def _dscnn16() -> nn.Module:
+    return DSCNN(width=16)
+
+
+RECIPES = {"dscnn16": Recipe("pt2e_dscnn16", _dscnn16, _train_mnist_dscnn, code=(DSCNN, _conv_bn, train))}
+
+
+def trained_dscnn16() -> nn.Module:
+    """The DS-CNN (width 16, 9 convs deep) trained once on real digits, with its committed weights."""
+    return load(RECIPES["dscnn16"])
 
 
 def predict(model: nn.Module, x: np.ndarray) -> np.ndarray:

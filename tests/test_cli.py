@@ -1,11 +1,15 @@
 """The command line, as a firmware team's CI would call it."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import warnings
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -13,12 +17,37 @@ import pytest
 TINYAOT = [sys.executable, "-m", "tinyaot"]
 
 
-def _run(args, cwd, check=True):
-    env = dict(os.environ, COLUMNS="120")
-    proc = subprocess.run(TINYAOT + args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(args, cwd, check=True, subprocess_=False) -> Ran:
+    """The command line in this process (the `main` that `python -m tinyaot` runs): torch and tinyaot are imported
+    once for the file, not once per command. `subprocess_=True` runs the real `python -m tinyaot` (one test does;
+    tests/test_cli_errors.py runs the console script)."""
+    if subprocess_:
+        env = dict(os.environ, COLUMNS="120")
+        proc = subprocess.run(TINYAOT + args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+        ran = Ran(proc.returncode, proc.stdout, proc.stderr)
+    else:
+        ran = _in_process(args, cwd)
     if check:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    return ran
+
+
+def _in_process(args, cwd) -> Ran:
+    from tinyaot.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
+        mp.chdir(cwd)
+        mp.setenv("COLUMNS", "120")
+        code = main([str(a) for a in args])
+    return Ran(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +76,7 @@ MODEL_ARGS = ["net.py:build", "--calibration", "cal.npy", "--name", "net"]
 
 @pytest.mark.arm
 def test_compile_writes_c_and_reports_json(model_dir):
-    out = _run(["compile", *MODEL_ARGS, "-o", "gen", "--json"], model_dir)
+    out = _run(["compile", *MODEL_ARGS, "-o", "gen", "--json"], model_dir, subprocess_=True)  # the real program
     info = json.loads(out.stdout)
     assert info["lower_bound_bytes"] == 12 + 9 and info["arena_bytes"] < 21 + 4
     assert info["input"]["shape"] == [1, 3, 4] and info["input"]["dtype"] == "int8"

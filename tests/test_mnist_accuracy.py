@@ -1,28 +1,13 @@
-"""Real data: an MLP trained here on MNIST keeps its accuracy in int8 on the generated C."""
+"""Real data: an MLP trained on MNIST (once, its weights committed) keeps its accuracy in int8 on the generated C."""
 from __future__ import annotations
 
+import mnist_models
 import numpy as np
 import pytest
 import torch
-import torch.nn as nn
 from conftest import shared_file
 
 import tinyaot
-
-
-def _train(x: torch.Tensor, y: torch.Tensor, epochs: int = 6) -> nn.Module:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
-                          nn.Linear(32, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
-    for _ in range(epochs):
-        perm = torch.randperm(len(x))
-        for i in range(0, len(x), 64):
-            idx = perm[i:i + 64]
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
-            opt.step()
-    return model.eval()
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +15,9 @@ def mnist_run():
     data = np.load(shared_file("data/mnist10k.npz"))
     images = data["images"].astype(np.float32) / 255.0
     labels = data["labels"].astype(np.int64)
-    x_train, y_train = torch.from_numpy(images[:8000]), torch.from_numpy(labels[:8000])
+    x_train = torch.from_numpy(images[:8000])
     x_test, y_test = images[8000:], labels[8000:]
-    model = _train(x_train, y_train)
+    model = mnist_models.trained("mlp")  # 784-64-32-10, trained once and committed (tests/trained_weights.py)
     with torch.no_grad():
         float_pred = model(torch.from_numpy(x_test)).argmax(1).numpy()
     cm = tinyaot.compile(model, x_train[:1], calibration=x_train[:500], name="mnist_mlp")

@@ -270,7 +270,9 @@ def kws(pico_sdk, tmp_path_factory):
 
 
 def _picotool_info(sdk: PicoSDK, uf2: Path) -> str:
-    return _run([sdk.picotool, "info", "-a", uf2], f"picotool info {uf2.name}", _clean_env())
+    """`picotool info -a`, run beside the file: picotool wraps its lines at 80 columns, and the first one names the
+    file, so a long path (a pytest-xdist worker's temporary directory) would split the words asserted on."""
+    return _run([sdk.picotool, "info", "-a", uf2.name], f"picotool info {uf2.name}", _clean_env(), cwd=uf2.parent)
 
 
 def _field(info: str, name: str) -> str:

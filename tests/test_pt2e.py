@@ -233,9 +233,7 @@ def mnist_dscnn():
     """A DS-CNN (stride-2 conv + 4 depthwise-separable blocks, width 16: 9 convs deep) trained for one epoch on real
     MNIST digits, PT2E-quantized with per-channel weights; 400 held-out digits."""
     images, labels = pt2e_models.mnist(shared_file("data/mnist10k.npz"))
-    torch.manual_seed(0)
-    model = pt2e_models.train(pt2e_models.DSCNN(width=16), images[pt2e_models.TRAIN], labels[pt2e_models.TRAIN],
-                              epochs=1, batch=32, lr=1e-2)
+    model = pt2e_models.trained_dscnn16()  # trained once, committed: the same weights on every machine
     x_test, y_test = images[pt2e_models.HELD_OUT][:400], labels[pt2e_models.HELD_OUT][:400]
     example = torch.zeros(1, 1, 28, 28)
     gm = quantize_pt2e(model, example, images[:128], per_channel=True)

@@ -171,6 +171,47 @@ def test_concurrent_processes_building_the_same_entry_agree(cache_dir):
     paths = {out.split()[0] for out, _ in outs}
     assert len(paths) == 1 and all(out.split()[1] == "42" for out, _ in outs)
     assert [p.name for p in cache_dir.iterdir()] == [Path(next(iter(paths))).parent.name]
+    assert [p.name.rsplit("-", 1)[0] for p in (cache_dir.parent / "objects").iterdir()] == ["m"]  # one object
+
+
+_SHARED_KERNEL = "int k_twice(int x) { return 2 * x; }\n"
+
+
+def _uses_kernel(i: int) -> dict[str, str]:
+    """A model i that links the shared kernel file k.c (as every model links the same kernel files)."""
+    return {f"m{i}.c": f'#include "k.h"\nint m{i}_value(void) {{ return k_twice({i}); }}\n',
+            "k.h": "int k_twice(int x);\n", "k.c": f'#include "k.h"\n{_SHARED_KERNEL}'}
+
+
+@pytest.mark.host
+def test_a_kernel_file_is_compiled_once_for_every_model_that_links_it(cache_dir):
+    import ctypes
+
+    libs = [host.build_shared_library(_uses_kernel(i), f"m{i}") for i in range(3)]
+    assert [getattr(ctypes.CDLL(str(lib)), f"m{i}_value")() for i, lib in enumerate(libs)] == [0, 2, 4]
+    objects = sorted(p.name.rsplit("-", 1)[0] for p in (cache_dir.parent / "objects").iterdir())
+    assert objects == ["k", "m0", "m1", "m2"]  # k.c once, each model's own file once
+    changed = {**_uses_kernel(3), "k.h": "int k_twice(int x); /* another header: another object */\n"}
+    host.build_shared_library(changed, "m3")
+    assert sorted(p.name.rsplit("-", 1)[0] for p in (cache_dir.parent / "objects").iterdir()).count("k") == 2
+
+
+@pytest.mark.host
+def test_an_evicted_runner_is_built_again_when_it_runs(cache_dir):
+    """A runner built long before its run (a module fixture) may be evicted by another process meanwhile."""
+    from test_fuzz import seed_models
+    from tflite_builder import build
+
+    import tinyaot
+
+    cm = tinyaot.compile(build(seed_models()["fc"]), name="evicted")
+    target = host.SanitizedHostTarget(extra_flags=(), env={})
+    runner = target.build(ModelSources.of(cm))
+    assert host.evict(cache_dir, max_entries=0, grace_seconds=0) == [runner.path.parent.name]
+    assert not runner.path.exists()
+    x = random_int8((2, cm.input_size), 5)
+    np.testing.assert_array_equal(target.run(runner, x).outputs,
+                                  cm.run(x.reshape((2,) + cm.input_shape)).reshape(2, -1))
 
 
 def test_an_unwritable_cache_dir_is_a_clear_error(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ agreement then measures quantization, not coin flips between near-tied untrained
 """
 from __future__ import annotations
 
+import copy
 import functools
 import zlib
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from trained_weights import Recipe, load
 
 
 class LeNet5(nn.Module):
@@ -487,15 +489,10 @@ def _train_several_io(entry: ZooEntry, model: nn.Module, seed: int) -> nn.Module
     return model.eval()
 
 
-@functools.lru_cache(maxsize=None)
-def trained(entry: ZooEntry, seed: int = 0) -> nn.Module:
+def _train(entry: ZooEntry, model: nn.Module, seed: int = 0) -> nn.Module:
+    """A few epochs of Adam on the entry's synthetic data (run once, by tests/trained_weights.py)."""
     if entry.inputs > 1 or entry.outputs > 1:
-        torch.manual_seed(seed)
-        torch.set_num_threads(2)
-        return _train_several_io(entry, entry.build(), seed)
-    torch.manual_seed(seed)
-    torch.set_num_threads(2)
-    model = entry.build()
+        return _train_several_io(entry, model, seed)
     x, y = synthetic_data(entry, 384, seed)
     xt = torch.from_numpy(x)
     yt = torch.from_numpy(y).float() if entry.classes == 0 else torch.from_numpy(y).long()
@@ -516,6 +513,27 @@ def trained(entry: ZooEntry, seed: int = 0) -> nn.Module:
             loss.backward()
             opt.step()
     return model.eval()
+
+
+def _recipe(entry: ZooEntry) -> Recipe:
+    return Recipe(f"zoo_{entry.name}", entry.build, functools.partial(_train, entry),
+                  code=(_train, _train_several_io, synthetic_data, _several_io_data),
+                  params={"epochs": entry.epochs, "shape": entry.shape, "classes": entry.classes,
+                          "more_shapes": entry.more_shapes, "more_heads": entry.more_heads})
+
+
+RECIPES = {e.name: _recipe(e) for e in ZOO}
+
+
+@functools.lru_cache(maxsize=None)
+def _trained(name: str) -> nn.Module:
+    return load(RECIPES[name])
+
+
+def trained(entry: ZooEntry) -> nn.Module:
+    """The entry's model with its committed trained weights (tests/trained_weights.py): the same model on every
+    machine. A fresh copy per call: tests may change a model's mode or wrap it."""
+    return copy.deepcopy(_trained(entry.name))
 
 
 # For the CLI: `tinyaot report tests/zoo.py:resnet8 --calibration ...`

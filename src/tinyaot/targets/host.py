@@ -15,15 +15,18 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from tinyaot.errors import ArenaTooSmallError, TinyAOTError
+from tinyaot.targets import cache as build_cache
 from tinyaot.targets.base import ModelSources, RunResult, io_copies
+from tinyaot.targets.cache import cache_dir, cache_root  # noqa: F401  (cache_root: the public name it always had)
+from tinyaot.targets.objects import compile_objects
 
 BASE_CFLAGS = ["-O2", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
 HOST_CFLAGS = [*BASE_CFLAGS, "-fPIC", "-shared"]
@@ -40,7 +43,6 @@ SANITIZE_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:halt_on_error=1
 CACHE_MAX_ENTRIES = 200
 CACHE_MAX_BYTES = 256 * 2**20
 CACHE_GRACE_SECONDS = 120  # an entry used this recently is never evicted: another process may be loading it
-_TMP_PREFIX = ".tmp-"  # builds in progress (and entries on their way out); older than an hour means a crash
 
 
 class HostCompilerMissing(TinyAOTError):
@@ -56,30 +58,8 @@ def _cc() -> list[str]:
     return cc
 
 
-def cache_root() -> Path:
-    """$TINYAOT_CACHE_DIR, else the user's cache directory ($XDG_CACHE_HOME or ~/.cache)/tinyaot."""
-    root = os.environ.get("TINYAOT_CACHE_DIR") or os.environ.get("TINYAOT_CACHE")  # the older name still works
-    if root:
-        return Path(root).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "tinyaot"
-
-
 def _cache_dir() -> Path:
-    path = cache_root() / "host"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    except OSError as exc:
-        if os.environ.get("TINYAOT_CACHE_DIR") or os.environ.get("TINYAOT_CACHE"):
-            raise TinyAOTError(f"cannot create the host build cache {path} ({exc.strerror}); set TINYAOT_CACHE_DIR "
-                               "to a writable directory") from None
-    # No writable home (a locked-down CI user): a per-user directory under the system temp directory.
-    user = os.getuid() if hasattr(os, "getuid") else "user"
-    path = Path(tempfile.gettempdir()) / f"tinyaot-cache-{user}" / "host"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return cache_dir("host", "host build cache")
 
 
 def _digest(files: dict[str, str], flags: list[str]) -> str:
@@ -93,113 +73,52 @@ def _digest(files: dict[str, str], flags: list[str]) -> str:
 def _cached_build(files: dict[str, str], name: str, flags: list[str], artifact: str) -> Path:
     """Compile `files` with `flags` into `artifact`, once per content. The entry is built in a private temporary
     directory and renamed into place in one step, so another process sees either no entry or a complete one; if
-    two build the same entry at once, the second rename fails and that process uses the first one's build."""
+    two build the same entry at once, the second rename fails and that process uses the first one's build. Each
+    .c is compiled once per content and flags (targets/objects.py): the kernel files every model shares are
+    compiled once, not once per model."""
     root = _cache_dir()
     final = root / f"{name}-{_digest(files, flags)}"
     out = final / artifact
     if out.exists():
-        _touch(final)  # first: from now on no other process evicts it (CACHE_GRACE_SECONDS)
+        build_cache.touch(final)  # first: from now on no other process evicts it (CACHE_GRACE_SECONDS)
         if out.exists():
             return out
-    tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=root))
+    tmp = build_cache.new_entry(root)
     try:
         for fname, text in files.items():
             (tmp / fname).write_text(text)
-        c_files = sorted(str(tmp / f) for f in files if f.endswith(".c"))
-        cmd = [*_cc(), *flags, "-I", str(tmp), *c_files, "-o", str(tmp / artifact)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise TinyAOTError(f"host C build of '{name}' failed (a tinyaot bug; please report):\n"
-                               f"{proc.stderr[-4000:]}")
-        try:
+        c_files = sorted(tmp / f for f in files if f.endswith(".c"))
+        compile_flags = [f for f in flags if f != "-shared"]
+        objects = compile_objects(_cc(), [*compile_flags, "-I", str(tmp)], c_files, tmp / "obj",
+                                  lambda argv, cwd: _run_cc(argv, cwd, name))
+        _run_cc([*_cc(), *flags, *(str(o) for o in objects), "-o", str(tmp / artifact)], tmp, name)
+        shutil.rmtree(tmp / "obj", ignore_errors=True)
+        if not build_cache.publish(tmp, final) and not out.exists():
+            # the entry is there but broken (an older tinyaot built in place): replace it
+            build_cache.discard(root, final)
             os.rename(tmp, final)
-        except OSError:  # another process finished the same build first: keep its entry
-            if not out.exists():  # or a broken entry (an older tinyaot built in place): replace it
-                _discard(root, final)
-                os.rename(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    _touch(final)
+    build_cache.touch(final)
     evict(root)
     return out
 
 
-def _touch(entry: Path) -> None:
-    """Mark an entry used now: eviction goes by the entries' modification times (least recently used first)."""
-    try:
-        os.utime(entry)
-    except OSError:
-        pass  # evicted by another process meanwhile; the caller's path still works until then
-
-
-def _entry_bytes(entry: Path) -> int:
-    """0 for an entry another process evicted while we looked (several test or benchmark processes may share
-    the cache)."""
-    total = 0
-    try:
-        files = list(entry.iterdir())
-    except OSError:
-        return 0
-    for f in files:
-        try:
-            total += f.stat().st_size
-        except OSError:
-            pass
-    return total
+def _run_cc(argv: list[str], cwd: Path, name: str) -> None:
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise TinyAOTError(f"host C build of '{name}' failed (a tinyaot bug; please report):\n{proc.stderr[-4000:]}")
 
 
 def evict(root: Path | None = None, max_entries: int | None = None, max_bytes: int | None = None,
           grace_seconds: float | None = None) -> list[str]:
-    """Remove the least recently used entries until at most `max_entries` and `max_bytes` remain (entries used in
-    the last `grace_seconds` stay), and leftovers of crashed builds; return the names removed. An entry is first
-    renamed out of the way (one atomic step), then deleted, so no process ever loads a half-deleted build.
-    The limits default to CACHE_MAX_ENTRIES, CACHE_MAX_BYTES and CACHE_GRACE_SECONDS."""
-    root = _cache_dir() if root is None else root
-    max_entries = CACHE_MAX_ENTRIES if max_entries is None else max_entries
-    max_bytes = CACHE_MAX_BYTES if max_bytes is None else max_bytes
-    grace_seconds = CACHE_GRACE_SECONDS if grace_seconds is None else grace_seconds
-    now = time.time()
-    entries = []
-    for p in root.iterdir():
-        try:
-            mtime = p.stat().st_mtime
-        except OSError:
-            continue  # removed by another process while we looked
-        if p.name.startswith(_TMP_PREFIX):
-            if now - mtime > 3600:
-                shutil.rmtree(p, ignore_errors=True)
-            continue
-        if p.is_dir():
-            entries.append((mtime, p))
-    entries.sort(key=lambda e: e[0], reverse=True)  # most recent first
-    sizes = [_entry_bytes(p) for _, p in entries]
-    removed = []
-    count, total = len(entries), sum(sizes)
-    for (mtime, p), size in zip(reversed(entries), reversed(sizes)):
-        if count <= max_entries and total <= max_bytes:
-            break
-        if now - mtime < grace_seconds:
-            break  # everything from here on is more recent still
-        try:
-            if now - p.stat().st_mtime < grace_seconds:
-                continue  # used since we looked
-        except OSError:
-            continue
-        if _discard(root, p):
-            removed.append(p.name)
-            count, total = count - 1, total - size
-    return removed
-
-
-def _discard(root: Path, entry: Path) -> bool:
-    """Rename an entry out of the way (atomic: no process sees it half deleted), then delete it."""
-    doomed = root / f"{_TMP_PREFIX}evict-{entry.name}-{os.getpid()}-{time.monotonic_ns()}"
-    try:
-        os.rename(entry, doomed)
-    except OSError:
-        return False  # another process evicted (or is evicting) it
-    shutil.rmtree(doomed, ignore_errors=True)
-    return True
+    """Remove the least recently used host builds beyond the bounds (targets/cache.py), and leftovers of crashed
+    builds; return the names removed. The limits default to CACHE_MAX_ENTRIES, CACHE_MAX_BYTES and
+    CACHE_GRACE_SECONDS."""
+    return build_cache.evict(_cache_dir() if root is None else root,
+                             CACHE_MAX_ENTRIES if max_entries is None else max_entries,
+                             CACHE_MAX_BYTES if max_bytes is None else max_bytes,
+                             CACHE_GRACE_SECONDS if grace_seconds is None else grace_seconds)
 
 
 def build_shared_library(files: dict[str, str], name: str, extra_flags: list[str] | tuple = ()) -> Path:
@@ -411,10 +330,18 @@ class HostLibrary:
 
 @dataclass(frozen=True)
 class HostExecutable:
-    """A model's standalone runner (see build_executable)."""
+    """A model's standalone runner (see build_executable). Built long before a run, it may have been evicted from
+    the cache by another process meanwhile: `current_path` builds it again then."""
 
     path: Path
     output_size: int
+    rebuild: Callable[[], Path] | None = field(default=None, compare=False, repr=False)
+
+    def current_path(self) -> Path:
+        build_cache.touch(self.path.parent)  # used now: no other process evicts it while it runs
+        if self.path.exists() or self.rebuild is None:
+            return self.path
+        return self.rebuild()
 
 
 class HostTarget:
@@ -423,9 +350,21 @@ class HostTarget:
     name = "host"
 
     def build(self, sources: ModelSources) -> HostLibrary:
-        lib = build_shared_library(sources.texts(), sources.name)
-        return HostLibrary(lib, HostModel(lib, sources.name, sources.input_size, sources.output_size,
-                                          sources.arena_bytes, sources.inputs, sources.outputs))
+        """Build (or find in the cache) and load; an entry another process evicted between the two is rebuilt."""
+        texts = sources.texts()
+        lib = build_shared_library(texts, sources.name)
+        try:
+            return HostLibrary(lib, self._load(lib, sources))
+        except TinyAOTError:
+            if lib.exists():
+                raise
+        lib = build_shared_library(texts, sources.name)
+        return HostLibrary(lib, self._load(lib, sources))
+
+    @staticmethod
+    def _load(lib: Path, sources: ModelSources) -> HostModel:
+        return HostModel(lib, sources.name, sources.input_size, sources.output_size, sources.arena_bytes,
+                         sources.inputs, sources.outputs)
 
     def run(self, artifact: HostLibrary, inputs: np.ndarray, *, arena_bytes: int | None = None) -> RunResult:
         """Bind the static arena (or one of `arena_bytes`) and run the rows of `inputs`."""
@@ -444,12 +383,15 @@ class SanitizedHostTarget:
         self.env = dict(SANITIZE_ENV) if env is None else env
 
     def build(self, sources: ModelSources) -> HostExecutable:
-        exe = build_executable(sources.texts(), sources.name, list(self.extra_flags), sources.inputs,
-                               sources.outputs)
-        return HostExecutable(exe, sources.output_size)
+        texts, flags = sources.texts(), list(self.extra_flags)
+
+        def build() -> Path:
+            return build_executable(texts, sources.name, flags, sources.inputs, sources.outputs)
+
+        return HostExecutable(build(), sources.output_size, build)
 
     def run(self, artifact: HostExecutable, inputs: np.ndarray) -> RunResult:
         rows = np.asarray(inputs)
         rows = rows.reshape(len(rows), -1)
-        return RunResult(run_executable(artifact.path, rows, artifact.output_size, env=self.env,
+        return RunResult(run_executable(artifact.current_path(), rows, artifact.output_size, env=self.env,
                                         timeout=self.timeout))

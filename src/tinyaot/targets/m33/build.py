@@ -25,6 +25,7 @@ from tinyaot.targets.m33.config import (
     M33BuildError,
     cpu_flags,
 )
+from tinyaot.targets.objects import compile_objects
 from tinyaot.targets.sizes import elf_sizes
 from tinyaot.targets.templates import fill, read_template
 
@@ -41,10 +42,10 @@ def run_gcc(gcc: Path, args: list[str], cwd: Path) -> None:
 
 
 def compile_sources(gcc: Path, sources: list[Path], out_dir: Path, flags: list[str]) -> list[Path]:
-    """Compile `sources` into `out_dir`; separate dirs keep equal basenames apart."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run_gcc(gcc, [*flags, "-c", *(str(s) for s in sources)], out_dir)
-    return [out_dir / (s.stem + ".o") for s in sources]
+    """Compile `sources` into `out_dir`; separate dirs keep equal basenames apart. Each source is compiled once per
+    content and flags (targets/objects.py): the harness and the kernels every model shares are not compiled again
+    for every run."""
+    return compile_objects([str(gcc)], flags, sources, out_dir, lambda argv, cwd: run_gcc(Path(argv[0]), argv[1:], cwd))
 
 
 def compile_support(gcc: Path, obj: Path, cpu: list[str], c_flags) -> list[Path]:
