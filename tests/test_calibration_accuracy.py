@@ -4,6 +4,13 @@
 The accuracy tests train three small models on mnist10k (tests/mnist_models.py) and score int8 on the
 2,000 held-out digits with the generated C on the host. The zoo test compares the output SQNR (int8 vs the
 float graph) of the default observer with min/max, both calibrated on the same 200 samples.
+
+None of these can fail by chance: the weights are committed and the data are a fixed file or seeded, so each
+accuracy is a fixed count of the 2,000 held-out digits, which a float's last bits could move only through a logit
+tie. Measured: int8 is 1-3 digits above float on every model and outlier count (mlp 92.90%, lenet5 96.75%, dscnn
+94.65%), 12 digits inside the half-point bound and 22 inside the one-point bound; min/max with the outliers scores
+10.85% / 84.30% / 11.00%, 147+ digits below its bound. On the zoo the default observer keeps min/max's range on
+every tensor (no zoo sample is an outlier), so the two SQNRs are equal to the last bit.
 """
 from __future__ import annotations
 

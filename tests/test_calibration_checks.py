@@ -148,8 +148,13 @@ def test_multiplier_that_underflows_is_reported():
 
 
 def test_strict_turns_findings_into_one_error(seed):
+    """The seed's mistake, one torch.randn sample, trips exactly two checks. Not every draw does: over generator
+    seeds 0..199, 8 draws also leave fc1 or fc2 dead (every unit below zero for that one sample) and 1 is not
+    Gaussian enough for the noise check. Hence a fixed draw, far from every threshold: skew +0.01 (limit 0.25),
+    excess kurtosis -0.01 (limit 0.5), fc1 and fc2 peaking at 20 and 96 (dead at 0)."""
+    noise = torch.randn(1, 28, 28, generator=torch.Generator().manual_seed(2))
     with pytest.raises(CalibrationError, match=r"2 calibration problem\(s\) \(strict=True\)") as exc:
-        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=torch.randn(1, 28, 28), strict=True)
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=noise, strict=True)
     assert "random noise" in str(exc.value) and "only 1 calibration sample" in str(exc.value)
     tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS, strict=True)  # good data passes
 
@@ -195,6 +200,7 @@ def test_percentile_and_mse_clip_a_heavy_tail():
     rng = np.random.default_rng(0)
     x = rng.laplace(size=(5000, 4))  # heavy tails, no outlier samples
     ranges = {obs: collect_ranges(g, x, observer=obs).ranges["input"] for obs in ("minmax", "percentile", "mse")}
+    # seeded draws: measured 8.38 against min/max's 11.95 (0.70 of it; 20,000 values set both)
     assert max(ranges["mse"].hi, ranges["percentile"].hi) < 0.95 * ranges["minmax"].hi
 
 

@@ -1,53 +1,14 @@
 """The command line, as a firmware team's CI would call it."""
 from __future__ import annotations
 
-import io
 import json
-import os
-import subprocess
-import sys
 import textwrap
-import warnings
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from cli_runner import run_cli
 
-TINYAOT = [sys.executable, "-m", "tinyaot"]
-
-
-@dataclass(frozen=True)
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _run(args, cwd, check=True, subprocess_=False) -> Ran:
-    """The command line in this process (the `main` that `python -m tinyaot` runs): torch and tinyaot are imported
-    once for the file, not once per command. `subprocess_=True` runs the real `python -m tinyaot` (one test does;
-    tests/test_cli_errors.py runs the console script)."""
-    if subprocess_:
-        env = dict(os.environ, COLUMNS="120")
-        proc = subprocess.run(TINYAOT + args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
-        ran = Ran(proc.returncode, proc.stdout, proc.stderr)
-    else:
-        ran = _in_process(args, cwd)
-    if check:
-        assert ran.returncode == 0, ran.stdout + ran.stderr
-    return ran
-
-
-def _in_process(args, cwd) -> Ran:
-    from tinyaot.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
-        mp.chdir(cwd)
-        mp.setenv("COLUMNS", "120")
-        code = main([str(a) for a in args])
-    return Ran(code, out.getvalue(), err.getvalue())
+_run = run_cli
 
 
 @pytest.fixture(scope="module")
@@ -186,9 +147,11 @@ def test_profile_per_op_instructions(model_dir):
 @pytest.mark.host
 def test_eval_accuracy_agreement_and_layer_errors(model_dir):
     rng = np.random.default_rng(4)
-    np.savez(model_dir / "data.npz", x=rng.normal(size=(30, 3, 4)).astype(np.float32), y=rng.integers(0, 4, 30))
+    np.savez(model_dir / "data.npz", x=rng.normal(size=(300, 3, 4)).astype(np.float32), y=rng.integers(0, 4, 300))
     d = json.loads(_run(["eval", *MODEL_ARGS, "--data", "data.npz", "--json"], model_dir).stdout)
-    assert d["samples"] == 30 and d["float_int8_agreement"] >= 0.9
+    # Seeded model and samples: all 300 agree here; int8 and float disagree on about 1% of such inputs (97 of 10,000
+    # fresh draws), so 0.9 (30 disagreements) is far from anything a machine's float rounding could move.
+    assert d["samples"] == 300 and d["float_int8_agreement"] >= 0.9
     assert 0 <= d["int8_accuracy"] <= 1 and 0 <= d["float_accuracy"] <= 1
     assert [e["op"] for e in d["layers"]["layers"]] == ["fully_connected", "fully_connected"]
 

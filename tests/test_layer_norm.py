@@ -13,7 +13,8 @@ from tinyaot.errors import UnsupportedOpError
 from tinyaot.ir import Tensor
 from tinyaot.ref.layer_norm_s8 import RSQRT_BITS, RSQRT_TABLE, layer_norm_s8, prepare, rsqrt
 
-RNG = np.random.default_rng(13)
+# Each test draws from its own generator: a module-wide one would give a test other data when run alone, in
+# another order or on another xdist worker.
 
 
 def _exact_rsqrt(big_u: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -33,12 +34,13 @@ def test_rsqrt_table_is_the_exact_midpoint_values():
 def test_integer_rsqrt_matches_exact_values_over_its_whole_input_range():
     """The normalized mantissa range [2^30, 2^32) densely (every 2^12-th value and random ones), then every
     binade of U in [1, 2^62): within 2 units of Q28 (relative 4e-9) of the exact value everywhere."""
+    rng = np.random.default_rng(13)
     mantissas = np.concatenate([np.arange(1 << 30, 1 << 32, 1 << 12, dtype=np.int64),
-                                RNG.integers(1 << 30, 1 << 32, size=20000)])
+                                rng.integers(1 << 30, 1 << 32, size=20000)])
     binades = np.concatenate([np.int64(1) << np.arange(62, dtype=np.int64),
                               (np.int64(1) << np.arange(1, 62, dtype=np.int64)) - 1,
                               np.arange(1, 4096, dtype=np.int64),
-                              (RNG.integers(1, 1 << 31, size=2000) << RNG.integers(0, 31, size=2000)).astype(np.int64)])
+                              (rng.integers(1, 1 << 31, size=2000) << rng.integers(0, 31, size=2000)).astype(np.int64)])
     for big_u in (mantissas, binades):
         y, s = rsqrt(big_u)
         exact = _exact_rsqrt(big_u, s)
@@ -65,13 +67,18 @@ def test_int8_error_against_float_layer_norm_is_about_the_output_rounding():
     gamma ~ N(1, 0.3), beta ~ N(0, 0.2), output qparams from the float output range. Against float LayerNorm of
     the same int8 input (what the kernel can be asked for), the error in output steps is the rounding to the
     output step (mean 0.25 for exact rounding) plus the Q16 normalized value's and the Q28 rsqrt's truncations:
-    mean <= 0.26, never above 0.55 steps, and >= 99% of outputs are the float value correctly rounded."""
+    mean <= 0.26, never above 0.55 steps, and >= 99% of outputs are the float value correctly rounded.
+
+    Measured on these 60,800 seeded outputs: mean 0.2509 (the rounding error is uniform on [0, 0.5], sd 0.144,
+    so the mean's sd is 0.0006 and 0.26 is 15 of them away), max 0.504, 99.77% correctly rounded (138 outputs
+    not, 608 allowed): no machine's float summation order can cross these."""
+    rng = np.random.default_rng(14)
     errors, exact = [], []
     for d, eps in ((16, 1e-5), (64, 1e-5), (192, 1e-6), (32, 1e-2)):
         rows = 200
-        x = RNG.normal(size=(rows, d)) * RNG.uniform(0.3, 3.0, size=(rows, 1)) + RNG.normal(size=(rows, 1))
-        x[:, RNG.integers(0, d, size=2)] *= 6.0  # outlier channels
-        gamma, beta = RNG.normal(1.0, 0.3, size=d), RNG.normal(0.0, 0.2, size=d)
+        x = rng.normal(size=(rows, d)) * rng.uniform(0.3, 3.0, size=(rows, 1)) + rng.normal(size=(rows, 1))
+        x[:, rng.integers(0, d, size=2)] *= 6.0  # outlier channels
+        gamma, beta = rng.normal(1.0, 0.3, size=d), rng.normal(0.0, 0.2, size=d)
         x_scale = float(np.float32((x.max() - x.min()) / 255.0))
         x_zp = int(np.clip(round(-128 - x.min() / x_scale), -128, 127))
         xq = np.clip(np.round(x / x_scale) + x_zp, -128, 127).astype(np.int8)
@@ -94,21 +101,22 @@ def test_int8_error_against_float_layer_norm_is_about_the_output_rounding():
 def _cases() -> list[Case]:
     """Shapes [1, D] and [1, T, D]; signed gammas, no affine (gamma 1, beta 0), eps 0 with constant rows (U = 0),
     a large eps, a zero gamma; inputs cover the full int8 range and near-constant rows."""
+    rng = np.random.default_rng(15)
     specs = [((1, 16), 1e-5, "signed"), ((1, 8, 24), 1e-5, "signed"), ((1, 4, 7), 0.0, "none"),
              ((1, 3, 64), 0.5, "signed"), ((1, 2, 5), 1e-5, "zero_gamma"), ((1, 6, 1), 1e-5, "signed")]
     cases = []
     for k, (shape, eps, kind) in enumerate(specs):
         d = shape[-1]
-        gamma = RNG.normal(0.0, 1.5, size=d) if kind != "none" else np.ones(d)
-        beta = RNG.normal(0.0, 0.5, size=d) if kind != "none" else np.zeros(d)
+        gamma = rng.normal(0.0, 1.5, size=d) if kind != "none" else np.ones(d)
+        beta = rng.normal(0.0, 0.5, size=d) if kind != "none" else np.zeros(d)
         if kind == "zero_gamma":
             gamma[0] = 0.0
-        g = _ln_graph(shape, gamma, beta, (float(RNG.uniform(0.005, 0.1)), int(RNG.integers(-50, 50))),
-                      (float(RNG.uniform(0.01, 0.05)), int(RNG.integers(-20, 20))), eps)
-        x = RNG.integers(-128, 128, size=(6, *shape)).astype(np.int8)
+        g = _ln_graph(shape, gamma, beta, (float(rng.uniform(0.005, 0.1)), int(rng.integers(-50, 50))),
+                      (float(rng.uniform(0.01, 0.05)), int(rng.integers(-20, 20))), eps)
+        x = rng.integers(-128, 128, size=(6, *shape)).astype(np.int8)
         x[0] = 17  # constant rows: variance 0
-        x[1] = RNG.integers(-2, 3, size=shape)  # nearly constant
-        x[2] = np.where(RNG.random(shape) < 0.5, -128, 127)
+        x[1] = rng.integers(-2, 3, size=shape)  # nearly constant
+        x[2] = np.where(rng.random(shape) < 0.5, -128, 127)
         cases.append(Case(f"ln{k}", g, [x]))
     return cases
 
@@ -130,6 +138,7 @@ def test_reference_equals_cortex_m33_on_every_byte(tmp_path):
 
 
 def _torch_models():
+    import torch
     import torch.nn as nn
     import torch.nn.functional as F
 
@@ -150,20 +159,22 @@ def _torch_models():
         def forward(self, x):
             return self.out(self.ln(self.fc(x)))
 
+    torch.manual_seed(0)  # the same Linear weights whatever ran before in this process
     return [(LayerNormMLP(), (20,)), (TokenNorm(), (6, 12))]
 
 
-def _compiled(model, shape, name):
+def _compiled(model, shape, name, seed):
     import torch
 
     import tinyaot
 
+    rng = np.random.default_rng(seed)
     with torch.no_grad():  # non-trivial affine parameters, as after training
         for m in model.modules():
             if isinstance(m, torch.nn.LayerNorm) and m.weight is not None:
-                m.weight.copy_(torch.from_numpy(RNG.normal(1.0, 0.4, size=m.weight.shape).astype(np.float32)))
-                m.bias.copy_(torch.from_numpy(RNG.normal(0.0, 0.3, size=m.bias.shape).astype(np.float32)))
-    x = (RNG.normal(size=(80, *shape)) * RNG.uniform(0.5, 2.0, size=(80,) + (1,) * len(shape))).astype(np.float32)
+                m.weight.copy_(torch.from_numpy(rng.normal(1.0, 0.4, size=m.weight.shape).astype(np.float32)))
+                m.bias.copy_(torch.from_numpy(rng.normal(0.0, 0.3, size=m.bias.shape).astype(np.float32)))
+    x = (rng.normal(size=(80, *shape)) * rng.uniform(0.5, 2.0, size=(80,) + (1,) * len(shape))).astype(np.float32)
     cm = tinyaot.compile(model.eval(), torch.from_numpy(x[:1]), calibration=x[:64], name=name)
     return cm, x[64:]
 
@@ -173,7 +184,7 @@ def test_pytorch_layer_norm_reference_host_m33_on_every_byte():
     import torch
 
     for k, (model, shape) in enumerate(_torch_models()):
-        cm, x = _compiled(model, shape, f"ln_model{k}")
+        cm, x = _compiled(model, shape, f"ln_model{k}", seed=16 + k)
         assert [n.op for n in cm.graph.nodes].count("layer_norm") == (2 if k == 0 else 1)
         xq = cm.quantize_input(cm.to_model_layout(x))
         want = cm.run(xq, engine="reference")
@@ -182,7 +193,8 @@ def test_pytorch_layer_norm_reference_host_m33_on_every_byte():
         with torch.no_grad():
             real = model(torch.from_numpy(x)).numpy()
         got = cm.run_float(cm.to_model_layout(x), engine="host").reshape(real.shape)
-        assert np.abs(got - real).mean() < 0.05 * np.abs(real).mean()  # int8 tracks float
+        # int8 tracks float: a mean over 80 and 1,536 outputs of seeded inputs, measured 3.1% and 2.4%
+        assert np.abs(got - real).mean() < 0.05 * np.abs(real).mean()
 
 
 def test_layer_norm_over_several_dims_is_refused_clearly():

@@ -126,13 +126,19 @@ class TimeMajorLSTM(torch.nn.Module):
         return self.fc(h[-1])
 
 
+def _signals(n: int, steps: int = 6, features: int = 5, seed: int = 0) -> np.ndarray:
+    """Smooth signals (random walks); seed 0 is the calibration set of `_compiled`."""
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.normal(scale=0.4, size=(n, steps, features)), axis=1).astype(np.float32)
+
+
 def _compiled(model, steps: int = 6, features: int = 5, seed: int = 0):
+    """`model`: a module, or a class built here after seeding torch (the same weights, whatever ran before)."""
     import tinyaot
 
     torch.manual_seed(seed)
-    model = model.eval()
-    rng = np.random.default_rng(seed)
-    cal = np.cumsum(rng.normal(scale=0.4, size=(64, steps, features)), axis=1).astype(np.float32)  # smooth signals
+    model = (model() if isinstance(model, type) else model).eval()
+    cal = _signals(64, steps, features, seed)
     cm = tinyaot.compile(model, torch.from_numpy(cal[:1]), calibration=cal, name="seq")
     xq = cm.quantize_input(cal[:6])
     return cm, xq
@@ -146,19 +152,19 @@ def test_pytorch_lstm_compiles_one_node_per_layer_and_tracks_float(model):
     layers = [n for n in cm.graph.nodes if n.op == "lstm"]
     assert len(layers) == m.lstm.num_layers
     assert [bool(n.attrs.get("last_only")) for n in layers] == [False] * (len(layers) - 1) + [model is TimeMajorLSTM]
-    rng = np.random.default_rng(5)
-    x = np.cumsum(rng.normal(scale=0.4, size=(20, 6, 5)), axis=1).astype(np.float32)
+    x = _signals(20, seed=5)
     with torch.no_grad():
         want = m(torch.from_numpy(x)).numpy() if model is SequenceLSTM else np.concatenate(
             [m(torch.from_numpy(v[None])).numpy() for v in x])
     got = cm.run_float(x).reshape(want.shape)
+    # seeded weights and inputs: the worst error measured is 4.4% (sequence) and 0.7% of max|float|
     assert np.abs(got - want).max() < 0.08 * np.abs(want).max()
 
 
 def test_lstm_state_is_planned_arena_memory():
     """The kernel's int16 working memory is the node's second output: a plan buffer live at its step only, passed
     to the C kernel as an arena pointer; no static or stack buffer in the generated C."""
-    cm, _ = _compiled(SequenceLSTM())
+    cm, _ = _compiled(SequenceLSTM)
     step = {n.name: s for s, n in enumerate(cm.graph.nodes)}
     for node in (n for n in cm.graph.nodes if n.op == "lstm"):
         state = next(b for b in cm.plan.buffers if node.outputs[1] in b.tensors)
@@ -173,13 +179,13 @@ def test_lstm_state_is_planned_arena_memory():
 @pytest.mark.host
 @pytest.mark.parametrize("model", [SequenceLSTM, TimeMajorLSTM], ids=["sequence", "time_major"])
 def test_pytorch_lstm_host_equals_reference(model):
-    cm, xq = _compiled(model())
+    cm, xq = _compiled(model)
     np.testing.assert_array_equal(cm.run(xq, engine="host"), cm.run(xq, engine="reference"))
 
 
 @pytest.mark.m33
 def test_pytorch_lstm_m33_equals_reference():
-    cm, xq = _compiled(SequenceLSTM())
+    cm, xq = _compiled(SequenceLSTM)
     np.testing.assert_array_equal(cm.run(xq, engine="m33"), cm.run(xq, engine="reference"))
     assert cm.last_m33.instructions > 0
 
@@ -255,10 +261,13 @@ def test_unsupported_lstm_uses_are_refused_by_name(model, message):
 
 def test_trust_report_covers_the_cell_state():
     """layer_errors has a row per layer's int16 cell state: its range, what it clips, its grid's rounding; inputs
-    that drive the cell far past the calibrated range make it clip, and the diagnosis names that state."""
-    cm, _ = _compiled(SequenceLSTM())
-    rng = np.random.default_rng(9)
-    x = np.cumsum(rng.normal(scale=0.4, size=(20, 6, 5)), axis=1).astype(np.float32)
+    that drive the cell far past the calibrated range make it clip, and the diagnosis names that state.
+
+    The in-range inputs are calibration samples, so no state clips by construction (new random walks would clip
+    whenever one went further than all 64 calibration walks: 3 of 13 weight seeds tried did); the int16 grid's
+    rounding then sits far below the signal (local SQNR measured 87 and 88 dB, bound 40)."""
+    cm, _ = _compiled(SequenceLSTM)
+    x = _signals(64)[:20]  # the first 20 calibration samples
     rows = {r.layer: r for r in cm.layer_errors(x).layers}
     states = [r for r in rows.values() if r.state]
     assert [r.layer for r in states] == ["lstm_l0 state", "lstm_l1 state"] and all(r.op == "lstm cell" for r in states)
@@ -268,5 +277,5 @@ def test_trust_report_covers_the_cell_state():
         report = cm.layer_errors(x * 40)  # far beyond the calibration: the cells run away
     loud = report.layers
     first = next(r for r in loud if r.state)
-    assert first.saturated > 0.01
+    assert first.saturated > 0.01  # measured 12%
     assert report.diagnosis.layer in {r.layer for r in loud[:loud.index(first) + 1]}

@@ -32,14 +32,15 @@ class LoudChannels(nn.Module):
         return self.head(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
-def loud_channels():
-    """The model, 300 calibration samples, 300 held-out ones and the float outputs on them."""
+def loud_channels(held_out: int = 300):
+    """The model, 300 calibration samples, `held_out` held-out ones and the float outputs on them (the
+    calibration samples are the same for any `held_out`)."""
     torch.manual_seed(0)
     m = LoudChannels().eval()
     with torch.no_grad():
         m.fc1.weight[:2] *= 60.0  # two loud channels
         m.fc2.weight[:, :2] /= 60.0  # that the next layer mostly ignores
-    x = torch.from_numpy(np.random.default_rng(0).standard_normal((600, F)).astype(np.float32))
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((300 + held_out, F)).astype(np.float32))
     with torch.no_grad():
         ref = m(x[300:]).numpy()
     return m, x[:300], x[300:].numpy(), ref
@@ -47,7 +48,7 @@ def loud_channels():
 
 @pytest.fixture(scope="module")
 def setup():
-    return loud_channels()
+    return loud_channels(3000)  # enough held-out samples for a wide margin (test_int16_recovers_what_int8_loses)
 
 
 def _errors(cm, test, ref) -> tuple[float, float]:
@@ -97,6 +98,9 @@ def test_mixed_model_on_the_m33(setup):
 
 
 def test_int16_recovers_what_int8_loses(setup):
+    """Seeded weights and samples. On the 3,000 held-out samples int16 misses float's top-1 on 58 (98.07%), 32
+    samples inside the 97% bound (on 300 it was 4, only 5 inside); int8 misses 259 (91.4%); output error 2.8% vs
+    10.2%, 1.8x inside the factor of 2."""
     m, cal, test, ref = setup
     agree8, err8 = _errors(tinyaot.compile(m, cal[:1], calibration=cal), test, ref)
     cm = tinyaot.compile(m, cal[:1], calibration=cal, int16=["fc1"])
@@ -109,13 +113,14 @@ def test_auto_chooses_the_layers_the_error_report_blames(setup):
     m, cal, test, ref = setup
     cm8 = tinyaot.compile(m, cal[:1], calibration=cal)
     local = {r.layer: r.local_sqnr_db for r in cm8.layer_errors(cal.numpy()).layers}
-    assert local["fc2"] < 30 <= min(local["fc1"], local["head"])  # fc2 reads fc1's crushed quiet channels
+    # fc2 reads fc1's crushed quiet channels; seeded model and samples: fc2 16.4 dB, fc1 35.0, head 43.3
+    assert local["fc2"] < 30 <= min(local["fc1"], local["head"])
     cm = tinyaot.compile(m, cal[:1], calibration=cal, int16="auto")
     assert list(cm.int16_layers) == ["fc1", "fc2"]
     assert cm.int16_layers["fc1"].startswith("feeds fc2 (int8 local SQNR")
     _, err8 = _errors(cm8, test, ref)
     _, err16 = _errors(cm, test, ref)
-    assert err16 < err8 / 2
+    assert err16 < err8 / 2  # measured 2.8% vs 10.2%
 
 
 def test_int16_refusals(setup):
@@ -177,7 +182,7 @@ def test_mixed_cnn_same_bytes_on_reference_and_host(mixed_cnn):
     with torch.no_grad():
         ref = m(x[:16]).numpy()
     got = cm.dequantize_output(want)
-    assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)) < 0.05
+    assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)) < 0.05  # seeded: measured 0.45%
 
 
 @pytest.mark.m33
@@ -195,7 +200,7 @@ def test_layer_report_of_a_mixed_model_measures_every_layer(setup):
     assert all(not np.isnan(rows[n].local_sqnr_db) for n in ("fc1", "fc2", "head"))
     assert rows["fc1"].steps_used > 256  # an int16 tensor: its steps are counted of 65,536
     cm8 = tinyaot.compile(m, cal[:1], calibration=cal)
-    assert cm.layer_errors(test).output.sqnr_db > cm8.layer_errors(test).output.sqnr_db + 6
+    assert cm.layer_errors(test).output.sqnr_db > cm8.layer_errors(test).output.sqnr_db + 6  # 32.8 vs 20.2 dB
 
 
 class ConstantOffset(nn.Module):
@@ -225,7 +230,7 @@ def test_constant_operand_of_a_16x8_layer_is_int16():
     with torch.no_grad():
         ref = m(x[:20]).numpy()
     got = cm.run_float(x[:20].numpy())
-    assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)) < 0.03
+    assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2)) < 0.03  # seeded: measured 1.2%
 
 
 class FrontEndGRU(nn.Module):

@@ -33,6 +33,8 @@ def test_int8_accuracy_holds_on_host_c(mnist_run):
     int8_acc = (int8_pred == y_test).mean()
     agreement = (int8_pred == float_pred).mean()
     print(f"float {float_acc:.4f} int8 {int8_acc:.4f} agreement {agreement:.4f}")
+    # Committed weights, fixed digits: float 92.80% (56 digits above 90%), int8 92.90% (22 inside the bound), int8
+    # and float differ on 6 of the 2,000 (60 allowed).
     assert float_acc > 0.90  # the model really learned something
     assert int8_acc >= float_acc - 0.01
     assert agreement >= 0.97

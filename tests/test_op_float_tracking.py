@@ -85,6 +85,11 @@ def _lut(rng):
 FAMILIES = {"conv2d": (_conv, 3.0), "depthwise_conv2d": (_depthwise, 3.0), "conv1d": (_conv1d, 3.0),
             "linear": (_linear, 3.0), "pool_mean": (_pools, 1.5), "add_mul_cat": (_binary, 3.0),
             "pad_relu6": (_pad_relu6, 1.0), "softmax": (_softmax, 2.5), "lut": (_lut, 2.5)}
+# Test samples per case. A global mean's output step is up to 10x its input's, so the averaged input rounding
+# widens its error (99th percentile 1.40 steps, bound 1.5): on 64 samples that percentile is the third largest of
+# 192 errors (1.47, a flip or two from the bound); on 1,024 it has 31 errors above it and sits at 1.40. The other
+# families' 99th percentiles are at least 0.5 steps inside their bounds.
+SAMPLES = {"pool_mean": 1024}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -98,11 +103,12 @@ def test_int8_reference_tracks_float_pytorch(family):
         model.eval()
         cal = torch.randn((128,) + shape)
         cm = tinyaot.compile(model, cal[:1], calibration=cal, name="op")
-        x = torch.randn((64,) + shape) * 0.9  # inside the calibrated range
+        n = SAMPLES.get(family, 64)
+        x = torch.randn((n,) + shape) * 0.9  # inside the calibrated range
         with torch.no_grad():
             want = model(x).numpy()
         got = cm.run_float(cm.to_model_layout(x.numpy()))
-        got = got.reshape((64,) + cm.output_shape[1:])
+        got = got.reshape((n,) + cm.output_shape[1:])
         if cm.graph.output_layout == "NHWC":
             got = got.transpose(0, 3, 1, 2)
             if len(want.shape) == 3:
@@ -138,6 +144,6 @@ def test_python_scalar_arithmetic_compiles_to_tables():
         want = model(x).numpy()
     got = cm.run_float(x.numpy())
     steps = np.abs(got - want) / cm.output_qparams[0]
-    assert np.median(steps) <= 1.0 and steps.max() <= 3.0
+    assert np.median(steps) <= 1.0 and steps.max() <= 3.0  # seeded: median 0.40, max 2.2 of 800 outputs
     xq = cm.quantize_input(x.numpy())
     np.testing.assert_array_equal(cm.run(xq, engine="host"), cm.run(xq))

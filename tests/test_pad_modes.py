@@ -200,6 +200,9 @@ def test_pytorch_padding_modes_are_bit_exact_everywhere_and_track_float(build, s
     step, zp = cm.output_qparams
     err = np.abs(got - np.clip(ref, step * (-128 - zp), step * (127 - zp)))
     print(f"{build.__name__}: int8 vs float error mean {err.mean() / step:.2f}, max {err.max() / step:.2f} steps")
+    # Seeded weights and inputs, nothing saturates: mean 0.44 / 0.40 steps, max 2.5 / 5.1 (conv1d's two convs carry
+    # the input's and conv1's rounding onto a finer output step). A float's last bits could move that max only
+    # through an exact rounding tie among the few values it reads.
     assert err.mean() < step and err.max() < 6 * step
 
 

@@ -6,7 +6,7 @@ Quantizer: torchao's XNNPACKQuantizer test copy (the one the seed's script uses)
 tensor or per channel, int8 per-tensor activations from a histogram observer (tests/pt2e_models.py).
 
 What holds, and is asserted here: each tinyaot kernel fed the PT2E graph's own int8 inputs is never more than one
-step from PT2E's output and equals it on >= 98% of values (measured 99.0-100%; int32 bias and TFLM's fixed-point
+step from PT2E's output and equals it on >= 98% of values (measured 98.9-100%; int32 bias and TFLM's fixed-point
 rounding vs PT2E's float bias and round half to even). What does not hold in general is whole-model byte
 agreement: a one-step difference in a layer's input moves every output whose window covers it, so differences
 compound with depth. The shallow models here agree on 92-99.7% of output bytes (max 2 steps); the trained DS-CNN
@@ -39,13 +39,16 @@ from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.report.pt2e_agreement import agreement_of, pt2e_agreement, pt2e_layer_agreement, pt2e_reference
 
 # Whole-model agreement with the PT2E float reference on these shallow models (2-3 weighted layers), measured:
-# seed MLP 99.6% of output bytes equal (max 2 steps), SmallCNN 94.5% (per-tensor weights) / 96.3% (per-channel),
-# max 1 step. Deeper models agree on far fewer bytes (see the module docstring): these bounds are for these models.
+# seed MLP 99.6% of output bytes equal (8 of 2,000 differ, 40 allowed; max 2 steps), SmallCNN 94.5% (per-tensor
+# weights: 83 of 1,500 differ, 105 allowed) / 96.3% (per-channel), max 1 step. Deeper models agree on far fewer
+# bytes (see the module docstring): these bounds are for these models.
 MIN_EQUAL = {"mlp": 0.98, "cnn": 0.93}
 MAX_STEPS = 2
 PER = ("per_tensor", "per_channel")
-# Every kernel on PT2E's own inputs: at most one step off, equal on at least this share of its outputs
-# (measured 99.0-100% on every layer of the models here and in benchmarks/pt2e.py).
+# Every kernel on PT2E's own inputs: at most one step off (the arithmetic: int32 bias and fixed-point requantization
+# against PT2E's float, each off by a small fraction of a step), and equal on at least this share of its outputs.
+# A layer's share is a rate, measured 98.9-100% on every layer here: a classifier's few outputs are therefore
+# compared on enough samples for 2% to be many values (at least 12 here) away from what is measured.
 ISOLATED_MIN_EQUAL = 0.98
 
 
@@ -198,12 +201,12 @@ def test_each_kernel_is_within_one_step_of_pt2e(kind, per):
     """Fed PT2E's own int8 inputs, every kernel rounds to PT2E's value or one step from it; the chained run's last
     tensor is the compiled model's output, so its agreement is pt2e_agreement's."""
     gm, cm, x = case(kind, per)
-    rows = assert_each_kernel_within_one_step(cm, gm, x[:40])
+    rows = assert_each_kernel_within_one_step(cm, gm, x)  # the classifier: 1,500-2,000 values, 0 differ
     for r in rows:
         print(f"{kind} {per} {r.layer:>12} {r.op:>16}: isolated {r.isolated_equal:.2%} (max {r.isolated_max_steps}), "
               f"chained {r.chained_equal:.2%} (max {r.chained_max_steps})")
     assert rows[-1].tensor == cm.graph.outputs[0]
-    assert rows[-1].chained_equal == pytest.approx(pt2e_agreement(cm, gm, x[:40]).equal_fraction)
+    assert rows[-1].chained_equal == pytest.approx(pt2e_agreement(cm, gm, x).equal_fraction)
     assert rows[0].chained_equal == rows[0].isolated_equal  # the first layer sees the same input either way
 
 
@@ -214,27 +217,37 @@ def test_seed_mlp_predicts_its_digits():
 
 
 def test_global_average_pool_rounds_once():
-    """adaptive_avg_pool2d with shared qparams becomes TFLM's avg_pool2d over the whole map (one rounding)."""
+    """adaptive_avg_pool2d with shared qparams becomes TFLM's avg_pool2d over the whole map (one rounding: the
+    per-kernel check finds it equal to PT2E's on every value).
+
+    Seeded model and inputs. The whole model on 1,000 samples: 92 of 4,000 output bytes differ (120 allowed), at
+    most 2 steps: a conv's one-step difference moves the pool's input, and the linear carries that on (on the first
+    200 samples the largest difference happened to be 1 step). Per kernel on 200 samples: the linear's 4 outputs
+    give 800 values, 4 differ (16 allowed)."""
     example = torch.zeros(1, 1, 12, 12)
     calibration = np.random.default_rng(4).standard_normal((16, 1, 12, 12)).astype(np.float32)
     torch.manual_seed(2)
     gm = quantize_pt2e(GlobalPoolCNN(), example, calibration)
     cm = tinyaot.compile(gm, example, name="gap")
     assert [n.op for n in cm.graph.nodes if n.op != "reshape"] == ["conv2d", "avg_pool2d", "fully_connected"]
-    x = cm.quantize_input(np.random.default_rng(6).standard_normal((200, 1, 12, 12)))
-    a = pt2e_agreement(cm, gm, cm.to_model_layout(x))
+    x = cm.to_model_layout(cm.quantize_input(np.random.default_rng(6).standard_normal((1000, 1, 12, 12))))
+    a = pt2e_agreement(cm, gm, x)
     print(f"global pool: {a}")
-    assert a.equal_fraction >= 0.97 and a.max_abs_steps <= 1
-    assert_each_kernel_within_one_step(cm, gm, cm.to_model_layout(x[:40]))
+    assert a.equal_fraction >= 0.97 and a.max_abs_steps <= MAX_STEPS
+    assert pt2e_agreement(cm, gm, x[:200]).max_abs_steps <= 1  # as measured before: these 200 never differ by 2
+    rows = assert_each_kernel_within_one_step(cm, gm, x[:200])
+    # One rounding of a sum of 25 int8 values over 25: never a tie, and 0.02 step from one, so PT2E's float mean
+    # rounds to the same value every time.
+    assert next(r for r in rows if r.op == "avg_pool2d").isolated_equal == 1.0
 
 
 @pytest.fixture(scope="module")
 def mnist_dscnn():
     """A DS-CNN (stride-2 conv + 4 depthwise-separable blocks, width 16: 9 convs deep) trained for one epoch on real
-    MNIST digits, PT2E-quantized with per-channel weights; 400 held-out digits."""
+    MNIST digits, PT2E-quantized with per-channel weights; the 2,000 held-out digits."""
     images, labels = pt2e_models.mnist(shared_file("data/mnist10k.npz"))
     model = pt2e_models.trained_dscnn16()  # trained once, committed: the same weights on every machine
-    x_test, y_test = images[pt2e_models.HELD_OUT][:400], labels[pt2e_models.HELD_OUT][:400]
+    x_test, y_test = images[pt2e_models.HELD_OUT], labels[pt2e_models.HELD_OUT]
     example = torch.zeros(1, 1, 28, 28)
     gm = quantize_pt2e(model, example, images[:128], per_channel=True)
     with warnings.catch_warnings():
@@ -245,9 +258,12 @@ def mnist_dscnn():
 
 def test_deep_dscnn_each_kernel_within_one_step(mnist_dscnn):
     """Nine convs deep, every kernel on PT2E's own inputs is still within one step of PT2E (the differences of the
-    whole-model run come from compounding, not from any one kernel)."""
+    whole-model run come from compounding, not from any one kernel).
+
+    256 digits (about 4 s): the linear's 10 outputs give 2,560 values, of which 23 differ (51 allowed); the global
+    pool's 4,096, 7 (81 allowed). 16 digits gave the linear 160 values, 2 differing, one value from the bound."""
     gm, cm, x, _, _ = mnist_dscnn
-    rows = assert_each_kernel_within_one_step(cm, gm, x[:16])
+    rows = assert_each_kernel_within_one_step(cm, gm, x[:256])
     assert [r.op for r in rows].count("depthwise_conv2d") == 4 and len(rows) == 11  # 9 convs, the pool, the linear
     for r in rows:
         print(f"dscnn {r.layer:>20} {r.op:>16}: isolated {r.isolated_equal:.2%} (max {r.isolated_max_steps}), "
@@ -262,6 +278,8 @@ def test_deep_dscnn_keeps_pt2e_predictions_and_accuracy(mnist_dscnn):
     a = agreement_of(got, want)
     float_acc, pt2e_acc, tinyaot_acc = ((p == labels).mean() for p in (float_pred, want.argmax(1), got.argmax(1)))
     print(f"dscnn: {a}; accuracy float {float_acc:.2%}, PT2E {pt2e_acc:.2%}, tinyaot {tinyaot_acc:.2%}")
+    # Committed weights, fixed digits, all 2,000 held out (400 left 6 and 2 digits of margin below): float 83.05%,
+    # tinyaot and PT2E differ on 10 predictions (40 allowed) and score 81.55% / 81.60% (20 digits allowed).
     assert float_acc >= 0.75  # it learned: agreement between near-tied untrained logits would prove little
     assert a.argmax_agreement >= 0.98
     assert abs(tinyaot_acc - pt2e_acc) <= 0.01
@@ -295,11 +313,14 @@ def test_branches_gates_concat_and_mean():
                                   "fully_connected"])
     relu6 = next(n for n in cm.graph.nodes if n.op == "relu")
     assert relu6.attrs["clamp"] == (0.0, 6.0)  # standalone: it rescales conv a's output to its own qparams
-    x = cm.to_model_layout(cm.quantize_input(np.random.default_rng(2).standard_normal((200, 2, 8, 8))))
+    # 500 seeded samples: 172 of 2,500 output bytes differ (300 allowed), 3 predictions (15 allowed); per kernel,
+    # the linear differs on 26 of 2,500 values (50 allowed), the mean on 48 of 5,000. On the first 200 the linear
+    # happened to differ on 1.7%, 3 values from the bound: its rate is small only over many values.
+    x = cm.to_model_layout(cm.quantize_input(np.random.default_rng(2).standard_normal((500, 2, 8, 8))))
     a = pt2e_agreement(cm, gm, x)
     print(f"branchy: {a}")
     assert a.equal_fraction >= 0.88 and a.max_abs_steps <= MAX_STEPS and a.argmax_agreement >= 0.97
-    rows = assert_each_kernel_within_one_step(cm, gm, x[:40])
+    rows = assert_each_kernel_within_one_step(cm, gm, x)
     assert {"lut", "mul", "concat", "relu"} <= {r.op for r in rows}
     np.testing.assert_array_equal(cm.run(x[:30], engine="host"), cm.run(x[:30]))
 
@@ -359,9 +380,9 @@ def test_uint8_activations_become_int8_with_shifted_zero_points():
     cm = tinyaot.compile(gm, example, name="mlp_u8")
     assert cm.input_qparams[1] == u8_zp - 128
     assert all(t.dtype == "int8" for t in cm.graph.activations())
-    x = np.concatenate([cm.quantize_input(calibration_digits(10, seed=2)), random_int8((40, 28, 28), seed=8)])
+    x = np.concatenate([cm.quantize_input(calibration_digits(25, seed=2)), random_int8((100, 28, 28), seed=8)])
     a = pt2e_agreement(cm, gm, x)
-    assert a.equal_fraction >= MIN_EQUAL["mlp"] and a.max_abs_steps <= MAX_STEPS
+    assert a.equal_fraction >= MIN_EQUAL["mlp"] and a.max_abs_steps <= MAX_STEPS  # 3 of 2,000 bytes differ, 40 could
     images, labels = demo_digits()
     np.testing.assert_array_equal(cm.run(cm.quantize_input(images)).argmax(-1), labels)
 
@@ -372,15 +393,15 @@ def test_narrow_activation_range_clamps_like_pt2e():
     example = torch.zeros(1, 28, 28)
     gm = quantize_pt2e(build_seed_mlp(), example, calibration_digits(8), config=_config(torch.int8, -127, 127))
     cm = tinyaot.compile(gm, example, name="mlp_narrow")
-    x = random_int8((40, 28, 28), seed=9)
+    x = random_int8((200, 28, 28), seed=9)
     nodes = {n.name: n for n in cm.graph.nodes}
     assert nodes["fc3"].attrs["clamp"] is not None  # no ReLU there: the clamp is quant_min -127
     assert nodes["input_range"].op == "relu"  # the input's quantize clamps too
     assert cm.run(x).min() >= -127 and (x == -128).any()
     if have_host_cc():
-        np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x))
+        np.testing.assert_array_equal(cm.run(x[:40], engine="host"), cm.run(x[:40]))
     a = pt2e_agreement(cm, gm, x)
-    assert a.equal_fraction >= MIN_EQUAL["mlp"] and a.max_abs_steps <= MAX_STEPS
+    assert a.equal_fraction >= MIN_EQUAL["mlp"] and a.max_abs_steps <= MAX_STEPS  # 8 of 2,000 bytes differ, 40 could
 
 
 # ---- other ways in, and clear errors ---------------------------------------------------------------------------------

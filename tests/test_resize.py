@@ -129,7 +129,7 @@ def test_one_d_signals_resize_along_their_length():
             ref = model(x).numpy().transpose(0, 2, 1)[:, None]
         step, zp = cm.output_qparams
         err = np.abs(cm.dequantize_output(want) - np.clip(ref, step * (-128 - zp), step * (127 - zp)))
-        assert err.max() < 2 * step, (kwargs, err.max() / step)
+        assert err.max() < 2 * step, (kwargs, err.max() / step)  # seeded: measured 1.2 and 1.4 steps
 
 
 def test_float_tflite_resizes_calibrate_and_track_tflm_float():
@@ -221,6 +221,7 @@ def test_pytorch_resizes_are_bit_exact_everywhere_and_track_float():
     err = np.abs(got - np.clip(ref, step * (-128 - zp), step * (127 - zp)))  # past the calibrated range: saturates
     # int8 tracks float through 13 layers: the errors are rounding (a few output steps), not misplaced pixels
     print(f"resize chain: int8 vs float error mean {err.mean() / step:.2f}, max {err.max() / step:.2f} output steps")
+    # seeded: measured mean 0.28, max 1.03 steps (43,008 outputs)
     assert err.mean() < step and err.max() < 8 * step, (err.mean() / step, err.max() / step)
 
 
@@ -245,6 +246,8 @@ def test_resize_reads_the_source_pixels_pytorch_reads():
             np.testing.assert_array_equal(got, want.astype(np.int32), err_msg=name)
         else:
             err = np.abs(got - want)
+            # Rounding the blend: mean 0.25 for evenly spread fractions; measured 0.24, 0.16 and 0.25 (bdown, 480
+            # values: its mean's sd is 0.007, so 0.3 is 7 sd away).
             assert err.max() <= 1.0 and err.mean() < 0.3, (name, err.max(), err.mean())
 
 
@@ -275,7 +278,7 @@ def test_pt2e_graph_with_resizes_compiles_and_tracks_pt2e():
     np.testing.assert_array_equal(cm.run(xq, engine="host"), want)
     with torch.no_grad():
         pt2e = np.concatenate([q(x[i:i + 1]).numpy() for i in range(len(x))]).transpose(0, 2, 3, 1)
-    assert np.abs(cm.dequantize_output(want) - pt2e).max() <= 3 * cm.output_qparams[0]
+    assert np.abs(cm.dequantize_output(want) - pt2e).max() <= 3 * cm.output_qparams[0]  # seeded: 2 steps
 
 
 # ---- what stays refused ------------------------------------------------------------------------------------------

@@ -117,7 +117,8 @@ def test_16x8_model_equals_tflm_on_reference_and_host():
     probs = ((cm.run(xq).astype(np.float64) - zp) * scale).reshape(len(xq), CLASSES)
     want = np.exp(logits - logits.max(1, keepdims=True))
     want /= want.sum(1, keepdims=True)
-    assert np.abs(probs - want).max() < 0.002  # 16 bits end to end: within 1/500 of a probability
+    # 16 bits end to end: within 1/500 of a probability (seeded weights and inputs: measured 6e-5)
+    assert np.abs(probs - want).max() < 0.002
     # every activation is 2 bytes: the arena holds at least the biggest layer's input and output at once
     assert cm.arena_bytes >= 2 * 2 * H * W * C
     assert "int16_t *kws16_input(void);" in cm.c_sources.files["kws16.h"]

@@ -109,7 +109,7 @@ def test_representative_digits_get_all_four_right_with_no_warning():
     for engine in ("reference",):
         assert cm.run(cm.quantize_input(images), engine=engine).argmax(-1).tolist() == [0, 1, 4, 7]
     assert cm.check.output.argmax_agreement == 1.0 and cm.check.diagnosis is None
-    assert min(e.sqnr_db for e in cm.check.layers) > 35
+    assert min(e.sqnr_db for e in cm.check.layers) > 35  # seeded digits: measured 43.0 dB
 
 
 def test_demo_random_calibration_shows_the_mistake_then_the_fix():
@@ -136,6 +136,10 @@ def test_seed_pt2e_flow_is_a_lottery_and_every_draw_is_warned_about():
         cm, said = _compile_caught(converted, example, name="seed_q")
         right += int(cm.run(cm.quantize_input(images)).argmax(-1)[3] == 7)
         warned += int(any("looks like random noise" in str(w.message) for w in said))
+    # Fixed draws (torch.manual_seed(0..19)); another CPU's randn may differ in the last bits, which cannot move
+    # either count: every draw's 7-or-not is 10+ int8 steps from changing (draw 14: the 7 at 125 trails two
+    # logits saturated at 127), and every draw is far inside the noise check but draw 0 (excess kurtosis 0.477,
+    # limit 0.5: a last-bit change moves it by 1e-7).
     assert warned == 20
     assert right == 8  # measured: the 7 survives 8 of 20 draws
 

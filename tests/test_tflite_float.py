@@ -40,7 +40,9 @@ from tinyaot.ref.interpreter import Interpreter
 DIR = "models/mlperf_tiny/"
 FLOAT = {"kws": "kws_ref_model_float32.tflite", "ic": "pretrainedResnet.tflite", "ad": "ad01_fp32.tflite"}
 INT8 = {"kws": "kws_ref_model.tflite", "ic": "pretrainedResnet_quant.tflite", "ad": "ad01_int8.tflite"}
-N_CAL, N_EVAL = 200, 100
+# 500 evaluation inputs: the agreement bounds below are then 13 or more samples away (on 100 they were 3).
+# The host C runs the first 100 of them (a byte-for-byte check needs no more).
+N_CAL, N_EVAL, N_HOST = 200, 500, 100
 KWS_ON = 5
 
 
@@ -303,11 +305,19 @@ def _ptq(key: str):
     return cm, x, _evaluate(cm.float_graph, x)
 
 
-# Measured on these inputs (200 calibration, 100 evaluation): output SQNR KWS 24.2 dB, IC 22.5 dB, AD 35.8 dB;
-# argmax agreement with float KWS 0.97, IC 0.96. The bounds leave about 3 dB / 5 points for observer changes.
+@cache
+def _ptq_outputs(key: str) -> np.ndarray:
+    """The PTQ model's outputs on the evaluation inputs (both (b) and (c) read them)."""
+    cm, x, _ = _ptq(key)
+    return _run_int8(cm, x)
+
+
+# Measured on these inputs (200 calibration, 500 evaluation; fixed seeds, so fixed numbers): output SQNR KWS
+# 22.1 dB, IC 21.6 dB, AD 35.0 dB; argmax agreement with float KWS 97.2% (14 of 500 differ, the bound allows
+# 40), IC 95.6% (22 differ, 50 allowed).
 PTQ_MIN_SQNR_DB = {"kws": 21.0, "ic": 19.5, "ad": 32.0}
 PTQ_MIN_AGREEMENT = {"kws": 0.92, "ic": 0.9}
-HAND_BUILT_MIN_SQNR_DB = {"cnn": 30.0, "activations": 22.0}  # measured 33.9 dB, 25.9 dB
+HAND_BUILT_MIN_SQNR_DB = {"cnn": 30.0, "activations": 22.0}  # seeded inputs: measured 34.0 dB, 26.5 dB
 
 
 @pytest.mark.parametrize("key", list(FLOAT))
@@ -315,7 +325,7 @@ def test_ptq_of_the_float_model_tracks_float(key):
     cm, x, want = _ptq(key)
     assert cm.float_graph is not None and cm.calibration_size == N_CAL
     assert cm.graph.tensor(cm.graph.inputs[0]).dtype == "int8"
-    got = _run_int8(cm, x)
+    got = _ptq_outputs(key)
     assert _sqnr_db(want, got) >= PTQ_MIN_SQNR_DB[key]
     if key in PTQ_MIN_AGREEMENT:
         assert np.mean(got.argmax(1) == want.argmax(1)) >= PTQ_MIN_AGREEMENT[key]
@@ -326,9 +336,10 @@ def test_ptq_of_the_float_model_tracks_float(key):
 @pytest.mark.host
 @pytest.mark.parametrize("key", list(FLOAT))
 def test_ptq_model_reference_equals_host_c(key):
-    """The compiled (in-place) plan on the reference interpreter against gcc-built C, byte for byte; then every
-    evaluation input through the C against the reference on a disjoint plan."""
+    """The compiled (in-place) plan on the reference interpreter against gcc-built C, byte for byte; then the first
+    100 evaluation inputs through the C against the reference on a disjoint plan."""
     cm, x, _ = _ptq(key)
+    x = x[:N_HOST]
     q = cm.quantize_input(x)
     ref = cm.run(q[:4], engine="reference")
     np.testing.assert_array_equal(cm.run(q[:4], engine="host"), ref)
@@ -363,14 +374,15 @@ def _tf_int8(key: str):
 
 @pytest.mark.parametrize("key", list(FLOAT))
 def test_tinyaot_ptq_tracks_float_at_least_as_well_as_the_tf_converter(key):
-    """Same evaluation inputs through both int8 models. Measured (tinyaot / TF converter): output SQNR KWS 24.2 /
-    20.6 dB, IC 22.5 / 16.4 dB, AD 35.8 / 20.8 dB; argmax agreement KWS 0.97 / 0.95, IC 0.96 / 0.85; AD anomaly-score
-    error 2.5% / 23.5%. The assertions allow tinyaot 1 dB, 3 points of agreement and 2 points of score error below
-    the converter (which was calibrated on other data: see the module docstring)."""
+    """Same evaluation inputs through both int8 models. Measured (tinyaot / TF converter): output SQNR KWS 22.1 /
+    20.9 dB, IC 21.6 / 17.5 dB, AD 35.0 / 20.3 dB; argmax agreement KWS 97.2% / 97.6% (14 / 12 of 500 differ:
+    tinyaot may differ on 27), IC 95.6% / 92.0%; AD anomaly-score error 2.9% / 24.9%. The assertions allow tinyaot
+    1 dB, 3 points of agreement and 2 points of score error below the converter (which was calibrated on other
+    data: see the module docstring)."""
     cm, x, want = _ptq(key)
     tf = _tf_int8(key)
     assert tf.float_graph is None  # the converter's qparams, used as they are
-    ours, theirs = _run_int8(cm, x), _run_int8(tf, x)
+    ours, theirs = _ptq_outputs(key), _run_int8(tf, x)
     s_ours, s_theirs = _sqnr_db(want, ours), _sqnr_db(want, theirs)
     assert s_ours >= s_theirs - 1.0, (s_ours, s_theirs)
     assert s_theirs > 10.0  # the converter's model is a working int8 model on these inputs too

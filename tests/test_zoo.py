@@ -14,6 +14,10 @@ import tinyaot
 
 N_BITEXACT = 20
 N_AGREE = 300
+# More held-out samples where int8's top-1 ever differs from float's. sensor_conv1d's float logits come within 0.005
+# of a tie on some inputs, so int8 flips 0.5% of its predictions: 3 of the 300, 2% bound 3 samples away; with 2,000
+# more, 11 of 2,300, 35 samples inside it. Every other model agrees on all 2,300 (float top-2 gaps >= 0.1).
+MORE_AGREE = {"sensor_conv1d": 2000}
 
 
 # Models with several inputs or outputs have their own end-to-end tests (tests/test_multi_io.py).
@@ -79,6 +83,8 @@ def test_portable_path_equals_the_dsp_path_on_the_m33(compiled, tmp_path):
 @pytest.mark.slow
 def test_int8_agrees_with_float(compiled):
     entry, model, cm, x, y = compiled
+    if entry.name in MORE_AGREE:
+        x = np.concatenate([x, synthetic_data(entry, MORE_AGREE[entry.name], seed=3)[0]])
     with torch.no_grad():
         want = model(torch.from_numpy(x)).numpy()
     if want.ndim == 4:  # an image out (the conv decoder): channels-last in the compiled model
@@ -87,7 +93,7 @@ def test_int8_agrees_with_float(compiled):
     if entry.classes:
         agreement = (got.argmax(-1) == want.argmax(-1)).mean()
         assert agreement >= 0.98, f"{entry.name}: top-1 agreement {agreement:.3f}"
-    else:  # the autoencoder: reconstruction within a few output steps
+    else:  # the autoencoder: reconstruction within a few output steps (measured 2.2%)
         rel = np.abs(got - want).mean() / np.abs(want).mean()
         assert rel < 0.05, f"{entry.name}: relative error {rel:.3f}"
 
@@ -145,6 +151,7 @@ def test_lenet_on_mnist_keeps_accuracy():
     float_acc = (float_pred == labels[8000:]).mean()
     int8_acc = (int8_pred == labels[8000:]).mean()
     print(f"LeNet-5 MNIST: float {float_acc:.4f} int8 {int8_acc:.4f}")
+    # Committed weights, fixed digits: float 96.65% (33 digits above 95%), int8 96.80%, 13 digits inside the bound.
     assert float_acc > 0.95
     assert int8_acc >= float_acc - 0.005
 
