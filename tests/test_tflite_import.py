@@ -471,13 +471,13 @@ def test_a_uint8_zero_point_is_checked_against_uint8s_range():
         from_tflite(build(m))
 
 
-def _conv_model(n_scales: int = 4, bias_scales=None, out_scale: float = 0.05) -> Model:
+def _conv_model(n_scales: int = 4, bias_scales=None, out_scale: float = 0.05, bias_axis: int = 0) -> Model:
     rng = np.random.default_rng(5)
     ws = list(rng.uniform(0.005, 0.02, n_scales))
     bs = [0.03 * s for s in ws] if bias_scales is None else bias_scales
     tensors = [T((1, 5, 5, 3), scale=0.03, zero_point=-4),
                T((4, 3, 3, 3), data=rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), scale=ws, axis=0),
-               T((4,), "int32", data=rng.integers(-100, 100, 4).astype(np.int32), scale=bs, axis=0),
+               T((4,), "int32", data=rng.integers(-100, 100, 4).astype(np.int32), scale=bs, axis=bias_axis),
                T((1, 3, 3, 4), scale=out_scale, zero_point=2)]
     conv = {"Padding": 1, "StrideW": 1, "StrideH": 1, "DilationWFactor": 1, "DilationHFactor": 1}
     return Model(tensors, [Op("CONV_2D", [0, 1, 2], [3], ("Conv2DOptions", conv), 3)], [0], [3])
@@ -494,6 +494,17 @@ def test_per_channel_scales_are_checked_channel_by_channel():
     # One channel whose multiplier flushes is exact (its accumulator is below half a step); all of them is not.
     with pytest.raises(ModelError, match="every output channel's multiplier .* flushes it to zero"):
         from_tflite(build(_conv_model(out_scale=1e9)))
+
+
+def test_a_bias_whose_quantized_dimension_names_the_convs_channel_axis_imports():
+    """TFLite Micro's example models carry 1-D per-channel biases with quantized_dimension 3 (the conv's channel
+    axis); TFLM ignores it for a 1-D tensor, and so does tinyaot: the same model, the same bytes as TFLM's."""
+    blob = build(_conv_model(bias_axis=3))
+    cm, plain = tinyaot.compile(blob, name="bias_axis"), tinyaot.compile(build(_conv_model()), name="bias_axis")
+    x = random_int8((20, 1, 5, 5, 3), seed=12)
+    np.testing.assert_array_equal(cm.run(x.reshape(20, 1, 5, 5, 3)), plain.run(x.reshape(20, 1, 5, 5, 3)))
+    np.testing.assert_array_equal(cm.run(x[:5].reshape(5, 1, 5, 5, 3)).reshape(5, -1),
+                                  np.concatenate([run_tflm(blob, [xi]).reshape(1, -1) for xi in x[:5]]))
 
 
 def test_add_and_quantize_multipliers_follow_tflms_rules():

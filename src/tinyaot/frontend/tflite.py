@@ -227,6 +227,10 @@ def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorIn
         nz = r.count(q.ZeroPointLength(), f"tensor {index} zero points", 8)
         zero_point = tuple(int(q.ZeroPoint(j)) for j in range(nz)) or (0,) * n
         axis = int(q.QuantizedDimension())
+        if len(shape) == 1 and len(scale) == shape[0] > 1:
+            # A 1-D per-channel tensor (a bias) has its channels on its only axis: converters write the conv's
+            # channel dimension (3) there, and TFLite Micro ignores it.
+            axis = 0
         if len(zero_point) != len(scale):
             raise ModelError(f"malformed .tflite file: tensor {index} ('{name}') has {len(scale)} scales but "
                              f"{len(zero_point)} zero points")
