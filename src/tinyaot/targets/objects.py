@@ -48,9 +48,9 @@ def compile_objects(compiler: Sequence[str], flags: Sequence[str], sources: Sequ
     missing = [(s, o, k) for s, o, k in zip(sources, objects, keys) if k is None or not _take(root, k, o)]
     if missing:
         run([*compiler, *flags, "-c", *(str(s) for s, _, _ in missing)], out_dir)
-        for _, obj, key in missing:
-            if key is not None:
-                _store(root, key, obj)
+        stored = [_store(root, key, obj) for _, obj, key in missing if key is not None]
+        if stored:
+            cache.evict(root, MAX_OBJECTS, MAX_BYTES, GRACE_SECONDS)  # once per call, not once per object
     return objects
 
 
@@ -98,20 +98,16 @@ def _key(compiler: Sequence[str], flags: Sequence[str], source: Path) -> str:
 def _texts(path: Path, include_dirs: list[Path]) -> list[bytes]:
     """The bytes of `path` and of every quoted include it reaches (by name, in the order first met)."""
     seen: dict[str, bytes] = {}
-    todo = [path]
+    todo = [(path.name, path)]
     while todo:
-        current = todo.pop(0)
-        text = current.read_bytes()
-        seen[str(current.name)] = text
-        for name in _INCLUDE.findall(text.decode("utf-8", "replace")):
-            if name in seen:
+        name, current = todo.pop(0)
+        seen[name] = text = current.read_bytes()
+        for included in _INCLUDE.findall(text.decode("utf-8", "replace")):
+            if included in seen or any(included == n for n, _ in todo):
                 continue
-            for d in (current.parent, *include_dirs):
-                candidate = d / name
-                if candidate.is_file():
-                    seen[name] = b""  # placeholder: read when popped
-                    todo.append(candidate)
-                    break
+            found = next((d / included for d in (current.parent, *include_dirs) if (d / included).is_file()), None)
+            if found is not None:
+                todo.append((included, found))
     return [name.encode() + b"\0" + text for name, text in seen.items()]
 
 
@@ -129,7 +125,7 @@ def _take(root: Path, key: str, obj: Path) -> bool:
     return True
 
 
-def _store(root: Path, key: str, obj: Path) -> None:
+def _store(root: Path, key: str, obj: Path) -> str:
     """Add a fresh object: written into a private directory, renamed into place in one step."""
     tmp = cache.new_entry(root)
     try:
@@ -137,4 +133,4 @@ def _store(root: Path, key: str, obj: Path) -> None:
         cache.publish(tmp, root / key)  # False: another process stored the same object first
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    cache.evict(root, MAX_OBJECTS, MAX_BYTES, GRACE_SECONDS)
+    return key
