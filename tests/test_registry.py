@@ -106,6 +106,8 @@ CASES = {
                                     act("y", (1, 4, 3), 0.05, -3), {}),
     "concat": lambda: one_op_graph("concat", [act("a", (1, 2, 2, 3), 0.05, -3), act("b", (1, 2, 2, 2), 0.02, 7)],
                                    act("y", (1, 2, 2, 5), 0.05, -3), {"axis": 3}),
+    "slice": lambda: _unary("slice", (1, 4, 5, 6), act("y", (1, 2, 5, 2), 0.05, -3),
+                             {"begin": (0, 1, 0, 1), "end": (1, 4, 5, 6), "strides": (1, 2, 1, 3)}),
     "pad": lambda: _unary("pad", (1, 3, 3, 2), act("y", (1, 5, 5, 2), 0.05, -3), {"padding": (1, 1, 1, 1)}),
     "resize_nearest": lambda: _unary("resize_nearest", (1, 3, 4, 2), act("y", (1, 6, 7, 2), 0.05, -3),
                                      {"half_pixel_centers": True}),
@@ -278,7 +280,7 @@ def test_trait_sets_are_derived_from_the_registry():
     from tinyaot.ref import interpreter
 
     assert lower.INHERIT == {"reshape", "max_pool2d", "avg_pool2d", "pad", "transpose", "relu", "resize_nearest",
-                             "resize_bilinear"}
+                             "resize_bilinear", "slice"}
     assert pt2e_lower.SAME_QPARAMS == lower.INHERIT - {"relu"}  # relu rescales: PT2E gives it its own qparams
     assert VIEW_OPS == interpreter.VIEW_OPS == ops_where(view=True) == {"reshape"}
     assert FUSABLE_PRODUCERS == ops_where(fuses_clamp=True)

@@ -17,6 +17,7 @@ from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
 from tinyaot.frontend.pytorch_attention import CONVERTERS as ATTENTION_CONVERTERS
 from tinyaot.frontend.pytorch_recurrent import CONVERTERS as RECURRENT_CONVERTERS
+from tinyaot.frontend.pytorch_slicing import CONVERTERS as SLICING_CONVERTERS
 from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.ir.ops import RELU
 
@@ -160,6 +161,24 @@ class Builder:
                           suffix="_to_nchw")
             out = t if v.torch_rank == 4 else self.emit("reshape", [t], torch_shape, suffix="_view")
         return Value(out, False, v.torch_rank)
+
+    def axis(self, v: Value, torch_dim: int) -> int:
+        """The IR axis of `v` that holds its torch dim `torch_dim` (negative dims count from the end)."""
+        return ir_axis(torch_dim, v)
+
+    def squeezed(self, v: Value, dims: tuple[int, ...], torch_shape: tuple[int, ...]) -> Value:
+        """`v` without its torch dims `dims` (each of size 1), shaped `torch_shape`: a channels-last feature map
+        losing H or W stays channels-last (a 1-D signal, a view at most); anything else is read in torch order
+        (a view, unless the bytes need a transpose)."""
+        if v.nhwc and v.torch_rank == 4 and len(dims) == 1 and dims[0] % 4 in (2, 3):
+            n, h, w, c = self.shape(v)
+            target = (n, 1, w if dims[0] % 4 == 2 else h, c)
+            name = v.name if self.shape(v) == target else self.emit("reshape", [v.name], target, suffix="_view")
+            return Value(name, True, 3)
+        t = self.to_torch_order(v)
+        if self.shape(t) == tuple(torch_shape):
+            return Value(t.name, False, len(torch_shape))
+        return Value(self.emit("reshape", [t.name], tuple(torch_shape), suffix="_view"), False, len(torch_shape))
 
     def to_channels_last(self, v: Value) -> Value:
         """A channels-first torch tensor (rank 3 or 4, plain in the IR) converted to NHWC."""
@@ -804,3 +823,6 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
 CONVERTERS.update(ATTENTION_CONVERTERS)
 # nn.LSTM / nn.GRU, their zero initial state and last-step reads (frontend/pytorch_recurrent.py).
 CONVERTERS.update(RECURRENT_CONVERTERS)
+# Slicing, narrow, select, split and chunk, and getitem of their pieces and of recurrent results
+# (frontend/pytorch_slicing.py).
+CONVERTERS.update(SLICING_CONVERTERS)

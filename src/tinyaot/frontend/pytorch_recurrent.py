@@ -137,7 +137,7 @@ def _tables(b) -> tuple[dict, dict]:
     return getattr(b, LAST)
 
 
-def _getitem(b, n) -> None:
+def recurrent_getitem(b, n) -> None:
     """One value of a recurrent layer's result tuple (the others are refused where they are read)."""
     if n.name in _loops(b).converted:
         return
@@ -149,18 +149,18 @@ def _getitem(b, n) -> None:
         raise b.error(f"item {n.args[1]} of {n.args[0].target} is not supported as a value here")
 
 
-def _select(b, n) -> None:
-    """The last step of a recurrent layer's output (output[:, -1], h_n[-1]); a cell loop's x[:, t] (read by the
-    loop's first call, which converts the whole loop); other selects are not supported."""
+def recurrent_select(b, n) -> bool:
+    """Whether this select is the recurrent layers' own (then handled): the last step of a recurrent layer's output
+    (output[:, -1], h_n[-1]), or a cell loop's x[:, t] (read by the loop's first call, which converts the whole
+    loop). Other selects are slices (frontend/pytorch_slicing.py)."""
     if n.users and all(str(u.target) in CELL_OPS and u.args[0] is n for u in n.users):
-        return
+        return True
     last, _ = _tables(b)
     found = last.get(n.name, last.get(n.args[0].name))
     if found is not None:
         b.bind(n, found, False, 2)
-        return
-    raise b.error("select (indexing one position of an axis) is supported only for the last step of an nn.LSTM / "
-                  "nn.GRU output")
+        return True
+    return False
 
 
 # ---- nn.LSTMCell / nn.GRUCell loops ---------------------------------------------------------------------------
@@ -336,8 +336,6 @@ CONVERTERS = {
     "aten.zeros.default": _zeros,
     "aten.lstm.input": _recurrent("lstm"),
     "aten.gru.input": _recurrent("gru"),
-    "<built-in function getitem>": _getitem,
-    "aten.select.int": _select,
     "aten.lstm_cell.default": _cell("lstm"),
     "aten.gru_cell.default": _cell("gru"),
     "aten.stack.default": _stack,

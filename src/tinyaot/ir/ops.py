@@ -210,6 +210,28 @@ class ConcatAttrs(Attrs):
     axis: int | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class SliceAttrs(Attrs):
+    """Per input axis: the first index taken, the end (exclusive) and the step, as Python's x[begin:end:step] with
+    begin and end already resolved to 0 <= begin < end <= size (the input's shape checks the end)."""
+
+    begin: tuple[int, ...] = ()
+    end: tuple[int, ...] = ()
+    strides: tuple[int, ...] | None = None  # None: every step 1
+
+    def validate(self) -> None:
+        rank = len(self.begin)
+        strides = self.strides if self.strides is not None else (1,) * rank
+        if not rank or len(self.end) != rank or len(strides) != rank:
+            raise AttrError(f"slice needs begin, end (and strides) for every axis, got begin {self.begin!r}, end "
+                            f"{self.end!r}, strides {self.strides!r}")
+        for name, values, low in (("begin", self.begin, 0), ("end", self.end, 1), ("strides", strides, 1)):
+            if any(isinstance(v, bool) or not isinstance(v, int) or v < low for v in values):
+                raise AttrError(f"slice {name} must be integers >= {low}, got {values!r}")
+        if any(b >= e for b, e in zip(self.begin, self.end)):
+            raise AttrError(f"slice takes nothing along some axis: begin {self.begin!r}, end {self.end!r}")
+
+
 PAD_MODES = ("constant", "reflect", "symmetric", "replicate")  # None = constant (the zero point)
 
 
@@ -433,6 +455,9 @@ _SPECS = (
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
           "are requantized", OWN, rescales=True, ref="concat_s8",
           emit="emit_misc", s16="concat_s16"),
+    _spec("slice", ("x",), SliceAttrs, "x[begin:end:step] along every axis (any rank, any axis; PyTorch's slicing, "
+          "narrow, select, split and chunk): moves bytes, keeps the input's qparams (no requantization)", INHERIT,
+          moves_only=True, ref="slice_s8", s16="slice_s16", title="Slice"),
     _spec("pad", ("x NHWC",), PadAttrs, "spatial padding (top, bottom, left, right) >= 0; mode constant (the zero "
           "point, real 0), reflect, symmetric or replicate", INHERIT, ref="pad_s8", s16="pad_s16"),
     _spec("resize_nearest", ("x NHWC",), ResizeAttrs, "nearest-neighbour resize of H and W to the output's, "

@@ -132,6 +132,12 @@ def real_concat(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
 NUMPY_PAD_MODES = {"constant": "constant", "reflect": "reflect", "symmetric": "symmetric", "replicate": "edge"}
 
 
+def real_slice(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    a = node.attrs
+    steps = a.get("strides") or (1,) * len(a["begin"])
+    return args[0][tuple(slice(b, e, s) for b, e, s in zip(a["begin"], a["end"], steps))]
+
+
 def real_pad(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     mode = node.attrs.get("mode", "constant")
     if mode == "constant":

@@ -237,6 +237,19 @@ typedef struct {
 /* Transpose: the output, row-major, reads the input at in_strides. Output must not overlap input. */
 void tinyaot_transpose_s8(const int8_t *input, const tinyaot_transpose_params *params, int8_t *output);
 
+/* One slice x[begin:end:step], resolved to a walk of up to 4 axes (merged where the slice takes an axis whole). */
+typedef struct {
+    int32_t offset;                /* input elements before the first one taken */
+    int32_t out_shape[4];          /* the walk, left-padded with 1s */
+    int32_t in_strides[4];         /* the input element stride along each walk axis */
+} tinyaot_slice_params;
+
+/*
+ * Slice: the output, row-major, reads the input from input + offset at in_strides (runs of in_strides[3] == 1
+ * moved at once). The output may sit at or below the input's first byte read (it never writes ahead of a read).
+ */
+void tinyaot_slice_s8(const int8_t *input, const tinyaot_slice_params *params, int8_t *output);
+
 /*
  * Geometry, offsets, clamp and constants of one convolution (conv2d or depthwise), fixed at compile time.
  * A tap (ky, kx) of output pixel (oy, ox) reads input row oy * stride_h - pad_top + ky * dilation_h
@@ -855,6 +868,16 @@ typedef struct {
 
 /* int16 transpose: the output, row-major, reads the input at in_strides. */
 void tinyaot_transpose_s16(const int16_t *input, const tinyaot_transpose16_params *params, int16_t *output);
+
+/* One slice of an int16 tensor (as tinyaot_slice_params, in int16 elements). */
+typedef struct {
+    int32_t offset;                /* input elements before the first one taken */
+    int32_t out_shape[4];          /* the walk, left-padded with 1s */
+    int32_t in_strides[4];         /* the input element stride along each walk axis */
+} tinyaot_slice16_params;
+
+/* int16 slice: as tinyaot_slice_s8 on int16 values. */
+void tinyaot_slice_s16(const int16_t *input, const tinyaot_slice16_params *params, int16_t *output);
 
 /* One nearest-neighbour resize of NHWC int16. */
 typedef struct {
