@@ -2,12 +2,15 @@
 
 PyTorch tensors are channels-first (NCHW, or NCL for 1-D convs); the IR is channels-last (NHWC; a 1-D
 signal is NHWC with H = 1). Each IR value remembers whether it is the channels-last form of a torch
-tensor (`nhwc`), so ops that name axes (cat, mean, softmax, flatten) map them at compile time and no
-permute runs on the device unless the model itself mixes layouts.
+tensor (`nhwc`), so ops that name axes (cat, mean, softmax, flatten, slicing) map them at compile time and no
+permute runs on the device unless the model itself mixes layouts. A feature map whose channels are viewed as
+groups, [N, g, C / g, H, W] (ShuffleNet's channel shuffle), stays channels-last too, as [N, H, W, g, C / g]: its
+transpose(1, 2) is one transpose of [H * W, g, C / g] and the view back to [N, C, H, W] is free.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -20,6 +23,7 @@ from tinyaot.frontend.pytorch_recurrent import CONVERTERS as RECURRENT_CONVERTER
 from tinyaot.frontend.pytorch_slicing import CONVERTERS as SLICING_CONVERTERS
 from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.ir.ops import RELU
+from tinyaot.ir.pooling import pooled_size
 
 CHANNEL_OPS = {"aten.conv1d.default", "aten.conv1d.padding", "aten.max_pool1d.default", "aten.avg_pool1d.default",
                "aten.adaptive_avg_pool1d.default", "aten.batch_norm.default", "aten.conv2d.default",
@@ -34,6 +38,9 @@ class Value:
 
 
 def torch_to_ir_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if len(shape) == 5:  # channel groups of a feature map: [N, g, C / g, H, W] -> [N, H, W, g, C / g]
+        n, g, c, h, w = shape
+        return (n, h, w, g, c)
     if len(shape) == 4:
         n, c, h, w = shape
         return (n, h, w, c)
@@ -43,12 +50,16 @@ def torch_to_ir_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     raise ModelError(f"cannot make a channels-last tensor of rank {len(shape)}")
 
 
+# torch axis -> IR axis of a channels-last value, by torch rank
+NHWC_AXES = {5: {0: 0, 1: 3, 2: 4, 3: 1, 4: 2}, 4: {0: 0, 1: 3, 2: 1, 3: 2}, 3: {0: 0, 1: 3, 2: 2}}
+
+
 def ir_axis(torch_axis: int, v: Value) -> int:
     """Where a torch axis of a channels-first tensor lives in the IR's channels-last tensor."""
     axis = torch_axis % v.torch_rank
     if not v.nhwc:
         return axis
-    return {4: {0: 0, 1: 3, 2: 1, 3: 2}, 3: {0: 0, 1: 3, 2: 2}}[v.torch_rank][axis]
+    return NHWC_AXES[v.torch_rank][axis]
 
 
 class Builder:
@@ -101,6 +112,8 @@ class Builder:
 
     def output_name(self, fx_out) -> str:
         v = self.values[fx_out.name]
+        if v.nhwc and v.torch_rank == 5:  # channel groups: given back in torch order
+            v = self.to_torch_order(v)
         if not self.graph.outputs:
             self.graph.output_layout = "NHWC" if v.nhwc else "plain"
         self.graph.io_layouts.setdefault(v.name, ("NHWC", v.torch_rank) if v.nhwc else ("plain", 0))
@@ -121,11 +134,12 @@ class Builder:
 
     # ---- nodes ------------------------------------------------------------------------------
     def _unique_node_name(self, base: str) -> str:
+        """Unique as the C identifier it becomes too: 'blocks.0_1' and 'blocks.0.1' would name the same symbols."""
         name, k = base, 1
-        while name in self.node_names:
+        while re.sub(r"\W", "_", name) in self.node_names:
             name = f"{base}_{k}"
             k += 1
-        self.node_names.add(name)
+        self.node_names.add(re.sub(r"\W", "_", name))
         return name
 
     def emit(self, op: str, inputs: list[str], out_shape, attrs: dict[str, Any] | None = None,
@@ -152,6 +166,8 @@ class Builder:
         """The tensor with its bytes in torch's channels-first order (a transpose unless trivial)."""
         if not v.nhwc:
             return v
+        if v.torch_rank == 5:  # [N, H, W, g, c] -> [N, g, c, H, W]
+            return Value(self.transposed(v.name, (0, 3, 4, 1, 2), "_to_nchw"), False, 5)
         shape = self.shape(v)  # (N, H, W, C)
         torch_shape = (shape[0], shape[3], shape[1], shape[2]) if v.torch_rank == 4 else (shape[0], shape[3], shape[2])
         if shape[3] == 1 or shape[1] * shape[2] == 1:
@@ -179,6 +195,32 @@ class Builder:
         if self.shape(t) == tuple(torch_shape):
             return Value(t.name, False, len(torch_shape))
         return Value(self.emit("reshape", [t.name], tuple(torch_shape), suffix="_view"), False, len(torch_shape))
+
+    def transposed(self, name: str, perm: tuple[int, ...], suffix: str = "") -> str:
+        """IR tensor `name` with its axes permuted (output axis k is input axis perm[k]; the batch, axis 0, stays
+        first): a view where only size-1 axes move, else one transpose of the fewest axes (axes that stay
+        neighbours move as one) between views."""
+        shape = self.graph.tensor(name).shape
+        out_shape = tuple(shape[a] for a in perm)
+        order = [a for a in range(1, len(shape)) if shape[a] != 1]  # the axes that matter, as stored
+        groups: list[list[int]] = []
+        for a in (a for a in perm[1:] if shape[a] != 1):  # ... in output order, runs of stored neighbours joined
+            if groups and order.index(a) == order.index(groups[-1][-1]) + 1:
+                groups[-1].append(a)
+            else:
+                groups.append([a])
+        stored = sorted(groups)
+        if groups == stored:
+            return self.emit("reshape", [name], out_shape, suffix=suffix + "_view")
+        if len(groups) > 3:
+            raise self.error(f"a permutation of {list(shape)} that moves {len(groups)} separate axes; the "
+                             "transpose kernel moves at most 3 besides the batch")
+        merged = (shape[0],) + tuple(int(np.prod([shape[a] for a in grp])) for grp in stored)
+        src = name if merged == shape else self.emit("reshape", [name], merged, suffix=suffix + "_view")
+        moved = self.emit("transpose", [src], (shape[0],) + tuple(merged[1 + stored.index(grp)] for grp in groups),
+                          {"perm": (0,) + tuple(1 + stored.index(grp) for grp in groups)}, suffix=suffix)
+        return moved if self.graph.tensor(moved).shape == out_shape else \
+            self.emit("reshape", [moved], out_shape, suffix=suffix + "_view")
 
     def to_channels_last(self, v: Value) -> Value:
         """A channels-first torch tensor (rank 3 or 4, plain in the IR) converted to NHWC."""
@@ -355,18 +397,32 @@ def _pool_args(b: Builder, n, one_d: bool, is_avg: bool):
     s = (1,) + _pair(stride, 1) if one_d else _pair(stride)
     p = _pair(padding, 1 if one_d else 2)
     pad = (0, 0, p[0], p[0]) if one_d else (p[0], p[0], p[1], p[1])
-    ceil_mode = args[4] if is_avg else (args[5] if len(n.args) > 5 else False)
-    if ceil_mode:
-        raise b.error("ceil_mode=True pooling is not supported; use ceil_mode=False")
     if not is_avg and args[4] not in (None, 1, [1], [1, 1], (1, 1)):
         raise b.error("dilated max pooling is not supported")
     return k, s, pad, args
 
 
+def _ceil_mode(b: Builder, x: Value, n, kernel, stride, pad) -> dict:
+    """{"ceil_mode": True} when the output torch recorded is ceil_mode's and larger than the windows that fit (the
+    last window hangs over the padded input's end); {} when ceil_mode changes nothing here."""
+    _, h, w, _ = b.shape(x)
+    out = torch_to_ir_shape(_val_shape(n))[1:3]
+    floor = (pooled_size(h, kernel[0], stride[0], pad[0], pad[1], False),
+             pooled_size(w, kernel[1], stride[1], pad[2], pad[3], False))
+    if tuple(out) == floor:
+        return {}
+    ceil = (pooled_size(h, kernel[0], stride[0], pad[0], pad[1], True),
+            pooled_size(w, kernel[1], stride[1], pad[2], pad[3], True))
+    if tuple(out) != ceil:
+        raise b.error(f"pooling {h}x{w} gives {out[0]}x{out[1]} in torch, neither the {floor[0]}x{floor[1]} windows "
+                      f"that fit nor ceil_mode's {ceil[0]}x{ceil[1]} (a tinyaot bug; please report it)")
+    return {"ceil_mode": True}
+
+
 def _max_pool(b: Builder, n, one_d: bool) -> None:
     k, s, pad, _ = _pool_args(b, n, one_d, is_avg=False)
     x = b.to_channels_last(b.arg(n.args[0]))
-    attrs = {"kernel": k, "stride": s, "padding": pad}
+    attrs = {"kernel": k, "stride": s, "padding": pad, **_ceil_mode(b, x, n, k, s, pad)}
     b.bind(n, b.emit("max_pool2d", [x.name], torch_to_ir_shape(_val_shape(n)), attrs), True, x.torch_rank)
 
 
@@ -376,7 +432,8 @@ def _avg_pool(b: Builder, n, one_d: bool) -> None:
     if args[6] is not None:
         raise b.error("avg_pool with divisor_override is not supported")
     x = b.to_channels_last(b.arg(n.args[0]))
-    attrs = {"kernel": k, "stride": s, "padding": pad, "count_include_pad": count_include_pad}
+    attrs = {"kernel": k, "stride": s, "padding": pad, "count_include_pad": count_include_pad,
+             **_ceil_mode(b, x, n, k, s, pad)}
     b.bind(n, b.emit("avg_pool2d", [x.name], torch_to_ir_shape(_val_shape(n)), attrs), True, x.torch_rank)
 
 
@@ -554,7 +611,8 @@ def _common_layout(b: Builder, x: Value, y: Value) -> tuple[Value, Value]:
     padded = (1,) * (rank - len(t.shape)) + tuple(t.shape)  # torch's broadcasting aligns trailing axes
     if t.is_const:
         data = t.data.reshape(padded)
-        data = data.transpose(0, 2, 3, 1) if rank == 4 else data.transpose(0, 2, 1)[:, None]
+        data = data.transpose(0, 2, 1)[:, None] if rank == 3 else data.transpose(
+            [a for a, _ in sorted(NHWC_AXES[rank].items(), key=lambda kv: kv[1])])
         moved = Value(b.const(f"{t.name}_nhwc", data), True, rank)
     else:
         src = plain if padded == tuple(t.shape) else Value(b.emit("reshape", [plain.name], padded, suffix="_view"),
@@ -694,14 +752,29 @@ def _reshape(b: Builder, n) -> None:
     if x.nhwc and len(out_torch) == x.torch_rank and x_shape == torch_to_ir_shape(out_torch):
         b.bind(n, x.name, True, x.torch_rank)  # e.g. flatten(2) of nothing: same tensor
         return
+    if x.nhwc and _channel_groups(b.arg(n.args[0]), torch_to_ir_shape(out_torch) if len(out_torch) in (4, 5)
+                                  else None, x_shape):
+        b.bind(n, b.emit("reshape", [x.name], torch_to_ir_shape(out_torch)), True, len(out_torch))
+        return
     src = b.to_torch_order(x)
     out = b.emit("reshape", [src.name], out_torch)
     b.bind(n, out, False)
 
 
+def _channel_groups(x: Value, target: tuple[int, ...] | None, shape: tuple[int, ...]) -> bool:
+    """A view between a channels-last feature map [N, H, W, C] and its channel groups [N, H, W, g, C / g] (either
+    way): the same bytes in both layouts."""
+    if target is None or {x.torch_rank, len(target)} != {4, 5}:
+        return False
+    five, four = (target, shape) if len(target) == 5 else (shape, target)
+    return five[:3] == four[:3] and five[3] * five[4] == four[3]
+
+
 def _permute(b: Builder, n) -> None:
-    x = b.to_torch_order(b.arg(n.args[0]))
-    rank = len(b.shape(x))
+    x = b.arg(n.args[0])
+    if not (x.nhwc and x.torch_rank == 5):
+        x = b.to_torch_order(x)
+    rank = x.torch_rank if x.nhwc else len(b.shape(x))
     if str(n.target) == "aten.transpose.int":
         perm = list(range(rank))
         d0, d1 = n.args[1] % rank, n.args[2] % rank
@@ -712,6 +785,10 @@ def _permute(b: Builder, n) -> None:
         perm = [d % rank for d in n.args[1]]
     if perm[0] != 0:
         raise b.error("permutations that move the batch dimension are not supported")
+    if x.nhwc:  # channel groups [N, H, W, g, c]: the permuted tensor in the same channels-last form
+        stored = [a for a, _ in sorted(NHWC_AXES[5].items(), key=lambda kv: kv[1])]  # IR axis k holds torch axis
+        b.bind(n, b.transposed(x.name, tuple(NHWC_AXES[5][perm[t]] for t in stored)), True, 5)
+        return
     shape = b.shape(x)
     moved = [d for d in range(rank) if shape[d] != 1]
     if [p for p in perm if shape[p] != 1] == moved:  # only size-1 dims move: the bytes stay put

@@ -23,17 +23,17 @@ from tinyaot.frontend.pytorch_recurrent import recurrent_getitem, recurrent_sele
 SPLITS = ("aten.split.Tensor", "aten.split.sizes", "aten.split_with_sizes.default", "aten.unsafe_split.Tensor",
           "aten.unsafe_split_with_sizes.default", "aten.chunk.default", "aten.unsafe_chunk.default",
           "aten.tensor_split.sections", "aten.tensor_split.indices")
-PIECES = "slicing_pieces"  # Builder attribute: split fx node name -> (the input Value, dim, [(start, stop)])
+PIECES = "slicing_pieces"  # Builder attribute: split fx node -> (input Value, dim, [(start, stop)], "split"|"chunk")
 
 
 def _dim(n, position: int = 2, default: int = 0) -> int:
     return int(n.args[position] if len(n.args) > position else n.kwargs.get("dim", default))
 
 
-def slice_value(b, x, dim: int, start, stop, step: int = 1, fx_input=None):
+def slice_value(b, x, dim: int, start, stop, step: int = 1, fx_input=None, suffix: str = ""):
     """The Value of x[..., start:stop:step, ...] along torch dim `dim` (Python's rules for None and negative
     bounds); x itself when the slice takes the whole axis. fx_input: x's fx node, to fold a slice of a slice that
-    nothing else reads."""
+    nothing else reads; suffix: the node name's ending (a split's piece number)."""
     shape = b.shape(x)
     axis = b.axis(x, dim)
     size = shape[axis]
@@ -46,6 +46,9 @@ def slice_value(b, x, dim: int, start, stop, step: int = 1, fx_input=None):
                       "remove it from the model")
     if (start, stop, step) == (0, size, 1):
         return x
+    if axis == 0:
+        raise b.error(f"slicing dim {dim}, the batch ([{start}:{stop}:{step}] of {size}): tinyaot compiles one sample "
+                      "per invoke, so the batch dim is taken whole; slice another dim")
     begin, end, strides = [0] * len(shape), list(shape), [1] * len(shape)
     begin[axis], end[axis], strides[axis] = start, stop, step
     source = x.name
@@ -57,7 +60,7 @@ def slice_value(b, x, dim: int, start, stop, step: int = 1, fx_input=None):
         source = prev.inputs[0]
     out_shape = tuple(-(-(e - s) // t) for s, e, t in zip(begin, end, strides))
     attrs = {"begin": tuple(begin), "end": tuple(end), "strides": None if set(strides) == {1} else tuple(strides)}
-    return replace(x, name=b.emit("slice", [source], out_shape, attrs))
+    return replace(x, name=b.emit("slice", [source], out_shape, attrs, suffix=suffix))
 
 
 def _composed(first, begin, end, strides):
@@ -139,7 +142,8 @@ def _split(b, n) -> None:
     for size in sizes:
         bounds.append((start, start + size))
         start += size
-    _pieces(b)[n.name] = (x, dim, bounds)
+    kind = "chunk" if "chunk" in str(n.target) else "split"
+    _pieces(b)[n.name] = (x, dim, bounds, kind)
 
 
 def _pieces(b) -> dict:
@@ -155,11 +159,11 @@ def _getitem(b, n) -> None:
     if found is None:
         recurrent_getitem(b, n)
         return
-    x, dim, bounds = found
+    x, dim, bounds, kind = found
     start, stop = bounds[n.args[1]]
     if not n.users:
         return
-    v = slice_value(b, x, dim, start, stop, 1)
+    v = slice_value(b, x, dim, start, stop, 1, suffix=f"_{kind}{n.args[1]}")
     _check_shape(b, n, v)
     b.bind(n, v.name, v.nhwc, v.torch_rank)
 

@@ -180,17 +180,22 @@ class MaxPoolAttrs(Attrs):
     stride: tuple[int, int] | None = None  # None: the kernel's size, as PyTorch defaults it
     padding: tuple[int, int, int, int] | None = None
     clamp: tuple[float, float] | None = None
+    ceil_mode: bool | None = None  # PyTorch's: one more output where a last window would hang over the padded
+    #                                input's end (it must start inside the input or the top / left padding)
 
     def validate(self) -> None:
         super().validate()
         _ints(self, "kernel", 2, 1)
         _ints(self, "stride", 2, 1)
         _ints(self, "padding", 4, 0)
+        if self.ceil_mode not in (None, True, False):
+            raise AttrError(f"ceil_mode must be True or False, got {self.ceil_mode!r}")
 
 
 @dataclass(frozen=True, eq=False)
 class AvgPoolAttrs(MaxPoolAttrs):
-    count_include_pad: bool | None = None
+    count_include_pad: bool | None = None  # divide by the taps inside the padded input (PyTorch's rule: a ceil_mode
+    #                                        window's overhang past the padding counts nowhere), not inside the input
 
 
 @dataclass(frozen=True, eq=False)
@@ -455,8 +460,9 @@ _SPECS = (
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
           "are requantized", OWN, rescales=True, ref="concat_s8",
           emit="emit_misc", s16="concat_s16"),
-    _spec("slice", ("x",), SliceAttrs, "x[begin:end:step] along every axis (any rank, any axis; PyTorch's slicing, "
-          "narrow, select, split and chunk): moves bytes, keeps the input's qparams (no requantization)", INHERIT,
+    _spec("slice", ("x",), SliceAttrs, "x[begin:end:step] along every axis (any rank; any axis but the batch, "
+          "axis 0, which it takes whole; PyTorch's slicing, narrow, select, split and chunk): moves bytes, keeps the "
+          "input's qparams (no requantization)", INHERIT,
           moves_only=True, ref="slice_s8", s16="slice_s16", title="Slice"),
     _spec("pad", ("x NHWC",), PadAttrs, "spatial padding (top, bottom, left, right) >= 0; mode constant (the zero "
           "point, real 0), reflect, symmetric or replicate", INHERIT, ref="pad_s8", s16="pad_s16"),

@@ -81,23 +81,41 @@ def real_depthwise_conv2d(node: Node, args: list[np.ndarray], g: Graph) -> np.nd
     return _clamp(node, y)
 
 
+def _pool_padding(node: Node, x: np.ndarray, g: Graph) -> tuple[int, int, int, int]:
+    """The padding with a ceil_mode pool's overhang added at the bottom / right: the windows the output has."""
+    a = node.attrs
+    (kh, kw), (top, bottom, left, right) = a["kernel"], a.get("padding") or (0, 0, 0, 0)
+    sh, sw = a.get("stride") or (kh, kw)
+    oh, ow = g.tensor(node.outputs[0]).shape[1:3]
+    over_h = max(0, (oh - 1) * sh + kh - (x.shape[1] + top + bottom))
+    over_w = max(0, (ow - 1) * sw + kw - (x.shape[2] + left + right))
+    return top, bottom + over_h, left, right + over_w
+
+
 def real_max_pool2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     kh, kw = a["kernel"]
-    win = _windows(args[0], kh, kw, a["stride"], (1, 1), a["padding"], value=-np.inf)
+    pad = _pool_padding(node, args[0], g)
+    win = _windows(args[0], kh, kw, a.get("stride") or (kh, kw), (1, 1), pad, value=-np.inf)
     return _clamp(node, win.max(axis=(4, 5)))
 
 
 def real_avg_pool2d(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """PyTorch's divisor: with count_include_pad the taps inside the padded input (a ceil_mode window's overhang
+    past it counts nowhere), else the taps inside the input."""
     a = node.attrs
     kh, kw = a["kernel"]
+    stride = a.get("stride") or (kh, kw)
     x = args[0]
-    total = _windows(x, kh, kw, a["stride"], (1, 1), a["padding"]).sum(axis=(4, 5))
+    top, bottom, left, right = pad = _pool_padding(node, x, g)
+    total = _windows(x, kh, kw, stride, (1, 1), pad).sum(axis=(4, 5))
     if a.get("count_include_pad", True):
-        count = kh * kw
+        declared = a.get("padding") or (0, 0, 0, 0)
+        inside = np.ones((1, x.shape[1] + declared[0] + declared[1], x.shape[2] + declared[2] + declared[3], 1))
+        over = (0, bottom - declared[1], 0, right - declared[3])
+        count = _windows(inside, kh, kw, stride, (1, 1), over).sum(axis=(4, 5))
     else:
-        ones = np.ones(x.shape[:3] + (1,))
-        count = _windows(ones, kh, kw, a["stride"], (1, 1), a["padding"]).sum(axis=(4, 5))
+        count = _windows(np.ones(x.shape[:3] + (1,)), kh, kw, stride, (1, 1), pad).sum(axis=(4, 5))
     return _clamp(node, total / count)
 
 
@@ -133,9 +151,10 @@ NUMPY_PAD_MODES = {"constant": "constant", "reflect": "reflect", "symmetric": "s
 
 
 def real_slice(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """Axis 0 is the batch here (a batch of samples, of one in the IR): every sample is sliced alike."""
     a = node.attrs
     steps = a.get("strides") or (1,) * len(a["begin"])
-    return args[0][tuple(slice(b, e, s) for b, e, s in zip(a["begin"], a["end"], steps))]
+    return args[0][(slice(None),) + tuple(slice(b, e, s) for b, e, s in zip(a["begin"][1:], a["end"][1:], steps[1:]))]
 
 
 def real_pad(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:

@@ -220,7 +220,8 @@ class _Lowering:
                 self.in_range.add(out)
             self.emit(node, node.op, list(node.inputs), out, own, node.attrs, info)
             return
-        if node.op == "avg_pool2d" and (node.attrs.get("count_include_pad") or not any(node.attrs.get("padding", ()))):
+        if node.op == "avg_pool2d" and not node.attrs.get("ceil_mode") and (
+                node.attrs.get("count_include_pad") or not any(node.attrs.get("padding", ()))):
             self.average_as_depthwise(node, own, info)
             return
         mid = self.fresh(f"{out}_own")

@@ -1,9 +1,9 @@
 """avg_pool2d_s16: NHWC int16 (16x8) average pooling, TFLM's int16 reference AveragePool.
 
 The int8 kernel's semantics (ref/avg_pool2d_s8.py) on int16 values: the window is clipped to the input, the
-int32 sum is divided by the taps inside it (count_include_pad False, TFLite's rule; or by the whole window, the
-padded taps being real 0) rounding half away from zero with C's truncating division, then the fused clamp in
-int16 units. No rescaling: input and output share the scale (zero point 0, as every int16 activation).
+int32 sum is divided by the taps inside it (count_include_pad False, TFLite's rule; or by the taps inside the
+padded input, the padded taps being real 0) rounding half away from zero with C's truncating division, then the
+fused clamp in int16 units. No rescaling: input and output share the scale (zero point 0, as every int16 activation).
 """
 from __future__ import annotations
 
@@ -34,8 +34,10 @@ class AvgPool2D16Params:
     stride_h: int
     stride_w: int
     pad_top: int
+    pad_bottom: int  # count_include_pad counts the taps up to the padding's end, not past it (ceil_mode)
     pad_left: int
-    count_include_pad: bool  # divide by the whole window (padded taps hold 0) instead of the taps inside
+    pad_right: int
+    count_include_pad: bool  # divide by the taps inside the padded input (padded taps hold 0), not inside the input
     act_min: int  # fused clamp, int16 units
     act_max: int
 
@@ -48,8 +50,9 @@ def prepare(node: Node, g: Graph) -> AvgPool2D16Params:
     if kh * kw > MAX_TAPS:
         raise ModelError(f"avg_pool2d '{node.name}': a {kh}x{kw} window's int32 sum of int16 values could overflow")
     n, h, w, c = x.shape
+    _, bottom, _, right = node.attrs.get("padding") or (0, 0, 0, 0)
     act_min, act_max = activation_range(node.attrs.get("clamp"), y.qparams.scale[0], 0, -32768, 32767)
-    return AvgPool2D16Params(n, h, w, c, out_h, out_w, kh, kw, sh, sw, top, left,
+    return AvgPool2D16Params(n, h, w, c, out_h, out_w, kh, kw, sh, sw, top, int(bottom), left, int(right),
                              bool(node.attrs.get("count_include_pad", False)), act_min, act_max)
 
 

@@ -1,7 +1,8 @@
 """avg_pool2d_s8: int8 average pooling, TFLite Micro's reference AveragePool semantics.
 
 The window is clipped to the image and divided by the number of taps inside it (count_include_pad
-False, TFLite's rule) or by the full window (count_include_pad True); the sum is divided rounding half
+False, TFLite's rule) or by the taps inside the padded input (count_include_pad True, PyTorch's rule: the
+whole window, except where a ceil_mode window hangs over the padding's end); the sum is divided rounding half
 away from zero with C's truncating division. No rescaling: input and output share scale and zero point.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
 from tinyaot.quantize.fixedpoint import activation_range
+from tinyaot.ref.max_pool2d_s8 import pool_geometry
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,9 @@ class PoolParams:
     stride_h: int
     stride_w: int
     pad_top: int
+    pad_bottom: int  # count_include_pad counts the taps up to the padding's end, not past it (ceil_mode)
     pad_left: int
+    pad_right: int
     count_include_pad: bool
     zero_point: int  # a padded tap holds the zero point (real 0); it matters only with count_include_pad
     act_min: int
@@ -43,22 +47,17 @@ def prepare(node: Node, g: Graph) -> PoolParams:
     if x.qparams != y.qparams:
         raise ModelError(f"layer '{node.name}': avg_pool2d input and output must share scale and zero point "
                          f"(got {x.qparams} and {y.qparams}); give the pool output its input's qparams")
-    kh, kw = node.attrs["kernel"]
-    sh, sw = node.attrs.get("stride", (kh, kw))
-    top, _bottom, left, _right = node.attrs.get("padding", (0, 0, 0, 0))
-    if min(kh, kw, sh, sw) < 1:
-        raise ModelError(f"layer '{node.name}': kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1")
+    kh, kw, sh, sw, top, left, _, _ = pool_geometry(node, x, y)
+    _top, bottom, _left, right = node.attrs.get("padding", (0, 0, 0, 0))
     act_min, act_max = activation_range(node.attrs.get("clamp"), y.qparams.scale[0], y.qparams.zero_point[0])
     p = PoolParams(
         batches=x.shape[0], in_h=x.shape[1], in_w=x.shape[2], channels=x.shape[3], out_h=y.shape[1],
         out_w=y.shape[2], kernel_h=int(kh), kernel_w=int(kw), stride_h=int(sh), stride_w=int(sw),
-        pad_top=int(top), pad_left=int(left), count_include_pad=bool(node.attrs.get("count_include_pad", False)),
+        pad_top=int(top), pad_bottom=int(bottom), pad_left=int(left), pad_right=int(right),
+        count_include_pad=bool(node.attrs.get("count_include_pad", False)),
         zero_point=int(x.qparams.zero_point[0]), act_min=act_min, act_max=act_max,
     )
-    counts = window_counts(p)
-    if counts.min() == 0:
-        raise ModelError(f"layer '{node.name}': some pooling windows lie entirely in the padding")
-    return p
+    return p  # pool_geometry checked that every window sees an input pixel
 
 
 def _window_bounds(n_out: int, stride: int, pad: int, k: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
@@ -71,6 +70,15 @@ def window_counts(p: PoolParams) -> np.ndarray:
     y0, y1 = _window_bounds(p.out_h, p.stride_h, p.pad_top, p.kernel_h, p.in_h)
     x0, x1 = _window_bounds(p.out_w, p.stride_w, p.pad_left, p.kernel_w, p.in_w)
     return np.maximum(y1 - y0, 0)[:, None] * np.maximum(x1 - x0, 0)[None, :]
+
+
+def padded_counts(p) -> np.ndarray:
+    """Taps inside the padded input per output pixel [out_h, out_w] (count_include_pad's divisor): the whole
+    window, but for a ceil_mode window's overhang past the bottom / right padding."""
+    def spans(n_out: int, stride: int, pad: int, k: int, n_in: int, pad_end: int) -> np.ndarray:
+        return np.minimum(k, n_in + pad_end - (np.arange(n_out) * stride - pad))
+    return spans(p.out_h, p.stride_h, p.pad_top, p.kernel_h, p.in_h, p.pad_bottom)[:, None] * \
+        spans(p.out_w, p.stride_w, p.pad_left, p.kernel_w, p.in_w, p.pad_right)[None, :]
 
 
 def avg_pool2d_s8(x: np.ndarray, p: PoolParams) -> np.ndarray:
@@ -90,7 +98,7 @@ def window_average(x: np.ndarray, p, fill: int) -> np.ndarray:
     padded[:, -lo_y : -lo_y + p.in_h, -lo_x : -lo_x + p.in_w, :] = x
     win = padded[:, (iy - lo_y)[:, :, None, None], (ix - lo_x)[None, None, :, :], :]  # [b, oh, kh, ow, kw, c]
     acc = win.sum(axis=(2, 4))  # [b, oh, ow, c]
-    n = np.full((p.out_h, p.out_w), p.kernel_h * p.kernel_w) if p.count_include_pad else window_counts(p)
+    n = padded_counts(p) if p.count_include_pad else window_counts(p)
     n = n[None, :, :, None].astype(np.int64)
     half = n // 2
     # C: acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, with '/' truncating toward zero.

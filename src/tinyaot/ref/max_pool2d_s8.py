@@ -12,6 +12,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node, Tensor
+from tinyaot.ir.pooling import pooled_size
 from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks
 
@@ -63,7 +64,8 @@ def pool_geometry(node: Node, x: Tensor, y: Tensor) -> tuple[int, ...]:
     n, h, w, c = x.shape
     if min(kh, kw, sh, sw) < 1:
         raise ModelError(f"{node.op} '{node.name}': kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1")
-    out_h, out_w = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+    ceil = bool(node.attrs.get("ceil_mode"))
+    out_h, out_w = pooled_size(h, kh, sh, top, bottom, ceil), pooled_size(w, kw, sw, left, right, ceil)
     if out_h < 1 or out_w < 1:
         raise ModelError(f"{node.op} '{node.name}': kernel {(kh, kw)} is larger than the padded input {(h, w)}")
     # Every window must see at least one real pixel, or its max would be undefined.

@@ -43,6 +43,8 @@ def slice_geometry(node: Node, g: Graph, io=_checks.io) -> tuple[int, tuple[int,
     if len(begin) != len(shape):
         raise ModelError(f"slice '{node.name}': begin/end/strides name {len(begin)} axes, the input "
                          f"{list(shape)} has {len(shape)}")
+    if (begin[0], end[0], strides[0]) != (0, shape[0], 1):
+        raise ModelError(f"slice '{node.name}' cuts axis 0, the batch; the IR takes it whole")
     if any(e > d for e, d in zip(end, shape)):
         raise ModelError(f"slice '{node.name}': end {tuple(end)} reaches past the input's shape {list(shape)}")
     out = tuple(-(-(e - b) // s) for b, e, s in zip(begin, end, strides))

@@ -363,15 +363,15 @@ typedef struct {
     int32_t out_h, out_w;
     int32_t kernel_h, kernel_w;
     int32_t stride_h, stride_w;
-    int32_t pad_top, pad_left;
-    int32_t count_include_pad;     /* 0: divide by the taps inside the input (TFLite); 1: by the whole window */
+    int32_t pad_top, pad_bottom, pad_left, pad_right;
+    int32_t count_include_pad;     /* 0: divide by the taps inside the input (TFLite); 1: inside the padded input */
     int32_t zero_point;            /* what a padded tap holds when count_include_pad is 1 (real 0) */
     int32_t act_min, act_max;
 } tinyaot_pool_params;
 
 /*
- * Average pooling, TFLM's AveragePool: the window clipped to the input, the sum divided rounding half away
- * from zero, clamped. Input and output share qparams. input: int8 [batches][in_h][in_w][channels];
+ * Average pooling, TFLM's AveragePool: the window clipped to the input, the sum divided (by the taps inside the
+ * input, or with count_include_pad inside the padded input) rounding half away from zero, clamped. Input and output share qparams. input: int8 [batches][in_h][in_w][channels];
  * output: int8 [batches][out_h][out_w][channels], must not overlap input.
  */
 void tinyaot_avg_pool2d_s8(const int8_t *input, const tinyaot_pool_params *params, int8_t *output);
@@ -800,8 +800,8 @@ typedef struct {
     int32_t out_h, out_w;
     int32_t kernel_h, kernel_w;
     int32_t stride_h, stride_w;
-    int32_t pad_top, pad_left;
-    int32_t count_include_pad;     /* 1: divide by the whole window, 0: by the taps inside (TFLite) */
+    int32_t pad_top, pad_bottom, pad_left, pad_right;
+    int32_t count_include_pad;     /* 1: divide by the taps inside the padded input, 0: inside the input (TFLite) */
     int32_t act_min, act_max;      /* fused clamp, int16 units */
 } tinyaot_avg_pool2d16_params;
 

@@ -2,9 +2,10 @@
  * avg_pool2d_s16.c - int16 (16x8) NHWC average pooling; twin of ref/avg_pool2d_s16.py (TFLM's int16 reference
  * AveragePool).
  *
- * The window is clipped to the image; the int32 sum is divided by the taps inside it (or by the whole window
- * when count_include_pad is set: padded taps are real 0, zero point 0), rounding half away from zero with C's
- * truncating division, then clamped. Input and output share the scale, so there is no requantization.
+ * The window is clipped to the image; the int32 sum is divided by the taps inside it (or, when count_include_pad is
+ * set, by the taps inside the padded input: padded taps are real 0, zero point 0; a ceil_mode window's overhang past
+ * the padding counts nowhere), rounding half away from zero with C's truncating division, then clamped. Input and
+ * output share the scale, so there is no requantization.
  * The sums of up to AP16_BLOCK channels are kept at once, so each tap's pixel is read front to back.
  */
 #include "tinyaot_fixedpoint.h"
@@ -52,11 +53,16 @@ void tinyaot_avg_pool2d_s16(const int16_t *input, const tinyaot_avg_pool2d16_par
             const int32_t iy0 = oy * p->stride_h - p->pad_top;
             const int32_t ky0 = iy0 < 0 ? -iy0 : 0;
             const int32_t ky1 = p->kernel_h < p->in_h - iy0 ? p->kernel_h : p->in_h - iy0;
+            /* count_include_pad: the rows inside the padded input (a ceil_mode window may hang over) */
+            const int32_t span_h = p->in_h + p->pad_bottom - iy0;
+            const int32_t rows = p->kernel_h < span_h ? p->kernel_h : span_h;
             for (ox = 0; ox < p->out_w; ++ox) {
                 const int32_t ix0 = ox * p->stride_w - p->pad_left;
                 const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
                 const int32_t kx1 = p->kernel_w < p->in_w - ix0 ? p->kernel_w : p->in_w - ix0;
-                const int32_t count = p->count_include_pad ? p->kernel_h * p->kernel_w : (ky1 - ky0) * (kx1 - kx0);
+                const int32_t span_w = p->in_w + p->pad_right - ix0;
+                const int32_t cols = p->kernel_w < span_w ? p->kernel_w : span_w;
+                const int32_t count = p->count_include_pad ? rows * cols : (ky1 - ky0) * (kx1 - kx0);
                 const int16_t *window = input + ((b * p->in_h + iy0 + ky0) * p->in_w + ix0 + kx0) * channels;
                 int16_t *out = output + ((b * p->out_h + oy) * p->out_w + ox) * channels;
                 for (c0 = 0; c0 < channels; c0 += AP16_BLOCK) {
