@@ -26,8 +26,8 @@ from tinyaot.ir.ops import RELU
 from tinyaot.ir.pooling import pooled_size
 
 CHANNEL_OPS = {"aten.conv1d.default", "aten.conv1d.padding", "aten.max_pool1d.default", "aten.avg_pool1d.default",
-               "aten.adaptive_avg_pool1d.default", "aten.batch_norm.default", "aten.conv2d.default",
-               "aten.conv2d.padding", "aten.conv_transpose1d.default"}
+               "aten.adaptive_avg_pool1d.default", "aten.adaptive_max_pool1d.default", "aten.batch_norm.default",
+               "aten.conv2d.default", "aten.conv2d.padding", "aten.conv_transpose1d.default"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class Builder:
         self.values: dict[str, Value] = {}
         self.node_names: set[str] = set()
         self.current = None  # the FX node being converted, for error messages
+        self.items: dict[str, Value] = {}  # "<fx node>#<k>": item k of an op that returns a tuple, for getitem
 
     # ---- tensors ----------------------------------------------------------------------------
     def const(self, name: str, array: np.ndarray) -> str:
@@ -437,32 +438,71 @@ def _avg_pool(b: Builder, n, one_d: bool) -> None:
     b.bind(n, b.emit("avg_pool2d", [x.name], torch_to_ir_shape(_val_shape(n)), attrs), True, x.torch_rank)
 
 
-def _adaptive_avg_pool(b: Builder, n) -> None:
-    size = _pair(n.args[1], 1)
-    if any(s != 1 for s in size):
-        raise b.error(f"adaptive average pooling to {tuple(size)} is not supported; only output size 1 "
-                      "(global average pooling)")
-    x = b.to_channels_last(b.arg(n.args[0]))
-    out_shape = torch_to_ir_shape(_val_shape(n))
-    b.bind(n, b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": True}), True, x.torch_rank)
+def _adaptive_pool(kind: str):
+    """aten.adaptive_{avg,max}_pool{1,2}d: output size 1 of an average is global average pooling (mean); other
+    sizes pool PyTorch's adaptive windows (start floor(i * in / out), end ceil((i + 1) * in / out)) where they
+    are uniform, i.e. one kernel and stride: always when the input is a multiple of the output."""
+    def convert(b: Builder, n) -> None:
+        x = b.to_channels_last(b.arg(n.args[0]))
+        value = n.meta["val"][0] if kind == "max" else n.meta["val"]  # max pooling also returns the indices
+        out_shape = torch_to_ir_shape(tuple(int(d) for d in value.shape))
+        _, h, w, _ = b.shape(x)
+        if kind == "avg" and out_shape[1:3] == (1, 1):
+            b.bind(n, b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": True}), True, x.torch_rank)
+            return
+        (kh, sh), (kw, sw) = _adaptive_windows(b, h, out_shape[1]), _adaptive_windows(b, w, out_shape[2])
+        attrs = {"kernel": (kh, kw), "stride": (sh, sw), "padding": (0, 0, 0, 0)}
+        if kind == "avg":
+            attrs["count_include_pad"] = False
+        out = Value(b.emit(f"{kind}_pool2d", [x.name], out_shape, attrs), True, x.torch_rank)
+        if kind == "max":
+            b.items[f"{n.name}#0"] = out  # read through getitem; item 1, the indices, has no integer kernel
+        else:
+            b.bind(n, out.name, True, x.torch_rank)
+    return convert
+
+
+def _adaptive_windows(b: Builder, size: int, out: int) -> tuple[int, int]:
+    """(kernel, stride) of PyTorch's adaptive windows along one axis, which must be uniform."""
+    starts = [i * size // out for i in range(out)]
+    ends = [-(-(i + 1) * size // out) for i in range(out)]
+    kernel, stride = ends[0] - starts[0], (starts[1] - starts[0]) if out > 1 else size
+    if any(e - s != kernel or s != i * stride for i, (s, e) in enumerate(zip(starts, ends))):
+        raise b.error(f"adaptive pooling of {size} to {out}: PyTorch's windows here differ in size or spacing "
+                      f"(starts {starts}, ends {ends}), which no pooling kernel and stride give; tinyaot pools "
+                      "uniform windows: give an input size that is a multiple of the output size")
+    return kernel, stride
 
 
 def _mean(b: Builder, n) -> None:
+    """Global average pooling (the spatial dims of a feature map); a mean over other dims of a feature map (e.g.
+    x.mean(-1), or mean(2) over frequency) where they are neighbours in the channels-last layout, else in torch
+    order; the mean over consecutive dims after the batch of any other tensor."""
     x = b.arg(n.args[0])
     dims = n.args[1] if len(n.args) > 1 else None
     keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
     rank = x.torch_rank
     dims = tuple(sorted(d % rank for d in (dims if dims is not None else range(rank))))
-    spatial = (2, 3) if rank == 4 else (2,)
-    if not x.nhwc or dims != spatial:
-        if not x.nhwc and rank >= 2 and dims[0] > 0 and dims == tuple(range(dims[0], dims[-1] + 1)):
-            b.bind(n, b.emit("mean", [x.name], _val_shape(n), {"axes": dims, "keepdims": keepdim}), False)
+    if x.nhwc and rank in (3, 4) and dims == ((2, 3) if rank == 4 else (2,)):
+        out_shape = torch_to_ir_shape(_val_shape(n)) if keepdim else _val_shape(n)
+        out = b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": keepdim})
+        b.bind(n, out, keepdim, rank if keepdim else None)
+        return
+    if x.nhwc and 0 not in dims:
+        axes = sorted(b.axis(x, d) for d in dims)
+        if axes == list(range(axes[0], axes[-1] + 1)):
+            keep = tuple(1 if a in axes else d for a, d in enumerate(b.shape(x)))
+            v = Value(b.emit("mean", [x.name], keep, {"axes": tuple(axes), "keepdims": True}), True, rank)
+            v = v if keepdim else b.squeezed(v, dims, _val_shape(n))
+            b.bind(n, v.name, v.nhwc, v.torch_rank)
             return
-        raise b.error(f"mean over dims {dims} is not supported; supported: the spatial dims of a feature map "
-                      "(global average pooling), or consecutive dims after the batch (e.g. the tokens of [1, T, D])")
-    out_shape = torch_to_ir_shape(_val_shape(n)) if keepdim else _val_shape(n)
-    out = b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": keepdim})
-    b.bind(n, out, keepdim, rank if keepdim else None)
+        x = b.to_torch_order(x)  # the dims are neighbours in torch order only
+    if not x.nhwc and rank >= 2 and dims[0] > 0 and dims == tuple(range(dims[0], dims[-1] + 1)):
+        b.bind(n, b.emit("mean", [x.name], _val_shape(n), {"axes": dims, "keepdims": keepdim}), False)
+        return
+    raise b.error(f"mean over dims {dims} is not supported; supported: dims of a feature map after the batch "
+                  "(global average pooling, or one spatial dim), or consecutive dims after the batch (e.g. the "
+                  "tokens of [1, T, D])")
 
 
 def _scalar_affine(b: Builder, n, op: str) -> bool:
@@ -821,8 +861,10 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.max_pool1d.default": lambda b, n: _max_pool(b, n, one_d=True),
     "aten.avg_pool2d.default": lambda b, n: _avg_pool(b, n, one_d=False),
     "aten.avg_pool1d.default": lambda b, n: _avg_pool(b, n, one_d=True),
-    "aten.adaptive_avg_pool2d.default": _adaptive_avg_pool,
-    "aten.adaptive_avg_pool1d.default": _adaptive_avg_pool,
+    "aten.adaptive_avg_pool2d.default": _adaptive_pool("avg"),
+    "aten.adaptive_avg_pool1d.default": _adaptive_pool("avg"),
+    "aten.adaptive_max_pool2d.default": _adaptive_pool("max"),
+    "aten.adaptive_max_pool1d.default": _adaptive_pool("max"),
     "aten.mean.dim": _mean,
     "aten.add.Tensor": _binary("add"),
     "aten.add_.Tensor": _binary("add"),

@@ -153,8 +153,13 @@ def _pieces(b) -> dict:
 
 
 def _getitem(b, n) -> None:
-    """One piece of a split (a slice, made now that something reads it), or an item of a recurrent layer's
-    result."""
+    """An item an op's converter made, one piece of a split (a slice, made now that something reads it), or an item
+    of a recurrent layer's result."""
+    key = f"{getattr(n.args[0], 'name', None)}#{n.args[1]}"
+    if key in b.items:  # an item an op's converter made (the values of adaptive max pooling)
+        v = b.items[key]
+        b.bind(n, v.name, v.nhwc, v.torch_rank)
+        return
     found = _pieces(b).get(getattr(n.args[0], "name", None))
     if found is None:
         recurrent_getitem(b, n)

@@ -88,13 +88,15 @@ def avg_pool2d_s8(x: np.ndarray, p: PoolParams) -> np.ndarray:
 
 def window_average(x: np.ndarray, p, fill: int) -> np.ndarray:
     """Each window's sum over its divisor, rounded half away from zero, in int64 (before the clamp); padded taps
-    hold `fill`. Shared by the int16 kernel (ref/avg_pool2d_s16.py)."""
+    hold `fill`, taps past the padding (ceil_mode) nothing. Shared by the int16 kernel (ref/avg_pool2d_s16.py)."""
     x = x.reshape(p.batches, p.in_h, p.in_w, p.channels).astype(np.int64)
     iy = np.arange(p.out_h)[:, None] * p.stride_h - p.pad_top + np.arange(p.kernel_h)[None, :]
     ix = np.arange(p.out_w)[:, None] * p.stride_w - p.pad_left + np.arange(p.kernel_w)[None, :]
     lo_y, lo_x = min(0, int(iy.min())), min(0, int(ix.min()))
     hi_y, hi_x = max(p.in_h, int(iy.max()) + 1), max(p.in_w, int(ix.max()) + 1)
     padded = np.full((p.batches, hi_y - lo_y, hi_x - lo_x, p.channels), fill, dtype=np.int64)
+    padded[:, -lo_y + p.in_h + p.pad_bottom :] = 0  # a ceil_mode window's overhang past the padding adds nothing
+    padded[:, :, -lo_x + p.in_w + p.pad_right :] = 0
     padded[:, -lo_y : -lo_y + p.in_h, -lo_x : -lo_x + p.in_w, :] = x
     win = padded[:, (iy - lo_y)[:, :, None, None], (ix - lo_x)[None, None, :, :], :]  # [b, oh, kh, ow, kw, c]
     acc = win.sum(axis=(2, 4))  # [b, oh, ow, c]
