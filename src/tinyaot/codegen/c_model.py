@@ -9,7 +9,7 @@ from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_conv import emit_fc_wide, emit_pairs
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
-from tinyaot.codegen.ops import describe, emitter_for
+from tinyaot.codegen.ops import EmittedOp, describe, emitter_for
 from tinyaot.codegen.params import constant_bytes
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS, state_family
@@ -53,7 +53,8 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
 
         raise PlanError(f"stateful layer(s) {', '.join(unplaced)} have no slot in the plan's state region: plan "
                         "the graph with plan.plan_graph, which places the state")
-    offsets = {t: f"{macro}_OFFSET_{c_ident(plan.buffer_of(t).name).upper()}" for b in plan.buffers for t in b.tensors}
+    offsets = {t: f"{macro}_OFFSET_{c_ident(b.name).upper()}" + (f" + {b.offset_in(t)}" if b.offset_in(t) else "")
+               for b in plan.buffers for t in b.tensors}  # a slice read in place: at its offset in its input
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
     src = CSources(name=prefix)
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
@@ -68,7 +69,10 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
 
 
 def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):
-    """The plan's kernel variant for this node (an in-place ring) or the op's plain kernel."""
+    """The plan's kernel variant for this node (an in-place ring) or the op's plain kernel; nothing for a slice the
+    plan reads in place."""
+    if not OPS[node.op].view and plan.reads_in_place(node):
+        return EmittedOp("", "/* a slice read in place: its bytes are a run of its input's, nothing to do */", None)
     ring = plan.variant_of(node.name)
     if ring is not None:
         return emit_ring(node, g, prefix, offsets, ring)

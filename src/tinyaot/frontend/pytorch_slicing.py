@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 from dataclasses import replace
 
+from tinyaot.frontend.fx_util import layer_name
 from tinyaot.frontend.pytorch_recurrent import recurrent_getitem, recurrent_select
 
 SPLITS = ("aten.split.Tensor", "aten.split.sizes", "aten.split_with_sizes.default", "aten.unsafe_split.Tensor",
@@ -168,7 +169,10 @@ def _getitem(b, n) -> None:
     start, stop = bounds[n.args[1]]
     if not n.users:
         return
-    v = slice_value(b, x, dim, start, stop, 1, suffix=f"_{kind}{n.args[1]}")
+    split, b.current = n.args[0], n.args[0]  # the piece is the split's: its layer, its line
+    named = layer_name(split) != split.name  # in a module: '<layer>_chunk1'; at the top: 'chunk_1'
+    v = slice_value(b, x, dim, start, stop, 1, suffix=f"_{kind}{n.args[1]}" if named else f"_{n.args[1]}")
+    b.current = n
     _check_shape(b, n, v)
     b.bind(n, v.name, v.nhwc, v.torch_rank)
 

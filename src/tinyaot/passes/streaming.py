@@ -40,6 +40,7 @@ from tinyaot.ir.ops import (
     MeanAttrs,
     PadAttrs,
     RecurrentAttrs,
+    SliceAttrs,
     SoftmaxAttrs,
     TransposeAttrs,
 )
@@ -48,8 +49,8 @@ TIME = 2  # NHWC axis of time in a Conv1d graph: [1, 1, T, C] (PyTorch's [N, C, 
 SEQUENCE_TIME = 1  # axis of time of a recurrent layer's input and output sequence: [1, T, F]
 WHAT_STREAMS = ("causal Conv1d (F.pad(x, ((k - 1) * dilation, 0)) then padding=0, stride 1), nn.LSTM / nn.GRU "
                 "layers (their whole output sequence or its last step), per-frame ops "
-                "(activations, add, mul, requantize, Linear / softmax over channels, concat over channels), "
-                "reshapes and transposes that keep the time axis")
+                "(activations, add, mul, requantize, Linear / softmax over channels, concat and slices over "
+                "channels), reshapes and transposes that keep the time axis")
 
 
 @dataclass(frozen=True)
@@ -156,8 +157,14 @@ class _Streamer:
                           "the conv it feeds")
         if s.attrs is PadAttrs:
             return self._pad(node)
-        self._set(node.outputs[0], self._axis_through(node, s, timed[0]))
+        axis = self._axis_through(node, s, timed[0])
+        self._set(node.outputs[0], axis)
         self.rf[node.outputs[0]] = _widest(self.rf.get(i, 1) for i in timed)
+        if s.attrs is SliceAttrs:  # a slice of other axes takes the one frame whole
+            end = list(node.attrs["end"])
+            end[axis] = 1
+            node = Node(node.op, node.name, list(node.inputs), list(node.outputs),
+                        dict(node.attrs.replace(end=tuple(end)).items()), source=node.source)
         self.nodes.append(node)
 
     def _recurrent(self, node: Node) -> None:
@@ -202,6 +209,12 @@ class _Streamer:
                           "flatten over time feeds a layer the whole window at once)")
         if s.attrs is TransposeAttrs:
             return list(node.attrs["perm"]).index(ax)
+        if s.attrs is SliceAttrs:
+            steps = node.attrs.get("strides") or (1,) * len(x.shape)
+            if (node.attrs["begin"][ax], node.attrs["end"][ax], steps[ax]) != (0, self.frames, 1):
+                _refuse(node, "slices along time (a frame range of the window, e.g. a Chomp1d's x[:, :, :-k]: "
+                              "write the causal conv as F.pad(x, ((k - 1) * dilation, 0)) then padding=0)")
+            return ax
         if s.overlap == "elementwise" or s.attrs is ConcatAttrs or s.macs == "dense" or s.attrs is SoftmaxAttrs:
             self._same_frames(node, x, ax, node.inputs[:1] if s.macs == "dense" else node.inputs)
             if s.attrs is ConcatAttrs and node.attrs.get("axis", -1) % len(y.shape) == ax:

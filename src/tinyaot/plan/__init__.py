@@ -35,7 +35,7 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
 
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
-    graph_buffers = buffers_of(g)
+    graph_buffers = buffers_of(g, alignment)
     kernels = kernel_choices(g, optimize, {t for b in graph_buffers for t in b.tensors}, alignment)
     plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize)
     plan = replace(plan, state=plan_state(g, alignment))  # the state region, apart from the arena

@@ -79,14 +79,15 @@ def smallest_delay(need: np.ndarray, out_c: int, in_bytes: int) -> int:
     return lo
 
 
-def choose_variants(g: Graph, overlaps: tuple[Overlap, ...]) -> list[RingVariant]:
+def choose_variants(g: Graph, overlaps: tuple[Overlap, ...], inside=frozenset()) -> list[RingVariant]:
     """A ring variant for every conv2d / depthwise_conv2d whose plain overlap applies (the input dies there)
-    and whose ring brings the safe distance down to <= 0 with a ring smaller than its output."""
+    and whose ring brings the safe distance down to <= 0 with a ring smaller than its output; none for an input
+    in `inside`, a slice read in place inside its buffer (the ring's distances are from the buffer's start)."""
     taken = set(g.tensors)
     found = []
     for ov in overlaps:
         node = g.nodes[ov.step]
-        if node.op not in RING_OPS or ov.output != node.outputs[0]:
+        if node.op not in RING_OPS or ov.output != node.outputs[0] or node.inputs[0] in inside:
             continue
         geometry = window_need(node, g)
         if geometry is None:
@@ -121,7 +122,8 @@ def plan_with_rings(g: Graph, buffers: list[Buffer], baseline: MemoryPlan, exact
     downstream, so the candidates are the variants with rings up to each ring size (smallest first), placed by
     the heuristics; the exact solver then places the best set. Variants whose output the plan did not put over
     its input are dropped. The lower bound reported stays the graph's own (no scratch)."""
-    variants = [v for v in choose_variants(g, baseline.overlaps) if v.node not in keep]  # `keep`: pairs kernels
+    inside = {t for b in buffers for t in b.tensors if b.offset_in(t)}
+    variants = [v for v in choose_variants(g, baseline.overlaps, inside) if v.node not in keep]  # keep: pairs
     best = baseline
     for limit in sorted({v.ring_bytes for v in variants}):
         chosen = [v for v in variants if v.ring_bytes <= limit]

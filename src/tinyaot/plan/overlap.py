@@ -220,7 +220,8 @@ class Overlap:
 def buffer_overlaps(g: Graph, buffers, pinned=frozenset(), pairs=frozenset()) -> tuple[Overlap, ...]:
     """Every rule of every node whose preconditions hold in this schedule: the input's bytes die at the node
     (no later reader, not a graph output, not `pinned` by the caller's contract) and the output's bytes are
-    born there (not a view of older bytes)."""
+    born there (not a view of older bytes). A rule's distance is from its input tensor's start, which a slice read in
+    place has inside its buffer: the overlap's is from the buffer's."""
     by_tensor = {t: b for b in buffers for t in b.tensors}
     out_bufs = {by_tensor[n].name for n in g.outputs if n in by_tensor} | set(pinned)
     found: dict[tuple[str, str], Overlap] = {}
@@ -232,6 +233,7 @@ def buffer_overlaps(g: Graph, buffers, pinned=frozenset(), pairs=frozenset()) ->
             if src.last != step or dst.first != step or dst.producer != node.name:
                 continue
             key = (src.name, dst.name)
-            if key not in found or rule.distance > found[key].distance:
-                found[key] = Overlap(src.name, dst.name, step, rule.distance, rule.units)
+            distance = rule.distance - src.offset_in(rule.input)  # a slice read in place starts inside its buffer
+            if key not in found or distance > found[key].distance:
+                found[key] = Overlap(src.name, dst.name, step, distance, rule.units)
     return tuple(found.values())

@@ -55,7 +55,18 @@ class MemoryPlan:
         raise KeyError(tensor)
 
     def offset_of(self, tensor: str) -> int:
-        return self.offsets[self.buffer_of(tensor).name]
+        b = self.buffer_of(tensor)
+        return self.offsets[b.name] + b.offset_in(tensor)
+
+    def reads_in_place(self, node) -> bool:
+        """Whether `node` has no kernel here: its output names bytes of its input (a view, or a slice read in
+        place, plan/lifetimes.py)."""
+        if not node.inputs or len(node.outputs) != 1:
+            return False
+        try:
+            return self.buffer_of(node.outputs[0]).name == self.buffer_of(node.inputs[0]).name
+        except KeyError:  # a constant input
+            return False
 
     def shares_bytes(self, ov: Overlap) -> bool:
         """Whether the plan actually placed this overlap's output over its input."""

@@ -1,8 +1,9 @@
 """slice_s8: x[begin:end:step] along every axis of an int8 tensor (moves bytes, keeps qparams).
 
-The slice is resolved at compile time into a start offset and a walk of at most four axes: axes the slice takes
-whole (and axes of size 1) merge with their inner neighbour, so a channel split of NHWC is [pixels, channels]
-and a row range of an image is one run of bytes. The kernel walks the output in order and reads the input at
+The slice is resolved at compile time into a start offset and a walk of at most four axes (ir/slicing.py): axes
+the slice takes whole (and axes of size 1) merge with their inner neighbour, so a channel split of NHWC is
+[pixels, channels] and a row range of an image is one run of bytes (which the plan may read in place instead:
+plan/lifetimes.py). The kernel walks the output in order and reads the input at
 in_strides from input + offset; where the innermost stride is 1 it copies each run at once (memmove: the plan may
 put the output over the part of the input already read, plan/overlap.py's gather rule). Every input byte read
 lies at or after the output byte written from it, so writing forward never clobbers a byte still to be read when
@@ -16,6 +17,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.slicing import slice_walk
 from tinyaot.ref import _checks
 
 AXES = 4  # the C kernel's loop depth
@@ -49,26 +51,12 @@ def slice_geometry(node: Node, g: Graph, io=_checks.io) -> tuple[int, tuple[int,
         raise ModelError(f"slice '{node.name}': end {tuple(end)} reaches past the input's shape {list(shape)}")
     out = tuple(-(-(e - b) // s) for b, e, s in zip(begin, end, strides))
     _checks.same_shape(node, y, out)
-    element = [int(np.prod(shape[k + 1 :], dtype=np.int64)) for k in range(len(shape))]
-    offset = sum(b * e for b, e in zip(begin, element))
-    walk = _merged([(n, s * e) for n, s, e in zip(out, strides, element) if n != 1])
+    offset, walk = slice_walk(node, shape)
     if len(walk) > AXES:
         raise ModelError(f"slice '{node.name}' of {list(shape)} -> {list(out)} walks {len(walk)} separate axes; "
                          f"the kernel walks at most {AXES} (slice in two steps)")
     walk = [(1, 0)] * (AXES - len(walk)) + walk
     return offset, tuple(n for n, _ in walk), tuple(s for _, s in walk)
-
-
-def _merged(axes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """(size, element stride) per axis, outermost first; an axis whose stride spans exactly its inner
-    neighbour's run joins it (x[:, 2:5] of a contiguous [4, 8] is 4 runs of 3, not 4 x 3 separate reads)."""
-    out: list[tuple[int, int]] = []
-    for size, stride in reversed(axes):
-        if out and stride == out[0][0] * out[0][1]:
-            out[0] = (size * out[0][0], out[0][1])
-        else:
-            out.insert(0, (size, stride))
-    return out
 
 
 def slice_s8(x: np.ndarray, p: SliceParams) -> np.ndarray:

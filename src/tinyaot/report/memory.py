@@ -221,7 +221,8 @@ def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
         notes[v.scratch] = f"ring of {pixels}, scratch of {v.node} at its step only"
     return tuple(
         TensorRow(b.name, b.producer, b.nbytes, b.first, b.last, plan.offsets[b.name],
-                  tuple(t for t in b.tensors if t != b.name), ops.get(b.producer, "input"), notes.get(b.name, ""))
+                  tuple(t if not b.offset_in(t) else f"{t} (+{b.offset_in(t)} B: a slice read in place)"
+                        for t in b.tensors if t != b.name), ops.get(b.producer, "input"), notes.get(b.name, ""))
         for b in sorted(plan.buffers, key=lambda b: (b.first, plan.offsets[b.name]))
     )
 
@@ -255,7 +256,8 @@ def float_reasons(cm) -> list[str]:
         out.append(f"overlap: the int8 plan writes {n8} outputs over their dying inputs, the fp32 plan {n32} (the "
                    "streaming distances come from tinyaot's int8 kernels; there are no fp32 kernels to stream).")
     kinds = Counter(n.op for n in cm.graph.nodes)
-    copies = {k: v for k, v in kinds.items() if k == "quantize" or OPS[k].moves_only and not OPS[k].view}
+    copies = dict(Counter(n.op for n in cm.graph.nodes if n.op == "quantize" or OPS[n.op].moves_only and
+                          not OPS[n.op].view and not cm.plan.reads_in_place(n)))
     listed = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items()))
     if copies:
         out.append(f"run-time copies in the int8 graph: {copies} (ops: {listed}).")
