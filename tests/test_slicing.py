@@ -348,6 +348,21 @@ def _averaged(fns):
     return expect
 
 
+@pytest.mark.host
+def test_slices_and_ceil_mode_pools_of_int16_activations():
+    """A layer chosen int16 (16x8): its slices (copied or read in place) and ceil_mode pools run their 16x8 kernels;
+    the reference equals host C."""
+    fns = [lambda y: y[:, 1:5], lambda y: y[:, :, 2:6], lambda y: y.chunk(2, 1)[1],
+           lambda y: F.avg_pool2d(y, 3, 2, 1, ceil_mode=True), lambda y: F.max_pool2d(y, 3, 2, ceil_mode=True)]
+    model = Spellings(nn.Conv2d(3, 6, 3, padding=1), fns)
+    x = smooth(SAMPLES, (3, 8, 9), seed=11)
+    cm = tinyaot.compile(model.eval(), x[:1], calibration=x, int16=["layer"], name="slicing")
+    moves = [n for n in cm.graph.nodes if n.op in ("slice", "avg_pool2d", "max_pool2d")]
+    assert len(moves) == 5 and all(cm.graph.tensor(n.inputs[0]).dtype == "int16" for n in moves)
+    assert "tinyaot_slice_s16(" in cm.c_sources.files["slicing.c"]
+    _check(cm, model, x, None, ["base", "[:, 1:5]", "[:, :, 2:6]", "chunk", "avg ceil", "max ceil"])
+
+
 def test_what_is_not_compiled_is_refused_clearly():
     x = smooth(SAMPLES, (3, 6, 6))
     with pytest.raises(UnsupportedOpError, match="differ in size or spacing"):  # 6 -> 4: windows 2 at 0, 1, 3, 4
