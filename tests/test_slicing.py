@@ -214,6 +214,26 @@ def test_slicing_tokens_and_features():
 
 
 @pytest.mark.host
+def test_slices_of_parameters_fold_at_compile_time():
+    """A position embedding's tokens, a table's row, a parameter's chunk: constants, sliced now (no kernel)."""
+    class Embedded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos, self.table = nn.Parameter(torch.randn(1, 6, 16)), nn.Parameter(torch.randn(3, 8))
+            self.lin = nn.Linear(4, 8)
+
+        def forward(self, x):
+            y = self.lin(x) + torch.chunk(self.pos, 2, 2)[1][:, 1:]
+            return (y * self.table[1] + self.pos.narrow(1, 0, 1)[..., ::2],)
+
+    model = Embedded()
+    x = smooth(SAMPLES, (5, 4), seed=12)
+    cm = _compile(model, x)
+    assert "slice" not in [n.op for n in cm.graph.nodes]
+    _check(cm, model, x, None, ["y"])
+
+
+@pytest.mark.host
 def test_slicing_a_1d_signal():
     """[N, C, L] after a Conv1d (channels-last inside, as [N, 1, L, C])."""
     spell = {"[:, 1:3]": lambda y: y[:, 1:3], "[..., ::2]": lambda y: y[..., ::2], "[:, :, -1]": lambda y: y[:, :, -1],
@@ -269,6 +289,26 @@ def test_channel_shuffle_is_one_transpose_of_the_channel_groups():
     assert [n.op for n in moves] == ["transpose", "transpose"]  # no layout change: one transpose per shuffle
     assert all(len(cm.graph.tensor(n.inputs[0]).shape) == 4 for n in moves)  # [1, H * W, g, C / g]
     _check(cm, model, x, _moved(fns), ["base", "shuffle 2", "shuffle 3"])
+
+
+@pytest.mark.host
+def test_a_5d_permute_moves_as_one_transpose_of_merged_axes():
+    """[1, 5, 2, 3, 2] permuted (0, 3, 1, 2, 4): axes 1, 2 stay neighbours, so it is one 4-D transpose."""
+    class Heads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 12)
+
+        def forward(self, x):
+            y = self.lin(x)
+            return (y.reshape(y.shape[0], 5, 2, 3, 2).permute(0, 3, 1, 2, 4).reshape(y.shape[0], 3, 20),)
+
+    model = Heads()
+    x = smooth(SAMPLES, (5, 4), seed=13)
+    cm = _compile(model, x)
+    moves = [n for n in cm.graph.nodes if n.op == "transpose"]
+    assert len(moves) == 1 and cm.graph.tensor(moves[0].inputs[0]).shape == (1, 10, 3, 2)
+    _check(cm, model, x, None, ["y"])
 
 
 def _round_half_away(v: np.ndarray) -> np.ndarray:

@@ -181,7 +181,7 @@ class Builder:
 
     def axis(self, v: Value, torch_dim: int) -> int:
         """The IR axis of `v` that holds its torch dim `torch_dim` (negative dims count from the end)."""
-        return ir_axis(torch_dim, v)
+        return ir_axis(torch_dim, v) if v.nhwc else torch_dim % len(self.shape(v))
 
     def squeezed(self, v: Value, dims: tuple[int, ...], torch_shape: tuple[int, ...]) -> Value:
         """`v` without its torch dims `dims` (each of size 1), shaped `torch_shape`: a channels-last feature map
@@ -833,6 +833,9 @@ def _permute(b: Builder, n) -> None:
     moved = [d for d in range(rank) if shape[d] != 1]
     if [p for p in perm if shape[p] != 1] == moved:  # only size-1 dims move: the bytes stay put
         b.bind(n, b.emit("reshape", [x.name], _val_shape(n)), False)
+        return
+    if rank > 4:  # the kernel moves up to 4 axes: neighbours that stay neighbours move as one
+        b.bind(n, b.transposed(x.name, tuple(perm)), False)
         return
     b.bind(n, b.emit("transpose", [x.name], _val_shape(n), {"perm": tuple(perm)}), False)
 

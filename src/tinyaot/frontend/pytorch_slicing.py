@@ -47,9 +47,14 @@ def slice_value(b, x, dim: int, start, stop, step: int = 1, fx_input=None, suffi
                       "remove it from the model")
     if (start, stop, step) == (0, size, 1):
         return x
-    if axis == 0:
+    if axis == 0 and not b.graph.tensor(x.name).is_const:
         raise b.error(f"slicing dim {dim}, the batch ([{start}:{stop}:{step}] of {size}): tinyaot compiles one sample "
                       "per invoke, so the batch dim is taken whole; slice another dim")
+    t = b.graph.tensor(x.name)
+    if t.is_const:  # a slice of a parameter (a position embedding's tokens): folded now
+        index = [slice(None)] * len(shape)
+        index[axis] = slice(start, stop, step)
+        return replace(x, name=b.const(f"{x.name}_slice", t.data[tuple(index)]))
     begin, end, strides = [0] * len(shape), list(shape), [1] * len(shape)
     begin[axis], end[axis], strides[axis] = start, stop, step
     source = x.name
@@ -99,7 +104,7 @@ def _slice(b, n) -> None:
     step = n.kwargs.get("step", step)
     v = slice_value(b, b.arg(x_arg), int(dim), start, stop, step, fx_input=x_arg)
     _check_shape(b, n, v)
-    b.bind(n, v.name, v.nhwc, v.torch_rank)
+    b.values[n.name] = v
 
 
 def _narrow(b, n) -> None:
@@ -110,7 +115,7 @@ def _narrow(b, n) -> None:
     start = int(start) + (size if int(start) < 0 else 0)
     v = slice_value(b, x, int(dim), start, start + int(length), 1, fx_input=x_arg)
     _check_shape(b, n, v)
-    b.bind(n, v.name, v.nhwc, v.torch_rank)
+    b.values[n.name] = v
 
 
 def _select(b, n) -> None:
@@ -120,11 +125,15 @@ def _select(b, n) -> None:
         return
     x_arg, dim, index = n.args[:3]
     x = b.arg(x_arg)
-    dim = int(dim) % x.torch_rank
+    dim = int(dim) % (x.torch_rank or len(b.shape(x)))
     size = b.shape(x)[b.axis(x, dim)]
     index = int(index) + (size if int(index) < 0 else 0)
     if not 0 <= index < size:
         raise b.error(f"index {n.args[2]} is out of range for dim {dim} of size {size}")
+    t = b.graph.tensor(x.name)
+    if t.is_const:  # a row of a parameter: folded now
+        b.values[n.name] = replace(x, name=b.const(f"{x.name}_select", t.data.take(index, axis=b.axis(x, dim))))
+        return
     one = slice_value(b, x, dim, index, index + 1, 1)
     v = b.squeezed(one, (dim,), tuple(int(d) for d in n.meta["val"].shape))
     b.bind(n, v.name, v.nhwc, v.torch_rank)
@@ -133,7 +142,7 @@ def _select(b, n) -> None:
 def _split(b, n) -> None:
     """split / chunk / tensor_split: the pieces' bounds, recorded for getitem (each piece a slice when read)."""
     x = b.arg(n.args[0])
-    dim = _dim(n) % x.torch_rank
+    dim = _dim(n) % (x.torch_rank or len(b.shape(x)))
     sizes = [int(v.shape[dim]) for v in n.meta["val"]]
     total = b.shape(x)[b.axis(x, dim)]
     if sum(sizes) != total:
@@ -174,7 +183,7 @@ def _getitem(b, n) -> None:
     v = slice_value(b, x, dim, start, stop, 1, suffix=f"_{kind}{n.args[1]}" if named else f"_{n.args[1]}")
     b.current = n
     _check_shape(b, n, v)
-    b.bind(n, v.name, v.nhwc, v.torch_rank)
+    b.values[n.name] = v
 
 
 CONVERTERS = {
