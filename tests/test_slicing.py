@@ -337,6 +337,7 @@ POOLS = {  # name: (op, arguments); the ceil_mode cases are ones where ceil_mode
     "adaptive_avg_pool2d((3, 2))": (F.adaptive_avg_pool2d, {"output_size": (3, 2)}),
     "adaptive_avg_pool2d((1, 4))": (F.adaptive_avg_pool2d, {"output_size": (1, 4)}),
     "adaptive_max_pool2d((3, 4)) (9 -> 3, 8 -> 4)": (F.adaptive_max_pool2d, {"output_size": (3, 4)}),
+    "adaptive_max_pool2d((3, 16)) (8 -> 16: copies)": (F.adaptive_max_pool2d, {"output_size": (3, 16)}),
 }
 
 
@@ -347,9 +348,11 @@ def _call(op, kwargs):
 @pytest.mark.host
 def test_pooling_with_ceil_mode_and_adaptive_windows_follows_pytorch():
     """ceil_mode's last window hangs over the edge (count_include_pad counts the padding, not the overhang);
-    adaptive windows pool with their uniform kernel and stride; an adaptive 7 -> 3 too (windows 3 every 2)."""
-    fns = [_call(op, kw) for op, kw in POOLS.values()] + [lambda y: F.adaptive_max_pool2d(y[..., :7, :7], 3)]
-    names = ["base", *POOLS, "adaptive_max_pool2d(3) of 7 x 7"]
+    adaptive windows pool with their uniform kernel and stride (7 -> 3 too: windows of 3 every 2), or are single
+    pixels copied (an output a multiple of the input)."""
+    fns = [_call(op, kw) for op, kw in POOLS.values()] + [lambda y: F.adaptive_max_pool2d(y[..., :7, :7], 3),
+                                                          lambda y: F.adaptive_avg_pool2d(y[..., :2, :3], 6)]
+    names = ["base", *POOLS, "adaptive_max_pool2d(3) of 7 x 7", "adaptive_avg_pool2d(6) of 2 x 3 (AlexNet's at 96)"]
     shape = (1, 4, 9, 8)
     for op, kw in POOLS.values():
         if kw.get("ceil_mode"):
@@ -407,6 +410,8 @@ def test_what_is_not_compiled_is_refused_clearly():
     x = smooth(SAMPLES, (3, 6, 6))
     with pytest.raises(UnsupportedOpError, match="differ in size or spacing"):  # 6 -> 4: windows 2 at 0, 1, 3, 4
         _compile(Spellings(nn.Conv2d(3, 4, 1), [lambda y: F.adaptive_avg_pool2d(y, 4)]), x)
+    with pytest.raises(UnsupportedOpError, match="differ in size or spacing"):  # 6 -> 9: windows of 1 and 2
+        _compile(Spellings(nn.Conv2d(3, 4, 1), [lambda y: F.adaptive_max_pool2d(y, 9)]), x)
     with pytest.raises(UnsupportedOpError, match="the batch dim is taken whole"):
         _compile(Spellings(nn.Conv2d(3, 4, 1), [lambda y: y.reshape(2, -1)[1:]]), x)
 

@@ -440,38 +440,50 @@ def _avg_pool(b: Builder, n, one_d: bool) -> None:
 
 def _adaptive_pool(kind: str):
     """aten.adaptive_{avg,max}_pool{1,2}d: output size 1 of an average is global average pooling (mean); other
-    sizes pool PyTorch's adaptive windows (start floor(i * in / out), end ceil((i + 1) * in / out)) where they
-    are uniform, i.e. one kernel and stride: always when the input is a multiple of the output."""
+    sizes pool PyTorch's adaptive windows (start floor(i * in / out), end ceil((i + 1) * in / out)) where along
+    each axis they are uniform (one kernel and stride: always when the input is a multiple of the output) or each
+    one pixel (an output larger than the input: nearest-neighbour copies, a resize after the pooling)."""
     def convert(b: Builder, n) -> None:
         x = b.to_channels_last(b.arg(n.args[0]))
         value = n.meta["val"][0] if kind == "max" else n.meta["val"]  # max pooling also returns the indices
         out_shape = torch_to_ir_shape(tuple(int(d) for d in value.shape))
-        _, h, w, _ = b.shape(x)
+        _, h, w, c = b.shape(x)
         if kind == "avg" and out_shape[1:3] == (1, 1):
             b.bind(n, b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": True}), True, x.torch_rank)
             return
-        (kh, sh), (kw, sw) = _adaptive_windows(b, h, out_shape[1]), _adaptive_windows(b, w, out_shape[2])
-        attrs = {"kernel": (kh, kw), "stride": (sh, sw), "padding": (0, 0, 0, 0)}
-        if kind == "avg":
-            attrs["count_include_pad"] = False
-        out = Value(b.emit(f"{kind}_pool2d", [x.name], out_shape, attrs), True, x.torch_rank)
+        (kh, sh, ph), (kw, sw, pw) = _adaptive_windows(b, h, out_shape[1]), _adaptive_windows(b, w, out_shape[2])
+        out = x.name
+        if (kh, sh, kw, sw) != (1, 1, 1, 1):
+            attrs = {"kernel": (kh, kw), "stride": (sh, sw), "padding": (0, 0, 0, 0)}
+            if kind == "avg":
+                attrs["count_include_pad"] = False
+            out = b.emit(f"{kind}_pool2d", [x.name], (out_shape[0], ph, pw, c), attrs)
+        if (ph, pw) != out_shape[1:3]:
+            out = b.emit("resize_nearest", [out], out_shape, {}, suffix="_copies")
         if kind == "max":
-            b.items[f"{n.name}#0"] = out  # read through getitem; item 1, the indices, has no integer kernel
-        else:
-            b.bind(n, out.name, True, x.torch_rank)
+            b.items[f"{n.name}#0"] = Value(out, True, x.torch_rank)  # read through getitem; item 1, the indices,
+        else:  # has no integer kernel
+            b.bind(n, out, True, x.torch_rank)
     return convert
 
 
-def _adaptive_windows(b: Builder, size: int, out: int) -> tuple[int, int]:
-    """(kernel, stride) of PyTorch's adaptive windows along one axis, which must be uniform."""
+def _adaptive_windows(b: Builder, size: int, out: int) -> tuple[int, int, int]:
+    """(kernel, stride, pooled size) of PyTorch's adaptive windows along one axis: uniform windows, or windows of
+    one pixel each (kernel 1, stride 1, then a nearest resize from `size` to `out` copies them, checked to pick
+    the same pixels)."""
+    from tinyaot.ir.resize import nearest_source
+
     starts = [i * size // out for i in range(out)]
     ends = [-(-(i + 1) * size // out) for i in range(out)]
     kernel, stride = ends[0] - starts[0], (starts[1] - starts[0]) if out > 1 else size
-    if any(e - s != kernel or s != i * stride for i, (s, e) in enumerate(zip(starts, ends))):
-        raise b.error(f"adaptive pooling of {size} to {out}: PyTorch's windows here differ in size or spacing "
-                      f"(starts {starts}, ends {ends}), which no pooling kernel and stride give; tinyaot pools "
-                      "uniform windows: give an input size that is a multiple of the output size")
-    return kernel, stride
+    if all(e - s == kernel and s == i * stride for i, (s, e) in enumerate(zip(starts, ends))) and stride > 0:
+        return kernel, stride, out
+    if all(e - s == 1 for s, e in zip(starts, ends)) and list(nearest_source(size, out, False, False)) == starts:
+        return 1, 1, size
+    raise b.error(f"adaptive pooling of {size} to {out}: PyTorch's windows here differ in size or spacing (starts "
+                  f"{starts}, ends {ends}), which no pooling kernel and stride give; tinyaot pools uniform windows "
+                  "(an input size that is a multiple of the output size) or copies single pixels (an output larger "
+                  "than the input, when each window is one pixel)")
 
 
 def _mean(b: Builder, n) -> None:
