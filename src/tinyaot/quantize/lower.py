@@ -154,6 +154,7 @@ def _lower_weighted(g: Graph, q: Graph, node: Node, axis: int, out_qp: QParams, 
     _, w_name, b_name = node.inputs
     x_q = q.tensor(x_name).qparams
     w_q, w_qp = quantize_weights_per_channel(g.tensor(w_name).data, axis=axis)
+    w_q, w_qp = _negligible_channels_to_zero(g.tensor(w_name).data, w_q, w_qp, q.tensor(x_name), out_qp)
     bias = g.tensor(b_name).data
     b_q, b_qp = quantize_bias(bias, x_q.scale[0], np.asarray(w_qp.scale))
     if q.tensor(x_name).dtype == "int16":
@@ -161,6 +162,30 @@ def _lower_weighted(g: Graph, q: Graph, node: Node, axis: int, out_qp: QParams, 
     q.add_tensor(Tensor(w_name, w_q.shape, "int8", data=w_q, qparams=w_qp))
     q.add_tensor(Tensor(b_name, b_q.shape, str(b_q.dtype), data=b_q, qparams=b_qp))
     return _bias_findings(node, bias, b_qp, x_q) + _multiplier_findings(node, x_q, w_qp, out_qp)
+
+
+def _negligible_channels_to_zero(w: np.ndarray, w_q: np.ndarray, w_qp: QParams, x: Tensor,
+                                 out_qp: QParams) -> tuple[np.ndarray, QParams]:
+    """A channel whose weights cannot move its output by half a step on any input in range (trained models keep
+    such dead channels: weights of 1e-30 in the MLPerf VWW model) gets zero weights at scale output / input, a
+    requantization multiplier of 1: its output is then its bias, exactly. Scaled by its tiny weights instead,
+    its bias would overflow int32 and its multiplier underflow to 0."""
+    w = np.asarray(w, np.float64)
+    reduce_axes = tuple(i for i in range(w.ndim) if i != w_qp.axis)
+    fan_in = w.size // w.shape[w_qp.axis]
+    info = np.iinfo(x.dtype)
+    x_abs = x.qparams.scale[0] * max(abs(info.min - x.qparams.zero_point[0]), abs(info.max - x.qparams.zero_point[0]))
+    reach = np.abs(w).max(axis=reduce_axes) * x_abs * fan_in
+    dead = np.flatnonzero(reach < out_qp.scale[0] / 2)
+    if len(dead) == 0 or x.qparams.scale[0] <= 0:
+        return w_q, w_qp
+    scale = np.asarray(w_qp.scale, np.float64)
+    scale[dead] = np.float32(out_qp.scale[0] / x.qparams.scale[0])
+    w_q = w_q.copy()
+    index = [slice(None)] * w.ndim
+    index[w_qp.axis] = dead
+    w_q[tuple(index)] = 0
+    return w_q, QParams(tuple(float(s) for s in scale), w_qp.zero_point, axis=w_qp.axis)
 
 
 def _bias_findings(node: Node, bias: np.ndarray, b_qp: QParams, x_q: QParams) -> list[Finding]:
