@@ -77,6 +77,7 @@ class _TensorInfo:
     scale: tuple[float, ...]
     zero_point: tuple[int, ...]
     axis: int
+    variable: bool = False  # state an operator updates in place (an LSTM's)
 
     @property
     def dtype(self) -> str | None:
@@ -168,7 +169,8 @@ def _parse(buf: bytes) -> _ModelInfo:
     n_buffers = r.count(model.BuffersLength(), "buffer list", 4)
     sg = model.Subgraphs(0)
     n_tensors = r.count(sg.TensorsLength(), "tensor list", 4)
-    tensors = [_parse_tensor(r, model, sg.Tensors(i), i, n_buffers) for i in range(n_tensors)]
+    scratch = _intermediates(r, sg, n_tensors)
+    tensors = [_parse_tensor(r, model, sg.Tensors(i), i, n_buffers, i in scratch) for i in range(n_tensors)]
     ops = []
     for i in range(r.count(sg.OperatorsLength(), "operator list", 4)):
         op = sg.Operators(i)
@@ -195,10 +197,31 @@ def _parse(buf: bytes) -> _ModelInfo:
     return _ModelInfo(tensors, ops, inputs, outputs)
 
 
-def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorInfo:
+def _intermediates(r: _Reader, sg, n_tensors: int) -> set[int]:
+    """Tensors that are only some operator's `intermediates`: the converter's empty tensors that carry an LSTM's
+    gate scales for TFLite's (not Micro's) kernel. TFLite Micro reads none of them; it asks only that each hold
+    no bytes (AllocationInfoBuilder::ValidateSubgraph)."""
+    listed, used = set(), set(r.ints(sg, "Inputs", "subgraph inputs") + r.ints(sg, "Outputs", "subgraph outputs"))
+    for i in range(r.count(sg.OperatorsLength(), "operator list", 4)):
+        op = sg.Operators(i)
+        listed.update(r.ints(op, "Intermediates", f"operator {i} intermediates"))
+        used.update(r.ints(op, "Inputs", f"operator {i} inputs") + r.ints(op, "Outputs", f"operator {i} outputs"))
+    for t in listed:
+        if not 0 <= t < n_tensors:
+            raise ModelError(f"malformed .tflite file: an operator's intermediate is tensor {t}, but the subgraph "
+                             f"has {n_tensors} tensors")
+    return listed - used
+
+
+def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int, intermediate: bool = False) -> _TensorInfo:
     raw_name = t.Name()
     name = raw_name.decode(errors="replace") if raw_name else f"tensor{index}"
     shape = tuple(r.ints(t, "Shape", f"tensor {index} shape"))
+    if intermediate:  # never read: only TFLite Micro's rule applies
+        if math.prod(shape) != 0:
+            raise ModelError(f"tensor {index} ('{name}') is an operator's intermediate of shape {list(shape)}; "
+                             "TFLite Micro supports only empty intermediates (shape [0]), which carry no data")
+        return _TensorInfo(index, name, shape, int(t.Type()), None, (), (), 0)
     if any(d < 1 for d in shape):
         raise ModelError(f"tensor {index} ('{name}') has shape {list(shape)}; tinyaot needs static shapes with "
                          "every dimension >= 1 (batch size 1)")
@@ -234,7 +257,7 @@ def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorIn
         if len(zero_point) != len(scale):
             raise ModelError(f"malformed .tflite file: tensor {index} ('{name}') has {len(scale)} scales but "
                              f"{len(zero_point)} zero points")
-    info = _TensorInfo(index, name, shape, type_code, data, scale, zero_point, axis)
+    info = _TensorInfo(index, name, shape, type_code, data, scale, zero_point, axis, bool(t.IsVariable()))
     if info.quantized and info.type_code != 0:  # TFLite ignores quantization on a float32 tensor
         _check_qparams(info)
     return info
