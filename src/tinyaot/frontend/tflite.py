@@ -220,7 +220,8 @@ def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int, intermediate
     if intermediate:  # never read: only TFLite Micro's rule applies
         if math.prod(shape) != 0:
             raise ModelError(f"tensor {index} ('{name}') is an operator's intermediate of shape {list(shape)}; "
-                             "TFLite Micro supports only empty intermediates (shape [0]), which carry no data")
+                             "TFLite Micro supports only empty intermediates (shape [0]), which carry no data; "
+                             "re-convert the model")
         return _TensorInfo(index, name, shape, int(t.Type()), None, (), (), 0)
     if any(d < 1 for d in shape):
         raise ModelError(f"tensor {index} ('{name}') has shape {list(shape)}; tinyaot needs static shapes with "

@@ -14,6 +14,8 @@ tinyaot's calibration quantizes as it does PyTorch's nn.LSTM (quantize/recurrent
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
@@ -28,7 +30,26 @@ HIDDEN_STATE, CELL_STATE = 18, 19
 VARIANTS = {"peephole (cell-to-gate weights)": (9, 10, 11), "projection": (16, 17),
             "layer norm": (20, 21, 22, 23)}
 TANH = 4  # ActivationFunctionType.TANH
+_ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 RULE = "LstmTensors::ValidateTensorStatus"  # TFLM's Prepare check of the operands
+STANDARD = "build it from a standard LSTM layer (a Keras LSTM converts to one)"
+
+
+@dataclass
+class _Layer:
+    """What the operator's operands say, read and checked: the gates stacked i, f, g, o."""
+
+    steps: int
+    features: int
+    hidden: int
+    time_major: bool
+    w_ih: np.ndarray  # [4H, F]
+    w_hh: np.ndarray  # [4H, H]
+    bias: np.ndarray  # [4H]
+    w_qp: QParams | None  # int8: one scale per gate, repeated per row
+    r_qp: QParams | None
+    cell_scale: float | None  # int8: the int16 cell state's scale
+    cell_clip: float
 
 
 def unidirectional_sequence_lstm(imp, op) -> None:
@@ -36,22 +57,30 @@ def unidirectional_sequence_lstm(imp, op) -> None:
     ins = imp.args(op, 24, 24)
     _check_operands(imp, ins, where)
     opts = imp.options(op, "UnidirectionalSequenceLSTMOptions")
-    if opts.FusedActivationFunction() != TANH:
-        raise UnsupportedOpError(f"{where}: cell activation {opts.FusedActivationFunction()}; TFLite Micro's LSTM "
-                                 "implements TANH only (the schema names no sigmoid, and its gate kernel stops on "
-                                 "any other activation)")
-    x_info, y_info = imp.t(ins[0]), imp.t(op.outputs[0])
-    if not imp.float_mode and x_info.dtype == "int16":
+    _check_options(imp, ins, opts, where)
+    _emit(imp, op, ins, _read_layer(imp, op, ins, opts, where))
+
+
+def _check_options(imp, ins: list[int], opts, where: str) -> None:
+    act = opts.FusedActivationFunction()
+    if act != TANH:
+        raise UnsupportedOpError(f"{where}: cell activation {_ACTIVATIONS.get(act, act)}; TFLite Micro's LSTM "
+                                 "implements TANH only (the schema cannot name its other one, sigmoid; for any "
+                                 "other its gate kernel has no case, and a release build leaves the cell gate "
+                                 "unactivated): convert a model whose LSTM keeps the default tanh")
+    if not imp.float_mode and imp.t(ins[0]).dtype == "int16":
         raise UnsupportedOpError(f"{where}: int16 activations (a 16x8 LSTM) are not supported; tinyaot imports the "
                                  "int8 LSTM (8x8 -> 16 cell) and the float32 one")
-    time_major = bool(opts.TimeMajor())
-    if time_major and imp.float_mode:
+    if opts.TimeMajor() and imp.float_mode:
         raise UnsupportedOpError(f"{where}: a time-major float LSTM ([T, 1, F]) is not supported: tinyaot's "
                                  "calibration runs the float graph with the batch on dimension 0; convert the model "
                                  "with time_major=False (the Keras LSTM's default), or convert it to int8")
-    if len(x_info.shape) != 3 or x_info.shape[1 if time_major else 0] != 1:
-        raise UnsupportedOpError(f"{where}: input shape {list(x_info.shape)}; tinyaot runs one sequence (batch 1)")
-    steps, features = x_info.shape[0 if time_major else 1], x_info.shape[2]
+
+
+def _read_layer(imp, op, ins: list[int], opts, where: str) -> _Layer:
+    x_shape, time_major = imp.t(ins[0]).shape, bool(opts.TimeMajor())
+    if len(x_shape) != 3 or x_shape[1 if time_major else 0] != 1:
+        raise UnsupportedOpError(f"{where}: input shape {list(x_shape)}; tinyaot runs one sequence (batch 1)")
     read = _float_block if imp.float_mode else _int8_block
     w_ih, w_qp = _stacked(op, [read(imp, op, ins[k], "input weights") for k in INPUT_WEIGHTS])
     w_hh, r_qp = _stacked(op, [read(imp, op, ins[k], "recurrent weights") for k in RECURRENT_WEIGHTS])
@@ -59,32 +88,37 @@ def unidirectional_sequence_lstm(imp, op) -> None:
     _check_sizes(imp, op, ins, w_ih, w_hh, where)
     bias_type = "float32" if imp.float_mode else "int32"
     bias = np.concatenate([_bias(imp, op, ins[k], bias_type, hidden, where) for k in BIASES])
-    cell_scale = _check_states(imp, ins, y_info, where)
-    name = f"lstm_{op.index}"
+    cell_scale = _check_states(imp, ins, imp.t(op.outputs[0]), where)
+    return _Layer(x_shape[0 if time_major else 1], x_shape[2], hidden, time_major, w_ih, w_hh, bias, w_qp, r_qp,
+                  cell_scale, float(opts.CellClip()))
+
+
+def _emit(imp, op, ins: list[int], layer: _Layer) -> None:
+    """The lstm node over a [1, T, F] view of the input (time-major: a reshape either side)."""
+    g, name, source = imp.g, f"lstm_{op.index}", f"{imp.source}:{op.index}"
     x = imp.ir_input(ins[0], op)
-    if time_major:
-        x = _view(imp, x, (1, steps, features), f"{name}_in_view", op)
-    g = imp.g
+    if layer.time_major:
+        x = _view(imp, x, (1, layer.steps, layer.features), f"{name}_in_view", op)
     w_type = "float32" if imp.float_mode else "int8"
-    g.add_tensor(Tensor(f"{name}_w_ih", w_ih.shape, w_type, data=w_ih, qparams=w_qp))
-    g.add_tensor(Tensor(f"{name}_w_hh", w_hh.shape, w_type, data=w_hh, qparams=r_qp))
-    g.add_tensor(Tensor(f"{name}_bias", bias.shape, bias_type, data=bias, qparams=_bias_qparams(imp, ins, w_qp)))
+    g.add_tensor(Tensor(f"{name}_w_ih", layer.w_ih.shape, w_type, data=layer.w_ih, qparams=layer.w_qp))
+    g.add_tensor(Tensor(f"{name}_w_hh", layer.w_hh.shape, w_type, data=layer.w_hh, qparams=layer.r_qp))
+    g.add_tensor(Tensor(f"{name}_bias", layer.bias.shape, str(layer.bias.dtype), data=layer.bias,
+                        qparams=_bias_qparams(imp, ins, layer.w_qp)))
     y = imp.activation(op.outputs[0], f"{name}_out", op)
     seq = y
-    if time_major:
+    if layer.time_major:
         seq = f"{name}_seq"
-        g.add_tensor(Tensor(seq, (1, steps, hidden), g.tensor(y).dtype, qparams=g.tensor(y).qparams))
+        g.add_tensor(Tensor(seq, (1, layer.steps, layer.hidden), g.tensor(y).dtype, qparams=g.tensor(y).qparams))
     if imp.float_mode:  # the cell state at every step: its calibrated range gives the int16 state its scale
-        state = g.add_tensor(Tensor(f"{name}_state", (1, steps, hidden), "float32")).name
+        state = g.add_tensor(Tensor(f"{name}_state", (1, layer.steps, layer.hidden), "float32")).name
     else:
-        state = g.add_tensor(Tensor(f"{name}_state", (OPS["lstm"].work_rows, hidden), "int16",
-                                    qparams=QParams.per_tensor(cell_scale, 0))).name
-    cell_clip = float(opts.CellClip())
-    attrs = {"hidden": hidden, "cell_clip": cell_clip if cell_clip > 0 else None}
+        state = g.add_tensor(Tensor(f"{name}_state", (OPS["lstm"].work_rows, layer.hidden), "int16",
+                                    qparams=QParams.per_tensor(layer.cell_scale, 0))).name
+    attrs = {"hidden": layer.hidden, "cell_clip": layer.cell_clip if layer.cell_clip > 0 else None}
     g.nodes.append(Node("lstm", name, [x, f"{name}_w_ih", f"{name}_w_hh", f"{name}_bias"], [seq, state], attrs,
-                        source=f"{imp.source}:{op.index}"))
-    if time_major:
-        g.nodes.append(Node("reshape", f"{name}_out_view", [seq], [y], {}, source=f"{imp.source}:{op.index}"))
+                        source=source))
+    if layer.time_major:
+        g.nodes.append(Node("reshape", f"{name}_out_view", [seq], [y], {}, source=source))
 
 
 def _check_operands(imp, ins: list[int], where: str) -> None:
@@ -92,19 +126,21 @@ def _check_operands(imp, ins: list[int], where: str) -> None:
     for variant, slots in VARIANTS.items():
         if any(ins[k] != -1 for k in slots):
             raise UnsupportedOpError(f"{where}: an LSTM with {variant} is not supported: TFLite Micro runs the "
-                                     f"standard LSTM only and refuses this one too ({RULE})")
-    if ins[1] == -1 or ins[5] == -1 or ins[12] == -1:
-        raise UnsupportedOpError(f"{where}: a coupled input gate (CIFG: no input-gate weights or bias) is not "
-                                 f"supported: TFLite Micro needs all eight gate weight tensors and four biases "
-                                 f"and refuses this one too ({RULE})")
+                                     f"standard LSTM only and refuses this one too ({RULE}); {STANDARD}")
+    if ins[1] == -1 or ins[5] == -1:
+        raise UnsupportedOpError(f"{where}: a coupled input gate (CIFG: no input-gate weights) is not supported: "
+                                 f"TFLite Micro needs all eight gate weight tensors and refuses this one too "
+                                 f"({RULE}); {STANDARD}")
     missing = [k for k in (0, *INPUT_WEIGHTS, *RECURRENT_WEIGHTS, *BIASES, HIDDEN_STATE, CELL_STATE) if ins[k] == -1]
     if missing:
-        raise ModelError(f"{where}: operands {missing} are absent; TFLite Micro needs them ({RULE})")
+        raise ModelError(f"{where}: operands {missing} are absent; TFLite Micro needs them ({RULE}): "
+                         "re-convert the model")
     for k, what in ((HIDDEN_STATE, "hidden state"), (CELL_STATE, "cell state")):
         ti = imp.t(ins[k])
         if not ti.variable:
             raise ModelError(f"{where}: the {what} '{ti.name}' is not a variable tensor; TFLite Micro keeps the "
-                             f"LSTM's state in variable tensors and refuses any other ({RULE})")
+                             f"LSTM's state in variable tensors and refuses any other ({RULE}): re-convert the "
+                             "model")
     x_type = imp.t(ins[0]).type_code
     if imp.t(ins[HIDDEN_STATE]).type_code != x_type:
         raise ModelError(f"{where}: the hidden state is {imp.t(ins[HIDDEN_STATE]).type_name} but the input is "
