@@ -36,12 +36,17 @@ TFLM_CMSIS_INSTRUCTIONS = {"kws_ref_model.tflite": 7_682_309, "pretrainedResnet_
                            "ad01_int8.tflite": 583_540, "vww_96_int8.tflite": 24_047_057}
 
 
-def tflm_outputs(model: bytes, xs: list[np.ndarray], arena: int = 8 << 20) -> list[np.ndarray]:
+def tflm_outputs(model: bytes, xs: list[np.ndarray], arena: int = 8 << 20, stream: bool = False) -> list[np.ndarray]:
+    """One invoke per input, each from TFLM's initial state (reset: its LSTM keeps its state in variable tensors
+    across invokes, while tinyaot's compiled LSTM starts every invoke from zero state), or one stream (`stream`: a
+    compiled model with state, whose run() takes a batch as one stream)."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=arena)
     out = []
-    for x in xs:  # one stream, as tinyaot's run() takes a batch (the same as one invoke each without state)
+    for x in xs:
+        if not stream:
+            interp.reset()
         interp.set_input(x, 0)
         interp.invoke()
         out.append(np.array(interp.get_output(0)))
@@ -163,7 +168,7 @@ def _outputs(entry, cm, model) -> dict:
         verdicts = []
         for label, x in batches:
             with _quiet_stderr():
-                want = np.stack(tflm_outputs(data, list(x[:, None])))
+                want = np.stack(tflm_outputs(data, list(x[:, None]), stream=cm.state_bytes > 0))
             ref, host = cm.run(x, engine="reference"), cm.run(x, engine="host")
             same = np.array_equal(ref.reshape(want.shape), want) and np.array_equal(host, ref)
             verdicts.append(f"{len(x)} {label} {'equal' if same else 'DIFFER'}")

@@ -17,9 +17,6 @@ N_RANDOM = 4
 TFLITE = [e for e in tflite_entries() if e.source == "tflm_examples"]
 NOT_YET = {  # strict: the day one imports, its test says so and the mark goes
     "keyword_scrambled.tflite": "SVDF and int8 -> int16 softmax (issue 23)",
-    "micro_speech_lstm.tflite": "converter-written LSTM intermediates (issue 23)",
-    "trained_lstm_int8.tflite": "converter-written LSTM intermediates (issue 23)",
-    "trained_lstm.tflite": "float UNIDIRECTIONAL_SEQUENCE_LSTM (issue 23)",
 }
 QUANTIZED = [e for e in TFLITE if e.inputs is None]
 FLOAT = [e for e in TFLITE if e.inputs is not None]
@@ -41,13 +38,17 @@ def _host_cc():
         pytest.skip("no host C compiler (gcc or $CC)")
 
 
-def _tflm(model: bytes, x: np.ndarray) -> np.ndarray:
-    """TFLite Micro on a batch as one stream (as tinyaot's run() takes a batch)."""
+def _tflm(model: bytes, x: np.ndarray, stream: bool) -> np.ndarray:
+    """TFLite Micro on a batch as tinyaot's run() takes it: one invoke per sample from TFLM's initial state (an
+    LSTM keeps its state in TFLM's variable tensors across invokes until reset; tinyaot's starts every invoke from
+    zero state), or one stream for a compiled model with state."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=max(1 << 20, 4 * len(model)))
     out = []
     for sample in x:
+        if not stream:
+            interp.reset()
         interp.set_input(sample[None], 0)
         interp.invoke()
         out.append(np.array(interp.get_output(0)))
@@ -63,7 +64,7 @@ def test_quantized_tflite_equals_tflm(entry):
     rng = np.random.default_rng(len(entry.name))
     n = 1 if cm.constant_bytes > 1 << 20 else N_RANDOM  # the 224x224 MobileNetV2: 300 M MACs per input in NumPy
     x = rng.integers(info.min, info.max + 1, size=(n,) + tuple(cm.input_shape[1:])).astype(cm.input_dtype)
-    want = _tflm(entry.model().read_bytes(), x)
+    want = _tflm(entry.model().read_bytes(), x, stream=cm.state_bytes > 0)
     ref = cm.run(x, engine="reference")
     np.testing.assert_array_equal(ref.reshape(want.shape), want)
     np.testing.assert_array_equal(cm.run(x, engine="host"), ref)
