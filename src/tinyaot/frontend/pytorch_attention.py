@@ -106,7 +106,8 @@ def _read_in_place(b, arg, name: str, side: str, attrs: dict) -> tuple[str, dict
 
 
 def _matmul(b, n) -> None:
-    b.bind(n, _product(b, n, n.args[0], n.args[1], {}, _val_shape(n)), False)
+    out_shape = b.plain_shape(_val_shape(n), *(b.arg(a) for a in n.args[:2] if hasattr(a, "name")))
+    b.bind(n, _product(b, n, n.args[0], n.args[1], {}, out_shape), False)
 
 
 def _sdpa(b, n) -> None:
@@ -125,11 +126,14 @@ def _sdpa(b, n) -> None:
     q_shape, k_shape = _val_shape(q_arg), _val_shape(k_arg)
     scale = n.kwargs.get("scale", args[6])
     scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else float(scale)
-    scores_shape = (*np.broadcast_shapes(q_shape[:-2], k_shape[:-2]), q_shape[-2], k_shape[-2])
+    sources = [b.arg(a) for a in (q_arg, k_arg, v_arg)]
+    scores_shape = b.plain_shape((*np.broadcast_shapes(q_shape[:-2], k_shape[:-2]), q_shape[-2], k_shape[-2]),
+                                 *sources)
     scores = _product(b, n, q_arg, k_arg, {"adj_y": True}, scores_shape, suffix="_scores")
     probs = b.emit("softmax", [scores], scores_shape, {"beta": scale}, suffix="_softmax")
     v, attrs = _read_in_place(b, v_arg, b.to_torch_order(b.arg(v_arg)).name, "rhs", {})
-    b.bind(n, b.emit("batch_matmul", [probs, v], _val_shape(n), attrs, suffix="_context"), False)
+    out_shape = b.plain_shape(_val_shape(n), *sources)
+    b.bind(n, b.emit("batch_matmul", [probs, v], out_shape, attrs, suffix="_context"), False)
 
 
 CONVERTERS = {

@@ -19,6 +19,7 @@ from tinyaot.frontend.pytorch_attention import CONVERTERS as ATTENTION_CONVERTER
 from tinyaot.frontend.pytorch_recurrent import CONVERTERS as RECURRENT_CONVERTERS
 from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.ir.ops import RELU
+from tinyaot.ref.transpose_s8 import MAX_RANK, reduced_permutation
 
 CHANNEL_OPS = {"aten.conv1d.default", "aten.conv1d.padding", "aten.max_pool1d.default", "aten.avg_pool1d.default",
                "aten.adaptive_avg_pool1d.default", "aten.batch_norm.default", "aten.conv2d.default",
@@ -30,6 +31,8 @@ class Value:
     name: str  # IR tensor
     nhwc: bool  # the IR tensor is the channels-last form of a channels-first torch tensor
     torch_rank: int  # rank of the tensor in torch
+    lead: bool = False  # the IR tensor is the torch tensor with a leading 1: the batch of 1 that torch folded into
+    #                     its first axis (MobileViT's B * patch_area, a qkv's stacked 3), kept leading in the IR
 
 
 def torch_to_ir_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -46,7 +49,7 @@ def ir_axis(torch_axis: int, v: Value) -> int:
     """Where a torch axis of a channels-first tensor lives in the IR's channels-last tensor."""
     axis = torch_axis % v.torch_rank
     if not v.nhwc:
-        return axis
+        return axis + v.lead
     return {4: {0: 0, 1: 3, 2: 1, 3: 2}, 3: {0: 0, 1: 3, 2: 2}}[v.torch_rank][axis]
 
 
@@ -139,7 +142,17 @@ class Builder:
 
     def bind(self, n, name: str, nhwc: bool, torch_rank: int | None = None) -> None:
         rank = torch_rank if torch_rank is not None else len(n.meta["val"].shape)
-        self.values[n.name] = Value(name, nhwc, rank)
+        lead = not nhwc and len(self.graph.tensor(name).shape) == rank + 1
+        self.values[n.name] = Value(name, nhwc, rank, lead)
+
+    def plain_shape(self, torch_shape, *sources: Value) -> tuple[int, ...]:
+        """The IR shape of a torch-order result of shape `torch_shape` computed from the activations `sources`:
+        torch's, with a leading 1 when its first axis is not 1 but a source's batch is (the IR keeps every
+        activation's batch leading: calibration runs a batch of samples along axis 0)."""
+        shape = tuple(int(d) for d in torch_shape)
+        batched = any(v.lead or (self.shape(v)[:1] == (1,) and not self.graph.tensor(v.name).is_const)
+                      for v in sources)
+        return (1, *shape) if shape and shape[0] != 1 and batched else shape
 
     def error(self, what: str) -> UnsupportedOpError:
         n = self.current
@@ -191,7 +204,7 @@ def _linear(b: Builder, n) -> None:
     w = b.const_data(n.args[1])
     bias = b.const_data(n.args[2]) if len(n.args) > 2 and n.args[2] is not None else np.zeros(w.shape[0])
     inputs = [x.name, b.const(f"{layer_name(n)}.weight", w), b.const(f"{layer_name(n)}.bias", bias)]
-    b.bind(n, b.emit("fully_connected", inputs, _val_shape(n)), False)
+    b.bind(n, b.emit("fully_connected", inputs, b.plain_shape(_val_shape(n), x)), False)
 
 
 def _explicit_padding(padding, kernel, dilation, stride=(1, 1)) -> tuple[int, int, int, int]:
@@ -380,7 +393,9 @@ def _mean(b: Builder, n) -> None:
     spatial = (2, 3) if rank == 4 else (2,)
     if not x.nhwc or dims != spatial:
         if not x.nhwc and rank >= 2 and dims[0] > 0 and dims == tuple(range(dims[0], dims[-1] + 1)):
-            b.bind(n, b.emit("mean", [x.name], _val_shape(n), {"axes": dims, "keepdims": keepdim}), False)
+            axes = tuple(d + x.lead for d in dims)
+            out_shape = (1, *_val_shape(n)) if x.lead else _val_shape(n)
+            b.bind(n, b.emit("mean", [x.name], out_shape, {"axes": axes, "keepdims": keepdim}), False)
             return
         raise b.error(f"mean over dims {dims} is not supported; supported: the spatial dims of a feature map "
                       "(global average pooling), or consecutive dims after the batch (e.g. the tokens of [1, T, D])")
@@ -474,7 +489,7 @@ def _binary_node(b: Builder, n, op: str, args: list, alpha: float) -> None:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is supported up to 4-D")
     nhwc = x.nhwc or y.nhwc
     want = _val_shape(n)
-    if (torch_to_ir_shape(want) if nhwc else want) != shape:
+    if (torch_to_ir_shape(want) if nhwc else b.plain_shape(want, x, y)) != shape:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)} gives {shape}, torch says {want}; this "
                       "mix of layouts is not supported")
     rank = x.torch_rank if x.nhwc else y.torch_rank
@@ -545,15 +560,28 @@ def _common_layout(b: Builder, x: Value, y: Value) -> tuple[Value, Value]:
 
 
 def _cat(b: Builder, n) -> None:
+    """A constant input (a class token) stays a constant of the concat, in flash; constants only are folded."""
     vals = [b.arg(a) for a in n.args[0]]
     dim = n.args[1] if len(n.args) > 1 else 0
+    consts = [b.graph.tensor(v.name).data for v in vals]
+    if all(c is not None for c in consts):
+        _bind_const(b, n, np.concatenate(consts, axis=dim % vals[0].torch_rank))
+        return
     if any(v.nhwc for v in vals):
-        vals = [b.to_channels_last(v) for v in vals]
+        vals = [b.to_channels_last(v) if c is None else _const_channels_last(b, v, c) for v, c in zip(vals, consts)]
     axis = ir_axis(dim, vals[0])
     if axis == 0:
         raise b.error("concatenation along the batch dimension is not supported")
-    out_shape = torch_to_ir_shape(_val_shape(n)) if vals[0].nhwc else _val_shape(n)
+    out_shape = torch_to_ir_shape(_val_shape(n)) if vals[0].nhwc else b.plain_shape(_val_shape(n), *vals)
     b.bind(n, b.emit("concat", [v.name for v in vals], out_shape, {"axis": axis}), vals[0].nhwc, vals[0].torch_rank)
+
+
+def _const_channels_last(b: Builder, v: Value, data: np.ndarray) -> Value:
+    """A constant torch-order tensor laid out channels-last at compile time."""
+    if v.nhwc:
+        return v
+    nhwc = data.transpose(0, 2, 3, 1) if data.ndim == 4 else data.transpose(0, 2, 1)[:, None]
+    return Value(b.const(f"{v.name}_nhwc", nhwc), True, data.ndim)
 
 
 TORCH_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "replicate"}  # torch -> IR pad mode
@@ -676,29 +704,63 @@ def _reshape(b: Builder, n) -> None:
         b.bind(n, x.name, True, x.torch_rank)  # e.g. flatten(2) of nothing: same tensor
         return
     src = b.to_torch_order(x)
-    out = b.emit("reshape", [src.name], out_torch)
+    out = b.emit("reshape", [src.name], b.plain_shape(out_torch, src))
     b.bind(n, out, False)
 
 
 def _permute(b: Builder, n) -> None:
+    """permute / transpose / t. A permutation moving the batch axis (or a first axis into which torch folded the
+    batch of 1, as in timm's qkv.permute(2, 0, 3, 1, 4)) is the same byte movement on the tensor with a leading
+    1, which then stays first: the IR keeps the batch leading."""
     x = b.to_torch_order(b.arg(n.args[0]))
-    rank = len(b.shape(x))
+    torch_shape = tuple(int(d) for d in n.args[0].meta["val"].shape)
+    rank = len(torch_shape)
     if str(n.target) == "aten.transpose.int":
         perm = list(range(rank))
         d0, d1 = n.args[1] % rank, n.args[2] % rank
         perm[d0], perm[d1] = perm[d1], perm[d0]
     elif str(n.target) == "aten.t.default":
-        perm = [1, 0]
+        perm = list(range(rank))[::-1]
     else:
         perm = [d % rank for d in n.args[1]]
-    if perm[0] != 0:
-        raise b.error("permutations that move the batch dimension are not supported")
-    shape = b.shape(x)
-    moved = [d for d in range(rank) if shape[d] != 1]
-    if [p for p in perm if shape[p] != 1] == moved:  # only size-1 dims move: the bytes stay put
-        b.bind(n, b.emit("reshape", [x.name], _val_shape(n)), False)
+    out = b.plain_shape(_val_shape(n), x)
+    if len(reduced_permutation(torch_shape, tuple(perm))[0]) == 1:  # only size-1 dims move: the bytes stay put
+        b.bind(n, b.emit("reshape", [x.name], out), False)
         return
-    b.bind(n, b.emit("transpose", [x.name], _val_shape(n), {"perm": tuple(perm)}), False)
+    if rank > MAX_RANK - 1 and (perm[0] != 0 or x.lead):
+        raise b.error(f"a {rank}-D permutation moving its first axis is not supported (up to {MAX_RANK - 1}-D)")
+    if b.shape(x) == torch_shape and perm[0] == 0:
+        b.bind(n, b.emit("transpose", [x.name], out, {"perm": tuple(perm)}), False)
+        return
+    led = (1, *torch_shape)
+    src = x.name if b.shape(x) == led else b.emit("reshape", [x.name], led, suffix="_batch")
+    moved = (1, *_val_shape(n))
+    t = b.emit("transpose", [src], moved, {"perm": (0, *(d + 1 for d in perm))})
+    b.bind(n, t if moved == out else b.emit("reshape", [t], out, suffix="_view"), False)
+
+
+BROADCASTING = {"aten.add.Tensor", "aten.add_.Tensor", "aten.sub.Tensor", "aten.sub_.Tensor", "aten.rsub.Tensor",
+                "aten.mul.Tensor", "aten.mul_.Tensor", "aten.minimum.default", "aten.maximum.default",
+                "aten.max.other", "aten.min.other"}  # element-wise ops whose kernels broadcast their operands
+
+
+def _expand(b: Builder, n) -> None:
+    """expand / expand_as: a parameter is expanded at compile time (a class token's expand(B, -1, -1)); an
+    activation is read as it is when nothing grows (batch 1) or when only broadcasting element-wise ops read it
+    (MobileViTv2's context_vector.expand_as(value) * ...): their kernels broadcast it without a copy."""
+    x = b.arg(n.args[0])
+    out = _val_shape(n)
+    t = b.graph.tensor(x.name)
+    if t.is_const:
+        _bind_const(b, n, np.broadcast_to(t.data.reshape(t.shape), out))
+        return
+    grows = tuple(n.args[0].meta["val"].shape) != out
+    readers = sorted({str(u.target) for u in n.users} - BROADCASTING)
+    if grows and readers:
+        raise b.error(f"expand of an activation to {list(out)} read by {', '.join(readers)} is not supported (no "
+                      "broadcast copy kernel); expand is supported for parameters, to the same shape, and before "
+                      "broadcasting element-wise ops (add, sub, mul, minimum, maximum), which broadcast themselves")
+    b.values[n.name] = x
 
 
 def _identity(b: Builder, n) -> None:
@@ -789,6 +851,8 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.permute.default": _permute,
     "aten.transpose.int": _permute,
     "aten.t.default": _permute,
+    "aten.expand.default": _expand,
+    "aten.expand_as.default": _expand,
     "aten.dropout.default": _identity,
     "aten.feature_dropout.default": _identity,
     "aten.dropout_.default": _identity,

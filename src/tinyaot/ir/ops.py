@@ -431,8 +431,8 @@ _SPECS = (
           "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8",
           s16="mul_s16", emit="emit_misc", int8_constants=True),
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
-          "are requantized", OWN, rescales=True, ref="concat_s8",
-          emit="emit_misc", s16="concat_s16"),
+          "are requantized; inputs may be constant (a class token)", OWN, rescales=True, ref="concat_s8",
+          emit="emit_misc", s16="concat_s16", int8_constants=True),
     _spec("pad", ("x NHWC",), PadAttrs, "spatial padding (top, bottom, left, right) >= 0; mode constant (the zero "
           "point, real 0), reflect, symmetric or replicate", INHERIT, ref="pad_s8", s16="pad_s16"),
     _spec("resize_nearest", ("x NHWC",), ResizeAttrs, "nearest-neighbour resize of H and W to the output's, "

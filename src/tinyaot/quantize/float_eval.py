@@ -126,6 +126,9 @@ def real_maximum(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
 
 
 def real_concat(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """A constant input (its own batch of 1) is the same for every sample of the batch."""
+    batch = max(a.shape[0] for a, i in zip(args, node.inputs) if not g.tensor(i).is_const)
+    args = [np.broadcast_to(a, (batch, *a.shape[1:])) if g.tensor(i).is_const else a for a, i in zip(args, node.inputs)]
     return np.concatenate(args, axis=node.attrs["axis"])
 
 

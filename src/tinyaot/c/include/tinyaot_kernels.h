@@ -228,10 +228,10 @@ typedef struct {
  */
 void tinyaot_requantize_s16(const void *input, const tinyaot_requantize16_params *params, void *output);
 
-/* One axis permutation of up to 4-D. */
+/* One axis permutation, reduced to the axes that move bytes (ref/transpose_s8.py), of up to 6-D. */
 typedef struct {
-    int32_t out_shape[4];          /* left-padded with 1s to 4-D */
-    int32_t in_strides[4];         /* the input element stride along each output axis */
+    int32_t out_shape[6];          /* left-padded with 1s to 6-D */
+    int32_t in_strides[6];         /* the input element stride along each output axis */
 } tinyaot_transpose_params;
 
 /* Transpose: the output, row-major, reads the input at in_strides. Output must not overlap input. */
@@ -847,10 +847,10 @@ typedef struct {
  */
 void tinyaot_concat_s16(const int16_t *const *inputs, const tinyaot_concat16_params *params, int16_t *output);
 
-/* One axis permutation of an int16 tensor of up to 4-D. */
+/* One axis permutation of an int16 tensor, reduced as the int8 one's, of up to 6-D. */
 typedef struct {
-    int32_t out_shape[4];          /* left-padded with 1s to 4-D */
-    int32_t in_strides[4];         /* the input element stride along each output axis */
+    int32_t out_shape[6];          /* left-padded with 1s to 6-D */
+    int32_t in_strides[6];         /* the input element stride along each output axis */
 } tinyaot_transpose16_params;
 
 /* int16 transpose: the output, row-major, reads the input at in_strides. */
