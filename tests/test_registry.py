@@ -121,6 +121,11 @@ CASES = {
                                                              .astype(np.float32)),
                        Tensor("be", (8,), "float32", data=RNG.uniform(-0.5, 0.5, 8).astype(np.float32))],
         act("y", (1, 3, 8), 0.03, 2), {"eps": 1e-5}),
+    "group_norm": lambda: one_op_graph(
+        "group_norm", [act("x", (1, 2, 3, 8), 0.05, -3), Tensor("g", (8,), "float32", data=RNG.uniform(-1.5, 1.5, 8)
+                                                                .astype(np.float32)),
+                       Tensor("be", (8,), "float32", data=RNG.uniform(-0.5, 0.5, 8).astype(np.float32))],
+        act("y", (1, 2, 3, 8), 0.03, 2), {"groups": 2, "eps": 1e-5}),
     "batch_matmul": lambda: one_op_graph("batch_matmul", [act("a", (1, 2, 3, 4), 0.05, -3),
                                                           act("b", (1, 2, 5, 4), 0.04, 7)],
                                          act("y", (1, 2, 3, 5), 0.1, 1), {"adj_y": True}),

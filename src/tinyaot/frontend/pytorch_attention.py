@@ -2,6 +2,7 @@
 and nn.MultiheadAttention decomposed into ops that have integer kernels.
 
 - aten.layer_norm (normalized_shape = the last dim) -> layer_norm.
+- aten.group_norm -> group_norm on the channels-last tensor (layer_norm's integer kernel, per group of channels).
 - aten.matmul / aten.bmm of two activations -> batch_matmul; an operand that is a transpose read only by the
   product (`k.transpose(-2, -1)`, a head split `view(1, T, H, d).transpose(1, 2)`) is read at permuted strides
   (adj_x / adj_y, lhs_perm / rhs_perm) instead of being moved.
@@ -52,6 +53,25 @@ def _layer_norm(b, n) -> None:
     inputs = [x.name, b.const(f"{layer}.weight", gamma), b.const(f"{layer}.bias", beta)]
     eps = 1e-5 if eps is None else float(eps)
     b.bind(n, b.emit("layer_norm", inputs, shape, {"eps": eps}), False)
+
+
+def _group_norm(b, n) -> None:
+    """GroupNorm (timm's GroupNorm1 is one group: the whole feature map) on the channels-last tensor."""
+    args = list(n.args) + [None] * (5 - len(n.args))
+    x_arg, groups, w_arg, bias_arg, eps = args[:5]
+    x = b.arg(x_arg)
+    if not x.nhwc and x.torch_rank in (3, 4):
+        x = b.to_channels_last(x)
+    elif not x.nhwc and (x.torch_rank != 2 or x.lead):
+        raise b.error(f"GroupNorm of a {x.torch_rank}-D tensor; tinyaot normalizes [1, C], [1, C, L] and "
+                      "[1, C, H, W] activations")
+    depth = b.shape(x)[-1]
+    gamma = b.const_data(w_arg) if w_arg is not None else np.ones(depth, np.float32)
+    beta = b.const_data(bias_arg) if bias_arg is not None else np.zeros(depth, np.float32)
+    layer = layer_name(n)
+    inputs = [x.name, b.const(f"{layer}.weight", gamma), b.const(f"{layer}.bias", beta)]
+    attrs = {"groups": int(groups), "eps": 1e-5 if eps is None else float(eps)}
+    b.bind(n, b.emit("group_norm", inputs, b.shape(x), attrs), x.nhwc, x.torch_rank)
 
 
 def _transposed_source(b, arg) -> tuple[str, tuple[int, ...]] | None:
@@ -138,6 +158,7 @@ def _sdpa(b, n) -> None:
 
 CONVERTERS = {
     "aten.layer_norm.default": _layer_norm,
+    "aten.group_norm.default": _group_norm,
     "aten.matmul.default": _matmul,
     "aten.bmm.default": _matmul,
     "aten.scaled_dot_product_attention.default": _sdpa,

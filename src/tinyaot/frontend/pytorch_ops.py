@@ -678,11 +678,53 @@ def _refused_resize(what: str):
 
 
 def _softmax(b: Builder, n) -> None:
+    """Softmax over the last IR axis; over another (MobileViTv2's softmax over the patches of [1, 1, P, N], W in
+    the IR) through a view when the axes after it are all 1, else a transpose there and back."""
     x = b.arg(n.args[0])
     dim = n.args[1] % x.torch_rank
-    if ir_axis(dim, x) != len(b.shape(x)) - 1:
-        raise b.error("softmax is supported over the channel/last axis only")
-    b.bind(n, b.emit("softmax", [x.name], b.shape(x), {"beta": 1.0}), x.nhwc, x.torch_rank)
+    axis, shape = ir_axis(dim, x), b.shape(x)
+    if axis == 0:
+        raise b.error("softmax over the batch dimension is not supported")
+    last = len(shape) - 1
+    if axis == last:
+        b.bind(n, b.emit("softmax", [x.name], shape, {"beta": 1.0}), x.nhwc, x.torch_rank)
+        return
+    if all(d == 1 for d in shape[axis + 1 :]):
+        flat = b.emit("reshape", [x.name], shape[: axis + 1], suffix="_view")
+        probs = b.emit("softmax", [flat], shape[: axis + 1], {"beta": 1.0})
+        b.bind(n, b.emit("reshape", [probs], shape, suffix="_view"), x.nhwc, x.torch_rank)
+        return
+    perm = (*range(axis), *range(axis + 1, last + 1), axis)
+    moved_shape = tuple(shape[a] for a in perm)
+    moved = b.emit("transpose", [x.name], moved_shape, {"perm": perm}, suffix="_to_last")
+    probs = b.emit("softmax", [moved], moved_shape, {"beta": 1.0})
+    back = tuple(int(a) for a in np.argsort(perm))
+    b.bind(n, b.emit("transpose", [probs], shape, {"perm": back}, suffix="_back"), x.nhwc, x.torch_rank)
+
+
+def _sum(b: Builder, n) -> None:
+    """sum over dims that are a run of consecutive IR axes after the batch (MobileViTv2's sum over the patches,
+    keepdim=True, of a channels-last feature map): the sum op, the mean's kernel without 1 / count."""
+    x = b.arg(n.args[0])
+    rank = x.torch_rank
+    dims = n.args[1] if len(n.args) > 1 and n.args[1] is not None else list(range(rank))
+    keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    if n.kwargs.get("dtype") is not None:
+        raise b.error("sum with a dtype is not supported")
+    dims = sorted({int(d) % rank for d in dims})
+    axes = sorted(ir_axis(d, x) for d in dims)
+    if axes[0] == 0 or axes != list(range(axes[0], axes[-1] + 1)):
+        raise b.error(f"sum over dims {tuple(dims)} is not supported; supported: dims after the batch that are "
+                      "consecutive in tinyaot's channels-last layout (e.g. the spatial dims, or the last dim)")
+    spatial = [2, 3] if rank == 4 else [2]
+    if x.nhwc and not keepdim and dims != spatial:
+        raise b.error(f"sum over dims {tuple(dims)} of a feature map with keepdim=False is not supported; pass "
+                      "keepdim=True (or sum over all spatial dims)")
+    shape = b.shape(x)
+    out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdim else \
+        tuple(d for a, d in enumerate(shape) if a not in axes)
+    y = b.emit("sum", [x.name], out, {"axes": tuple(axes), "keepdims": keepdim})
+    b.bind(n, y, x.nhwc and keepdim, rank if keepdim else len(_val_shape(n)))
 
 
 def _lut(function: str):
@@ -790,6 +832,7 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.adaptive_avg_pool2d.default": _adaptive_avg_pool,
     "aten.adaptive_avg_pool1d.default": _adaptive_avg_pool,
     "aten.mean.dim": _mean,
+    "aten.sum.dim_IntList": _sum,
     "aten.add.Tensor": _binary("add"),
     "aten.add_.Tensor": _binary("add"),
     "aten.mul.Tensor": _binary("mul"),

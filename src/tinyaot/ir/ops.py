@@ -283,6 +283,16 @@ class LayerNormAttrs(Attrs):
 
 
 @dataclass(frozen=True, eq=False)
+class GroupNormAttrs(LayerNormAttrs):
+    groups: int | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        if isinstance(self.groups, bool) or not isinstance(self.groups, int) or self.groups < 1:
+            raise AttrError(f"group_norm needs its number of channel groups, an integer >= 1, got {self.groups!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class BatchMatmulAttrs(Attrs):
     adj_x: bool | None = None  # the lhs is stored transposed (its last two axes swapped)
     adj_y: bool | None = None  # the rhs likewise
@@ -409,6 +419,8 @@ _SPECS = (
           overlap="window", ref="avg_pool2d_s8", s16="avg_pool2d_s16", title="AvgPool"),
     _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
           "pooling); clamp optional", OWN, rescales=True, ref="mean_s8", s16="mean_s16"),
+    _spec("sum", ("x",), MeanAttrs, "sum over a run of consecutive axes (the mean's kernel without 1 / count); "
+          "clamp optional", OWN, rescales=True, ref="mean_s8", title="Sum"),
     _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (TFLite's ADD); NumPy broadcasting up to "
           "4-D; one operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise",
           ref="add_s8", s16="add_s16", emit="emit_misc", int8_constants=True),
@@ -468,6 +480,10 @@ _SPECS = (
           "the last axis (D): integer mean, variance and reciprocal square root, then the per-channel affine "
           "gamma, beta folded into per-channel requantization constants", OWN, rescales=True, ref="layer_norm_s8",
           title="LayerNorm"),
+    _spec("group_norm", ("x (channels last)", "gamma[C] (float)", "beta[C] (float)"), GroupNormAttrs, "group "
+          "normalization: each of `groups` groups of the channels (the last axis) over all positions of a sample, "
+          "then the per-channel affine; layer_norm's integer kernel", OWN, rescales=True, ref="layer_norm_s8",
+          title="GroupNorm"),
     _spec("batch_matmul", ("lhs [..., M, K]", "rhs [..., K, N]"), BatchMatmulAttrs, "matrix product of two "
           "activations over the last two axes (TFLite BATCH_MATMUL: zero points, int32 accumulate, one per-tensor "
           "requantization); batch axes broadcast; adj_x / adj_y: an operand stored transposed; lhs_perm / rhs_perm: "

@@ -105,6 +105,10 @@ def real_mean(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return args[0].mean(axis=tuple(node.attrs["axes"]), keepdims=node.attrs.get("keepdims", False))
 
 
+def real_sum(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    return _clamp(node, args[0].sum(axis=tuple(node.attrs["axes"]), keepdims=node.attrs.get("keepdims", False)))
+
+
 def real_add(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, args[0] + args[1])
 
@@ -220,6 +224,16 @@ def real_layer_norm(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
     return (x - mean) / np.sqrt(var + node.attrs.get("eps", 1e-5)) * gamma + beta
+
+
+def real_group_norm(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    x, gamma, beta = args
+    groups = node.attrs["groups"]
+    blocks = x.reshape(x.shape[0], -1, groups, x.shape[-1] // groups)
+    mean = blocks.mean(axis=(1, 3), keepdims=True)
+    var = ((blocks - mean) ** 2).mean(axis=(1, 3), keepdims=True)
+    normed = ((blocks - mean) / np.sqrt(var + node.attrs.get("eps", 1e-5))).reshape(x.shape)
+    return normed * gamma + beta
 
 
 def real_batch_matmul(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:

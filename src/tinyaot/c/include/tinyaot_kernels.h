@@ -498,11 +498,17 @@ typedef struct {
  */
 void tinyaot_uint8_to_int8(const uint8_t *input, const tinyaot_uint8_to_int8_params *params, int8_t *output);
 
-/* One layer normalization over the last axis (ref/layer_norm_s8.py, tinyaot's integer definition). */
+/*
+ * One layer normalization over the last axis, or group normalization of channels-last data (ref/layer_norm_s8.py,
+ * tinyaot's integer definition): the positions * depth / groups values of one group of one row are normalized
+ * together (layer_norm: positions = groups = 1).
+ */
 typedef struct {
-    int32_t rows;                  /* product of the dims before the last */
-    int32_t depth;                 /* D, values normalized together */
-    int32_t eps_high, eps_low;     /* eps * D^2 / input_scale^2, rounded: eps_high * 2^31 + eps_low */
+    int32_t rows;                  /* layer_norm: product of the dims before the last; group_norm: the batch */
+    int32_t positions;             /* positions per row: 1 (layer_norm), H * W (group_norm) */
+    int32_t groups;                /* channel groups normalized apart: 1 (layer_norm) */
+    int32_t depth;                 /* channels, the last axis */
+    int32_t eps_high, eps_low;     /* eps * D^2 / input_scale^2 for D values together: eps_high * 2^31 + eps_low */
     const int32_t *multiplier;     /* [depth], Q31 of gamma / output_scale / 2^8; negative where gamma < 0 */
     const int32_t *shift;          /* [depth] */
     const int32_t *bias;           /* [depth], beta / output_scale * 2^8, rounded */
@@ -510,9 +516,10 @@ typedef struct {
 } tinyaot_layer_norm_params;
 
 /*
- * LayerNorm of each row of `depth` values: integer sums, an integer 1 / sqrt (a 24-entry table and three Newton
- * steps), the normalized value in Q16, then output[i] = clamp(round((requantize(n_i, multiplier[i], shift[i]) +
- * bias[i]) / 2^8) + output_zero_point, -128, 127). input, output: int8 [rows][depth]; output may be the input.
+ * LayerNorm of each row of `depth` values, or GroupNorm of each group of channels over the positions of a row:
+ * integer sums, an integer 1 / sqrt (a 24-entry table and three Newton steps), the normalized value in Q16, then
+ * output[i] = clamp(round((requantize(n_i, multiplier[c], shift[c]) + bias[c]) / 2^8) + output_zero_point, -128,
+ * 127) for channel c of value i. input, output: int8 [rows][positions][depth]; output may be the input.
  */
 void tinyaot_layer_norm_s8(const int8_t *input, const tinyaot_layer_norm_params *params, int8_t *output);
 
