@@ -485,7 +485,7 @@ def _binary_node(b: Builder, n, op: str, args: list, alpha: float) -> None:
         shape = tuple(int(d) for d in np.broadcast_shapes(b.shape(x), b.shape(y)))
     except ValueError:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: they do not broadcast") from None
-    if len(shape) > 4:
+    if len(shape) > 4 and not b.shape(x) == b.shape(y) == shape:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is supported up to 4-D")
     nhwc = x.nhwc or y.nhwc
     want = _val_shape(n)
@@ -493,7 +493,15 @@ def _binary_node(b: Builder, n, op: str, args: list, alpha: float) -> None:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)} gives {shape}, torch says {want}; this "
                       "mix of layouts is not supported")
     rank = x.torch_rank if x.nhwc else y.torch_rank
-    b.bind(n, b.emit(op, [x.name, y.name], shape), nhwc, rank if nhwc else len(want))
+    if len(shape) > 4:  # same shapes beyond 4-D: the element-wise op on flat views
+        flat = (1, math.prod(shape))
+        views = [b.const(f"{v.name}_flat", b.graph.tensor(v.name).data.reshape(flat))
+                 if b.graph.tensor(v.name).is_const else b.emit("reshape", [v.name], flat, suffix="_flat")
+                 for v in (x, y)]
+        out = b.emit("reshape", [b.emit(op, views, flat)], shape, suffix="_view")
+    else:
+        out = b.emit(op, [x.name, y.name], shape)
+    b.bind(n, out, nhwc, rank if nhwc else len(want))
 
 
 def _real(op: str, a: np.ndarray, c: np.ndarray) -> np.ndarray:
