@@ -219,3 +219,33 @@ def test_expanding_an_activation_for_a_non_broadcasting_reader_is_refused_clearl
     with pytest.raises(UnsupportedOpError, match=r"(?s)expand of an activation to \[1, 3, 4\] read by "
                                                  r"aten.linear.default is not supported"):
         tinyaot.compile(Expand().eval(), torch.zeros(1, 1, 4), calibration=np.zeros((4, 1, 4), np.float32))
+
+
+@pytest.mark.host
+@pytest.mark.xfail(reason="q, k, v = qkv.unbind(0) and x[:, 0] need the IR's slice op (issue 23, branch ptsplit)",
+                   strict=True, raises=UnsupportedOpError)
+def test_timm_vision_transformer_reference_equals_host_and_tracks_float():
+    """timm's VisionTransformer as timm builds it (random init, eval mode), at a test's size: 32x32 input, two
+    blocks of width 48 and 3 heads, 10 classes. Reference == host C on every byte of 16 smooth inputs; the int8
+    logits point where the float ones do (cosine, seeded: measured ...)."""
+    try:
+        from vision_models import import_timm
+
+        timm = import_timm()
+    except ImportError as e:
+        pytest.skip(f"timm cannot be imported: {e}")
+    torch.manual_seed(0)
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32, depth=2, embed_dim=48,
+                              num_heads=3, num_classes=10).eval()
+    assert type(model).__name__ == "VisionTransformer"
+    x = _smooth(48, (3, 32, 32), 7)
+    cm = tinyaot.compile(model, torch.from_numpy(x[:1]), calibration=x[:32], name="vit")
+    xq = cm.quantize_input(cm.to_model_layout(x[32:]))
+    want = cm.run(xq, engine="reference")
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), want)
+    with torch.no_grad():
+        real = model(torch.from_numpy(x[32:])).numpy()
+    got = cm.dequantize_output(want).reshape(real.shape)
+    cosine = (got * real).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(real, axis=1)
+    print(f"timm ViT: int8 vs float logits cosine min {cosine.min():.4f} mean {cosine.mean():.4f}")
+    assert cosine.min() > 0.9
