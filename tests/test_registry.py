@@ -116,6 +116,7 @@ CASES = {
     "relu": lambda: _unary("relu", (1, 16), act("y", (1, 16), 0.05, -3), {"clamp": (0.0, float("inf"))}),
     "transpose": lambda: _unary("transpose", (1, 2, 3, 4), act("y", (1, 4, 2, 3), 0.05, -3), {"perm": (0, 3, 1, 2)}),
     "quantize": lambda: _unary("quantize", (1, 16), act("y", (1, 16), 0.03, 11), {}),
+    "sum": lambda: _unary("sum", (1, 3, 4, 2), act("y", (1, 3, 1, 2), 0.2, -3), {"axes": (2,), "keepdims": True}),
     "layer_norm": lambda: one_op_graph(
         "layer_norm", [act("x", (1, 3, 8), 0.05, -3), Tensor("g", (8,), "float32", data=RNG.uniform(-1.5, 1.5, 8)
                                                              .astype(np.float32)),
