@@ -68,6 +68,17 @@ def _recurrent(op, gates):
     return g
 
 
+def _svdf():
+    """Rank 2, int16 state: the state persists across the suite's samples in the reference and in C alike."""
+    x = act("x", (1, 6), 0.05, -3)
+    wf = _weights("wf", (4, 6), 0)
+    wt = Tensor("wt", (4, 3), "int16", data=RNG.integers(-3000, 3000, size=(4, 3)).astype(np.int16),
+                qparams=QParams.per_tensor(float(np.float32(0.002)), 0))
+    b = Tensor("b", (2,), "int32", data=RNG.integers(-2000, 2000, size=2).astype(np.int32))
+    return one_op_graph("svdf", [x, wf, wt, b], act("y", (1, 2), 0.02, 3),
+                        {"rank": 2, "state_qparams": QParams.per_tensor(float(np.float32(0.004)), 0)})
+
+
 def _fc():
     x = act("x", (1, 8), 0.05, 4)
     w = _weights("w", (4, 8), 0)
@@ -136,6 +147,7 @@ CASES = {
     "lstm": lambda: _recurrent("lstm", 4),
     "gru": lambda: _recurrent("gru", 3),
     "frame_shift": lambda: _unary("frame_shift", (1, 1, 1, 3), act("y", (1, 1, 4, 3), 0.05, -3), {}),  # 3 kept
+    "svdf": _svdf,
 }
 
 
@@ -151,7 +163,7 @@ def test_every_op_has_its_spec_and_traits(op):
                          ops.RECURRENT)
     assert (s.weight_axis is not None) == (s.qparams == ops.WEIGHTED)
     assert s.overlap in (None, "elementwise", "window", "residual", "transposed")
-    assert s.macs in (None, "dense", "conv", "depthwise", "transposed", "recurrent")
+    assert s.macs in (None, "dense", "conv", "depthwise", "transposed", "recurrent", "svdf")
     from tinyaot.plan.state import STATE_FAMILIES
 
     assert s.state is None or s.state in STATE_FAMILIES  # state kept between invokes: a family plan/state.py knows

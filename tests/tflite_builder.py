@@ -190,7 +190,8 @@ def load(buf: bytes) -> Model:
             zp = [int(v) for v in q.ZeroPointAsNumpy()] if q.ZeroPointLength() else 0
             scale, zp = (scale[0], zp[0] if isinstance(zp, list) else zp) if len(scale) == 1 else (scale, zp)
             axis = int(q.QuantizedDimension())
-        tensors.append(T(shape, dtype, data, scale, zp, axis, t.Name().decode(), bool(t.IsVariable())))
+        tensors.append(T(shape, dtype, data, scale, zp, axis, t.Name().decode() if t.Name() else f"t{i}",
+                         bool(t.IsVariable())))
     names = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
     option_names = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
     ops = []

@@ -182,7 +182,7 @@ def _io_accessors(g: Graph, plan: MemoryPlan, prefix: str, macro: str, in_ctype:
     return out
 
 
-_IO_CTYPES = {"uint8": "uint8_t", "int16": "int16_t"}  # else int8_t
+_IO_CTYPES = {"uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t"}  # else int8_t
 
 
 def _input_ctype(g: Graph) -> tuple[str, str]:
@@ -191,7 +191,7 @@ def _input_ctype(g: Graph) -> tuple[str, str]:
 
 
 def _output_ctype(g: Graph) -> tuple[str, str]:
-    """int8, or int16 for a 16x8 model's output (every output has the first one's type)."""
+    """int8, or int16 for a 16x8 model's output, int32 for a QUANTIZE's (every output has the first one's type)."""
     dtype = g.tensor(g.outputs[0]).dtype
     return dtype, _IO_CTYPES.get(dtype, "int8_t")
 
@@ -452,6 +452,10 @@ def _state_contract(g: Graph, plan: MemoryPlan, prefix: str) -> list[str]:
         lines += [" * - Each recurrent layer keeps its hidden (and cell) state in the state region: the k-th invoke",
                   " *   after a reset runs frame k of a sequence that starts at the reset (from zero state), so reset",
                   " *   where a new sequence starts; the input is the newest frame only."]
+    if any(state_family(n) == "svdf" for n in g.nodes):
+        lines += [" * - Each SVDF layer keeps its activation state (TFLite's variable tensor: its last feature values",
+                  " *   per filter) in the state region, as TFLite Micro keeps it from one Invoke to the next; reset()",
+                  " *   is TFLite Micro's Reset (ResetVariableTensors): call it where a new input stream starts."]
     return [*lines, " */"]
 
 

@@ -288,6 +288,18 @@ def real_gru(node: Node, args: list[np.ndarray], g: Graph) -> tuple[np.ndarray, 
     return (hs[-1] if node.attrs.get("last_only") else seq), seq
 
 
+def real_svdf(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """TFLite's float SVDF for one invoke from a zeroed state (each sample the first invoke after a reset, as the
+    per-layer reports run a stateful layer): the state holds only the new feature activations, at its last slot."""
+    x, w_feature, w_time, bias = args
+    rank = node.attrs["rank"]
+    activations = x @ w_feature.T  # [samples, filters]
+    per_filter = activations * w_time[:, -1]
+    y = per_filter.reshape(x.shape[0], -1, rank).sum(axis=-1) + bias
+    clamp = node.attrs.get("float_clamp")
+    return y if clamp is None else np.clip(y, clamp[0], clamp[1])
+
+
 def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]]:
     """real_<op> for every op a float model can hold (the registry's lowered ops), found by name."""
     table = {}

@@ -213,18 +213,18 @@ typedef struct {
  */
 void tinyaot_requantize_s8(const int8_t *input, const tinyaot_requantize_params *params, int8_t *output);
 
-/* One requantization where int8 and int16 (16x8) tensors meet, or two int16 ones (the IR's `quantize` op). */
+/* One requantization where int8, int16 (16x8) and int32 tensors meet (the IR's `quantize` op). */
 typedef struct {
     int32_t size;
     int32_t multiplier, shift;     /* input_scale / output_scale */
     int32_t input_zero_point, output_zero_point;
-    int32_t input_bits, output_bits; /* 8: int8, 16: int16 */
+    int32_t input_bits, output_bits; /* 8: int8, 16: int16, 32: int32 */
 } tinyaot_requantize16_params;
 
 /*
  * TFLM's Requantize between integer types: output[i] = clamp(requantize(input[i] - input_zero_point,
- * multiplier, shift) + output_zero_point) to the output type's range; input and output are int8_t or int16_t
- * as input_bits / output_bits say.
+ * multiplier, shift) + output_zero_point) to the output type's range; input and output are int8_t, int16_t or
+ * int32_t as input_bits / output_bits say.
  */
 void tinyaot_requantize_s16(const void *input, const tinyaot_requantize16_params *params, void *output);
 
@@ -478,14 +478,16 @@ typedef struct {
     int32_t depth;                 /* values per row */
     int32_t input_multiplier;      /* Q31: input differences scaled to Q5.26 with input_left_shift */
     int32_t input_left_shift;      /* >= 0 */
-    int32_t diff_min;              /* differences below this give -128 */
+    int32_t diff_min;              /* differences below this give the output's minimum */
+    int32_t output_bits;           /* 8: int8 output; 16: int16 (TFLM's int8 -> int16 softmax) */
 } tinyaot_softmax_params;
 
 /*
- * Softmax over rows of `depth` values (gemmlowp fixed point); output scale 1/256, zero point -128.
- * input, output: int8 [outer][depth]; output may be the input.
+ * Softmax over rows of `depth` values (gemmlowp fixed point); int8 output at scale 1/256, zero point -128, or
+ * int16 output (output_bits 16) at scale 1/65536, zero point -32768. input: int8 [outer][depth]; output:
+ * [outer][depth] of int8_t or int16_t; an int8 output may be the input.
  */
-void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, int8_t *output);
+void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, void *output);
 
 /* The model's uint8 input converted to int8. */
 typedef struct {
@@ -556,6 +558,29 @@ typedef struct {
  */
 void tinyaot_frame_shift_s8(const int8_t *frame, const tinyaot_frame_shift_params *params, int8_t *window,
                             int8_t *state);
+
+/* One SVDF layer (TFLite's SVDF, TFLite Micro's integer kernel). */
+typedef struct {
+    int32_t batches, input_size, filters, rank, memory;
+    const int8_t *weights_feature; /* [filters][input_size], symmetric */
+    const void *weights_time;      /* [filters][memory], the state's type: int16_t (state_bits 16) or int8_t */
+    const int32_t *bias;           /* [filters / rank] */
+    const int32_t *feature_bias;   /* [filters]: -input_zero_point * sum_c weights_feature[f][c], wrapped */
+    const int32_t *time_bias;      /* [filters]: -state_zero_point * sum_j weights_time[f][j], wrapped */
+    int32_t feature_multiplier, feature_shift; /* input_scale * weights_feature_scale / state_scale */
+    int32_t output_multiplier, output_shift;   /* state_scale * weights_time_scale / output_scale */
+    int32_t state_zero_point, output_zero_point;
+    int32_t state_bits;            /* 16: int16 state and weights_time; 8: int8 */
+} tinyaot_svdf_params;
+
+/*
+ * Per batch row and filter f: the state row [memory] moves on by one and ends with clamp(requantize(feature_bias[f]
+ * + sum_c weights_feature[f][c] * input[c], feature_*)) to the state's type + state_zero_point; unit u =
+ * clamp(requantize(bias[u] + sum over its rank filters of time_bias[f] + sum_j weights_time[f][j] * state[f][j],
+ * output_*) + output_zero_point, -128, 127). state is the layer's slot in the model's state region
+ * ([batches][filters][memory]; it survives invokes); output must not overlap input.
+ */
+void tinyaot_svdf_s8(const int8_t *input, const tinyaot_svdf_params *params, int8_t *output, void *state);
 
 /* One unidirectional LSTM layer (TFLite Micro's integer UNIDIRECTIONAL_SEQUENCE_LSTM). */
 typedef struct {
