@@ -37,6 +37,7 @@ class Op:
     options: tuple[str, dict] | None = None
     version: int = 1
     intermediates: list[int] = field(default_factory=list)  # e.g. a converter's LSTM gate-scale tensors
+    custom: str | None = None  # a custom operator's custom_code (code "CUSTOM")
 
 
 @dataclass
@@ -116,15 +117,18 @@ def build(m: Model) -> bytes:
         if t.variable:
             tflite.TensorAddIsVariable(b, True)
         tensor_offsets.append(tflite.TensorEnd(b))
-    codes = sorted({(op.code, op.version) for op in m.ops})
+    codes = sorted({(op.code, op.version, op.custom or "") for op in m.ops})
     code_index = {c: j for j, c in enumerate(codes)}
     code_offsets = []
-    for name, version in codes:
+    for name, version, custom in codes:
         value = getattr(tflite.BuiltinOperator, name)
+        custom_code = b.CreateString(custom) if custom else None
         tflite.OperatorCodeStart(b)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(value, 127))
         tflite.OperatorCodeAddBuiltinCode(b, value)
         tflite.OperatorCodeAddVersion(b, version)
+        if custom_code is not None:
+            tflite.OperatorCodeAddCustomCode(b, custom_code)
         code_offsets.append(tflite.OperatorCodeEnd(b))
     op_offsets = []
     for op in m.ops:
@@ -134,7 +138,7 @@ def build(m: Model) -> bytes:
         scratch = _int_vector(b, op.intermediates, tflite.OperatorStartIntermediatesVector) \
             if op.intermediates else None
         tflite.OperatorStart(b)
-        tflite.OperatorAddOpcodeIndex(b, code_index[(op.code, op.version)])
+        tflite.OperatorAddOpcodeIndex(b, code_index[(op.code, op.version, op.custom or "")])
         tflite.OperatorAddInputs(b, ins)
         tflite.OperatorAddOutputs(b, outs)
         if opts is not None:
@@ -209,7 +213,7 @@ def load(buf: bytes) -> Model:
             options = (cls, {f: getattr(table, f)() for f in scalars})
         ops.append(Op(names[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())],
                       _ints(op, "Inputs"), _ints(op, "Outputs"), options, code.Version(),
-                      _ints(op, "Intermediates")))
+                      _ints(op, "Intermediates"), code.CustomCode().decode() if code.CustomCode() else None))
     return Model(tensors, ops, _ints(sg, "Inputs"), _ints(sg, "Outputs"), fb.Version())
 
 

@@ -68,8 +68,8 @@ _ACTIVATION_NAMES = {4: "TANH", 5: "SIGN_BIT"}
 
 # What a custom operator in a .tflite usually means, by custom_code (a prefix for the Flex family).
 CUSTOM_OP_HINTS = {
-    "ethos-u": "this .tflite was compiled by Vela for an Ethos-U NPU (the operator is the NPU's command stream); "
-               "give tinyaot the .tflite from before Vela",
+    "ethos-u": "this .tflite was compiled by Vela for an Ethos-U NPU; give tinyaot the .tflite from before Vela "
+               "(the operator holds the NPU's command stream, not the layers)",
     "Flex": "the converter kept a TensorFlow op (SELECT_TF_OPS), which neither TFLite Micro nor tinyaot runs; "
             "re-convert with TFLite builtin ops only",
     "TFLite_Detection_PostProcess": "SSD box decoding and non-max suppression, in float; compile the network up to "
@@ -78,12 +78,11 @@ CUSTOM_OP_HINTS = {
 
 
 def custom_op_hint(custom: str | None) -> str:
-    """' (why, and what to do)' for a known custom operator, '' otherwise."""
+    """': why, and what to do.' for a custom operator (known ones by name), '' for a builtin one."""
     if not custom:
         return ""
-    hint = CUSTOM_OP_HINTS.get(custom) or next((v for k, v in CUSTOM_OP_HINTS.items()
-                                                if k == "Flex" and custom.startswith(k)), None)
-    return f" ({hint})" if hint else " (a custom operator: tinyaot compiles TFLite's builtin operators)"
+    hint = CUSTOM_OP_HINTS.get(custom) or (CUSTOM_OP_HINTS["Flex"] if custom.startswith("Flex") else None)
+    return f": {hint or 'a custom operator, and tinyaot compiles TFLite builtin operators'}."
 
 
 def _builtin_names() -> dict[int, str]:
@@ -530,8 +529,8 @@ class _Importer:
             if convert is None:
                 tail = "" if self.float_mode else ", and DEQUANTIZE at the model output"
                 raise UnsupportedOpError(
-                    f"operator {op.index} ({op.name}) is not supported{custom_op_hint(op.custom)}; tinyaot imports "
-                    f"{', '.join(self.supported())}{tail}"
+                    f"operator {op.index} ({op.name}) is not supported{custom_op_hint(op.custom) or ';'} tinyaot "
+                    f"imports {', '.join(self.supported())}{tail}"
                 )
             if len(op.outputs) != 1:
                 raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
