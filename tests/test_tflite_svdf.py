@@ -320,3 +320,24 @@ def test_keyword_model_and_an_odd_svdf_on_the_cortex_m33_equal_tflm():
         model, xs, want, _ = _svdf_run(case)
         np.testing.assert_array_equal(tinyaot.compile(model, name="svdf").run(xs, engine="m33").reshape(STEPS, -1),
                                       want, err_msg=case)
+
+
+@pytest.mark.host
+def test_svdf_c_is_clean_under_asan_and_ubsan():
+    """The SVDF's wrapping sums, state clamps and int8 state stores, and the int32 / int16 conversions, under
+    -fsanitize=address,undefined over a sequence from the int16 extremes (one state carried through it)."""
+    from tinyaot.targets import host
+    from tinyaot.targets.base import ModelSources
+
+    problem = host.sanitizer_problem()
+    if problem is not None:
+        pytest.skip(f"no sanitizer support on this machine: {problem}")
+    target = host.SanitizedHostTarget()
+    for model, x in ((keyword_every_tensor(), keyword_inputs(6, 5)),
+                     (svdf_model(2, **SVDF_CASES["int8_saturating_relu"]), _svdf_run("int8_saturating_relu")[1])):
+        x[0], x[1] = np.iinfo(x.dtype).min, np.iinfo(x.dtype).max
+        cm = tinyaot.compile(model, name="sanitized")
+        got = target.run(target.build(ModelSources.of(cm)), x.reshape(len(x), -1).view(np.int8)).outputs
+        want = np.concatenate([np.asarray(o).reshape(len(x), -1).view(np.int8) for o in cm.run(x)]
+                              if cm.n_outputs > 1 else [cm.run(x).reshape(len(x), -1).view(np.int8)], axis=1)
+        np.testing.assert_array_equal(np.asarray(got).reshape(len(x), -1).view(np.int8), want)

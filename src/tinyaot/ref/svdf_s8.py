@@ -17,8 +17,9 @@ TFLM's do where they overflow (int16 x int16 products summed over the memory can
 no fused activation: the converter folds it into the output's range. Weight zero points are not read (TFLM
 assumes symmetric weights) and a per-channel weight tensor's first scale is its scale, as in TFLM.
 
-The C twin (c/kernels/svdf_s8.c) runs the three steps filter by filter, so no scratch buffer is needed; the output
-must not overlap the input (every unit reads the whole input).
+The C twin (c/kernels/svdf_s8.c) shifts the state, writes every filter's new value, then takes each unit's time
+dot product over its rank filters' rows at once (contiguous in the state and in weights_time), the zero points
+folded into feature_bias and unit_bias; no scratch buffer is needed. The output must not overlap the input.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class SvdfParams:
     weights_time: np.ndarray  # int16 or int8 (the state's type) [filters][memory]
     bias: np.ndarray  # int32 [units]
     feature_bias: np.ndarray  # int32 [filters]: -input_zero_point * sum_c weights_feature[f][c], wrapped (the C's)
-    time_bias: np.ndarray  # int32 [filters]: -state_zero_point * sum_j weights_time[f][j], wrapped (the C's)
+    unit_bias: np.ndarray  # int32 [units]: bias - state_zero_point * the unit's weights_time sum, wrapped (the C's)
     input_zero_point: int
     state_zero_point: int
     output_zero_point: int
@@ -96,14 +97,15 @@ def prepare(node: Node, g: Graph) -> SvdfParams:
     m2, s2 = quantize_multiplier(scale_2)
     in_zp, state_zp = int(x.qparams.zero_point[0]), int(state_qp.zero_point[0])
     wf, wt = w_feature.data.astype(np.int8), w_time.data.astype(w_time.dtype)
-    return SvdfParams(batches, inputs, filters, rank, memory, wf, wt, bias.data.astype(np.int32),
-                      _folded(wf, -in_zp), _folded(wt, -state_zp), in_zp, state_zp, int(y.qparams.zero_point[0]),
-                      m1, s1, m2, s2, STATE_BITS[w_time.dtype])
+    b = bias.data.astype(np.int32)
+    unit_bias = wrap_i32(b + _folded(wt.reshape(filters // rank, rank * memory), -state_zp)).astype(np.int32)
+    return SvdfParams(batches, inputs, filters, rank, memory, wf, wt, b, _folded(wf, -in_zp).astype(np.int32),
+                      unit_bias, in_zp, state_zp, int(y.qparams.zero_point[0]), m1, s1, m2, s2, STATE_BITS[w_time.dtype])
 
 
 def _folded(w: np.ndarray, offset: int) -> np.ndarray:
     """offset * each row's sum, wrapped to int32: a zero point folded out of a dot product (exact modulo 2^32)."""
-    return wrap_i32(offset * w.astype(np.int64).sum(axis=1)).astype(np.int32)
+    return wrap_i32(offset * w.astype(np.int64).sum(axis=1))
 
 
 def _two_d(node: Node, x) -> tuple[int, int]:

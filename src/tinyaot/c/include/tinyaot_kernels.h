@@ -564,9 +564,8 @@ typedef struct {
     int32_t batches, input_size, filters, rank, memory;
     const int8_t *weights_feature; /* [filters][input_size], symmetric */
     const void *weights_time;      /* [filters][memory], the state's type: int16_t (state_bits 16) or int8_t */
-    const int32_t *bias;           /* [filters / rank] */
     const int32_t *feature_bias;   /* [filters]: -input_zero_point * sum_c weights_feature[f][c], wrapped */
-    const int32_t *time_bias;      /* [filters]: -state_zero_point * sum_j weights_time[f][j], wrapped */
+    const int32_t *unit_bias;      /* [filters / rank]: bias - state_zero_point * the unit's weights_time sum */
     int32_t feature_multiplier, feature_shift; /* input_scale * weights_feature_scale / state_scale */
     int32_t output_multiplier, output_shift;   /* state_scale * weights_time_scale / output_scale */
     int32_t state_zero_point, output_zero_point;
@@ -574,10 +573,10 @@ typedef struct {
 } tinyaot_svdf_params;
 
 /*
- * Per batch row and filter f: the state row [memory] moves on by one and ends with clamp(requantize(feature_bias[f]
- * + sum_c weights_feature[f][c] * input[c], feature_*)) to the state's type + state_zero_point; unit u =
- * clamp(requantize(bias[u] + sum over its rank filters of time_bias[f] + sum_j weights_time[f][j] * state[f][j],
- * output_*) + output_zero_point, -128, 127). state is the layer's slot in the model's state region
+ * Per batch row: the state [filters][memory] moves on by one value and each filter's last value becomes
+ * clamp(requantize(feature_bias[f] + sum_c weights_feature[f][c] * input[c], feature_*)) to the state's type +
+ * state_zero_point; unit u = clamp(requantize(unit_bias[u] + sum over its rank filters' rows of weights_time *
+ * state, output_*) + output_zero_point, -128, 127). state is the layer's slot in the model's state region
  * ([batches][filters][memory]; it survives invokes); output must not overlap input.
  */
 void tinyaot_svdf_s8(const int8_t *input, const tinyaot_svdf_params *params, int8_t *output, void *state);
