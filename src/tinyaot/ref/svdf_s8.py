@@ -99,8 +99,9 @@ def prepare(node: Node, g: Graph) -> SvdfParams:
     wf, wt = w_feature.data.astype(np.int8), w_time.data.astype(w_time.dtype)
     b = bias.data.astype(np.int32)
     unit_bias = wrap_i32(b + _folded(wt.reshape(filters // rank, rank * memory), -state_zp)).astype(np.int32)
+    out_zp = int(y.qparams.zero_point[0])
     return SvdfParams(batches, inputs, filters, rank, memory, wf, wt, b, _folded(wf, -in_zp).astype(np.int32),
-                      unit_bias, in_zp, state_zp, int(y.qparams.zero_point[0]), m1, s1, m2, s2, STATE_BITS[w_time.dtype])
+                      unit_bias, in_zp, state_zp, out_zp, m1, s1, m2, s2, STATE_BITS[w_time.dtype])
 
 
 def _folded(w: np.ndarray, offset: int) -> np.ndarray:
