@@ -341,3 +341,15 @@ def test_svdf_c_is_clean_under_asan_and_ubsan():
         want = np.concatenate([np.asarray(o).reshape(len(x), -1).view(np.int8) for o in cm.run(x)]
                               if cm.n_outputs > 1 else [cm.run(x).reshape(len(x), -1).view(np.int8)], axis=1)
         np.testing.assert_array_equal(np.asarray(got).reshape(len(x), -1).view(np.int8), want)
+
+
+def test_the_header_types_int16_input_int32_output_and_mixed_outputs():
+    """The accessors take the model's types: int16_t in and int32_t out for the keyword model; with outputs of
+    several types (every tensor of it) the output accessor is `const void *`, each output's type in its macros."""
+    header = tinyaot.compile(shared_file(KEYWORD), name="kw").c_sources.files["kw.h"]
+    assert "int16_t *kw_input(void);" in header and "const int32_t *kw_output(void);" in header
+    header = tinyaot.compile(keyword_every_tensor(), name="kw").c_sources.files["kw.h"]
+    assert "const void *kw_output(size_t index);" in header
+    assert "/* output0: int32 [1, 2]" in header and "/* output14: int16 [1, 2]" in header
+    with pytest.raises(ModelError, match="int16 or int32 input or output"):
+        tinyaot.compile(shared_file(KEYWORD), name="kw").export("unused", target="pico2")

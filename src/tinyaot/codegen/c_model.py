@@ -185,15 +185,21 @@ def _io_accessors(g: Graph, plan: MemoryPlan, prefix: str, macro: str, in_ctype:
 _IO_CTYPES = {"uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t"}  # else int8_t
 
 
+def _io_ctype(g: Graph, tensors) -> tuple[str, str]:
+    """(dtype, C type) of the accessors: int8, uint8, int16 (16x8) or int32 (a QUANTIZE's); `void` when the
+    tensors' types differ (each is named in the header's macros)."""
+    dtypes = list(dict.fromkeys(g.tensor(t).dtype for t in tensors))
+    if len(dtypes) > 1:
+        return "/".join(dtypes), "void"
+    return dtypes[0], _IO_CTYPES.get(dtypes[0], "int8_t")
+
+
 def _input_ctype(g: Graph) -> tuple[str, str]:
-    dtype = g.tensor(g.inputs[0]).dtype
-    return dtype, _IO_CTYPES.get(dtype, "int8_t")
+    return _io_ctype(g, g.inputs)
 
 
 def _output_ctype(g: Graph) -> tuple[str, str]:
-    """int8, or int16 for a 16x8 model's output, int32 for a QUANTIZE's (every output has the first one's type)."""
-    dtype = g.tensor(g.outputs[0]).dtype
-    return dtype, _IO_CTYPES.get(dtype, "int8_t")
+    return _io_ctype(g, g.outputs)
 
 
 def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
