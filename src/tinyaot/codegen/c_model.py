@@ -433,7 +433,7 @@ def _offset(plan: MemoryPlan, tensor: str, macro: str) -> str:
 def _state_size(plan: MemoryPlan, macro: str) -> list[str]:
     if not plan.state:
         return []
-    return ["/* The state region keeps what the streaming layers carry from one invoke to the next, apart from",
+    return ["/* The state region keeps what the stateful layers carry from one invoke to the next, apart from",
             " * the arena (RAM = arena + state). */",
             f"#define {macro}_STATE_SIZE {plan.state_bytes}",
             f"#define {macro}_STATE_ALIGNMENT {plan.alignment}"]
