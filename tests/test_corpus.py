@@ -15,9 +15,7 @@ import tinyaot
 pytestmark = pytest.mark.host
 N_RANDOM = 4
 TFLITE = [e for e in tflite_entries() if e.source == "tflm_examples"]
-NOT_YET = {  # strict: the day one imports, its test says so and the mark goes
-    "keyword_scrambled.tflite": "SVDF and int8 -> int16 softmax (issue 23)",
-}
+NOT_YET: dict[str, str] = {}  # file -> why it is refused; strict: the day one imports, its test says so
 QUANTIZED = [e for e in TFLITE if e.inputs is None]
 FLOAT = [e for e in TFLITE if e.inputs is not None]
 
