@@ -18,8 +18,9 @@ from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
 from tinyaot.frontend.pytorch_attention import CONVERTERS as ATTENTION_CONVERTERS
 from tinyaot.frontend.pytorch_recurrent import CONVERTERS as RECURRENT_CONVERTERS
 from tinyaot.ir import Graph, Node, Tensor
+from tinyaot.ir.layout import MAX_TRANSPOSE_RANK as MAX_RANK
+from tinyaot.ir.layout import reduced_permutation
 from tinyaot.ir.ops import RELU
-from tinyaot.ref.transpose_s8 import MAX_RANK, reduced_permutation
 
 CHANNEL_OPS = {"aten.conv1d.default", "aten.conv1d.padding", "aten.max_pool1d.default", "aten.avg_pool1d.default",
                "aten.adaptive_avg_pool1d.default", "aten.batch_norm.default", "aten.conv2d.default",

@@ -15,9 +15,9 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.layout import MAX_TRANSPOSE_RANK as MAX_RANK
+from tinyaot.ir.layout import reduced_permutation
 from tinyaot.ref import _checks
-
-MAX_RANK = 6  # TFLite's TRANSPOSE limit; the kernel's loops
 
 
 @dataclass(frozen=True)
@@ -50,23 +50,6 @@ def transpose_geometry(node: Node, g: Graph, io=_checks.io) -> tuple[tuple[int, 
     out6 = (1,) * pad + tuple(shape[a] for a in moved)
     in_strides6 = (0,) * pad + tuple(strides[a] for a in moved)
     return perm, tuple(x.shape), out6, in_strides6
-
-
-def reduced_permutation(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(shape, perm) of the same byte movement on the fewest axes: size-1 axes dropped, runs of input axes that
-    stay adjacent and in order in the output merged into one. ((1,), (0,)) when no bytes move."""
-    order = [a for a in perm if shape[a] != 1]  # the moving axes, in output order
-    runs: list[list[int]] = []
-    for a in order:
-        kept = [b for b in range(len(shape)) if shape[b] != 1]
-        if runs and kept.index(a) == kept.index(runs[-1][-1]) + 1:
-            runs[-1].append(a)
-        else:
-            runs.append([a])
-    if len(runs) <= 1:
-        return (math.prod(shape),), (0,)
-    by_input = sorted(runs, key=lambda r: r[0])
-    return tuple(math.prod(shape[a] for a in r) for r in by_input), tuple(by_input.index(r) for r in runs)
 
 
 def transpose_s8(x: np.ndarray, p: TransposeParams) -> np.ndarray:
