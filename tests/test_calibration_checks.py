@@ -117,34 +117,45 @@ def test_dead_activation():
     assert "dead_activation" in codes and "never fires" in str(cm.findings)
 
 
-def _tiny_weights_model(bias: float):
-    model = nn.Sequential(nn.Linear(8, 4)).eval()
+def _tiny_weights_model(bias: float, fan_in: int = 8):
+    model = nn.Sequential(nn.Linear(fan_in, 4)).eval()
     with torch.no_grad():
         model[0].weight.fill_(1e-3)
         model[0].bias.fill_(bias)
     return model
 
 
-def _refused_after_warning(model, cal) -> str:
+def _refused_after_warning(model, cal, fan_in: int = 8) -> str:
     """Such a model cannot become C (its bias overflows once the input zero point is folded in): the finding is
     said first, then compiling stops with the kernel's error instead of returning a model that cannot run."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(ModelError, match="bias overflows"):
-            tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, name="chk")
+            tinyaot.compile(model, torch.zeros(1, fan_in), calibration=cal, name="chk")
     return " ".join(str(w.message) for w in caught if issubclass(w.category, CalibrationWarning))
 
 
 def test_bias_that_overflows_int32_is_reported():
-    cal = np.random.default_rng(0).uniform(0, 1e-3, size=(64, 8))
-    assert "does not fit int32" in _refused_after_warning(_tiny_weights_model(1.0), cal)
-    assert "bias_clamped" not in _codes(_tiny_weights_model(1e-6), cal)[0]
+    """Weights that do move the output (4,096 inputs of 1e-3 x 1e-3), yet at input x weight scale the bias needs
+    35 bits. With 8 inputs the same weights could not move the output by half a step: such a dead channel
+    gets zero weights and outputs its bias exactly (test_dead_channels.py), so nothing is reported."""
+    cal = np.random.default_rng(0).uniform(0, 1e-3, size=(64, 4096))
+    assert "does not fit int32" in _refused_after_warning(_tiny_weights_model(1.0, 4096), cal, 4096)
+    assert "bias_clamped" not in _codes(_tiny_weights_model(1e-6, 4096), cal)[0]
+    assert "bias_clamped" not in _codes(_tiny_weights_model(1.0), cal[:, :8])[0]
 
 
 def test_multiplier_that_underflows_is_reported():
-    cal = np.random.default_rng(0).uniform(0, 1e-2, size=(64, 8))
-    assert "underflows" in _refused_after_warning(_tiny_weights_model(1e6), cal)
-    assert "multiplier_clamped" not in _codes(_tiny_weights_model(1e-3), cal)[0]
+    """A live channel's multiplier underflows only past ~65,000 inputs per output, so the check is asserted on
+    the qparams it reads: input scale x weight scale / output scale below 2^-32."""
+    from tinyaot.ir import Node, QParams
+    from tinyaot.quantize.lower import _multiplier_findings
+
+    node = Node("fully_connected", "fc", ["x", "w", "b"], ["y"])
+    x, out = QParams.per_tensor(1e-4, 0), QParams.per_tensor(1e3, 0)
+    findings = _multiplier_findings(node, x, QParams((1e-5, 1.0), (0, 0), axis=0), out)
+    assert [f.code for f in findings] == ["multiplier_clamped"] and "underflows" in findings[0].message
+    assert _multiplier_findings(node, x, QParams((1.0, 1.0), (0, 0), axis=0), out) == []
 
 
 def test_strict_turns_findings_into_one_error(seed):

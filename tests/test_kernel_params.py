@@ -59,8 +59,8 @@ def _c_kind(annotation: str) -> str:
         return "int32_t"
     if annotation == "np.ndarray":
         return "pointer"
-    if annotation.startswith("tuple[int"):
-        return "int32_t[4]"
+    if annotation.startswith("tuple[int"):  # tuple[int, ...] is a 4-vector; a longer one spells its ints
+        return f"int32_t[{max(4, annotation.count('int'))}]"
     return f"struct {struct_name(PARAMS[annotation])}" if annotation in PARAMS else f"host only ({annotation})"
 
 

@@ -1,4 +1,4 @@
-"""The int8 kernels max_pool2d, mean, concat, pad, mul, lut, relu, transpose and quantize:
+"""The int8 kernels max_pool2d, mean, sum, concat, pad, mul, lut, relu, transpose and quantize:
 NumPy reference == host C (>= 50 random one-op graphs per op, through codegen) == Cortex-M33 (50 per op, one
 QEMU run), int8 within one quantization step of the real math, in-place runs, and clear errors."""
 from __future__ import annotations
@@ -112,6 +112,10 @@ def gen_concat(rng):
         else:
             s, z = os_ * rng.uniform(0.3, 3), _zp(rng)
         ins.append(act(f"x{i}", shape, s, z))
+    if rng.random() < 0.3:  # a constant input (a ViT's class token): int8 in flash with its own qparams
+        t = ins[int(rng.integers(k))]
+        data = rng.integers(-128, 128, size=t.shape).astype(np.int8)
+        ins[ins.index(t)] = Tensor(t.name, t.shape, "int8", data=data, qparams=t.qparams)
     out_shape = list(base)
     out_shape[axis] = sum(t.shape[axis] for t in ins)
     return ins, act("y", out_shape, os_, oz), {"axis": axis}
@@ -175,7 +179,7 @@ def gen_relu(rng):
 
 
 def gen_transpose(rng):
-    rank = int(rng.integers(2, 5))
+    rank = int(rng.integers(1, 7))  # up to 6-D: the kernel runs the reduced permutation
     shape = _shape(rng, rank)
     perm = tuple(int(a) for a in rng.permutation(rank))
     s, z = _scale(rng), _zp(rng)
@@ -189,6 +193,15 @@ def gen_quantize(rng):
     return [act("x", shape, s, z)], act("y", shape, os_, oz), {}
 
 
+def gen_sum(rng):
+    """The mean's kernel without 1 / count: a run of consecutive axes, an output scale covering part of the sum."""
+    ins, out, attrs = gen_mean(rng)
+    count = ins[0].size // out.size
+    s, z = out.qparams.scale[0], out.qparams.zero_point[0]
+    spread = float(rng.uniform(0.2, 1.0)) * np.sqrt(count)
+    return ins, act("y", out.shape, s * spread, z), attrs
+
+
 GENERATORS = {
     "max_pool2d": gen_max_pool2d,
     "mean": gen_mean,
@@ -199,6 +212,7 @@ GENERATORS = {
     "relu": gen_relu,
     "transpose": gen_transpose,
     "quantize": gen_quantize,
+    "sum": gen_sum,
 }
 SEEDS = {op: 1000 * (i + 1) for i, op in enumerate(GENERATORS)}
 
@@ -277,6 +291,8 @@ def _float_op(op: str, g, xs: list[np.ndarray]) -> np.ndarray:
         return _max_pool_float(xs[0], a)
     if op == "mean":
         return xs[0].mean(axis=tuple(a["axes"]))
+    if op == "sum":
+        return xs[0].sum(axis=tuple(a["axes"]))
     if op == "concat":
         return np.concatenate(xs, axis=a["axis"])
     if op == "pad":

@@ -68,6 +68,17 @@ def _recurrent(op, gates):
     return g
 
 
+def _svdf():
+    """Rank 2, int16 state: the state persists across the suite's samples in the reference and in C alike."""
+    x = act("x", (1, 6), 0.05, -3)
+    wf = _weights("wf", (4, 6), 0)
+    wt = Tensor("wt", (4, 3), "int16", data=RNG.integers(-3000, 3000, size=(4, 3)).astype(np.int16),
+                qparams=QParams.per_tensor(float(np.float32(0.002)), 0))
+    b = Tensor("b", (2,), "int32", data=RNG.integers(-2000, 2000, size=2).astype(np.int32))
+    return one_op_graph("svdf", [x, wf, wt, b], act("y", (1, 2), 0.02, 3),
+                        {"rank": 2, "state_qparams": QParams.per_tensor(float(np.float32(0.004)), 0)})
+
+
 def _fc():
     x = act("x", (1, 8), 0.05, 4)
     w = _weights("w", (4, 8), 0)
@@ -118,11 +129,17 @@ CASES = {
     "relu": lambda: _unary("relu", (1, 16), act("y", (1, 16), 0.05, -3), {"clamp": (0.0, float("inf"))}),
     "transpose": lambda: _unary("transpose", (1, 2, 3, 4), act("y", (1, 4, 2, 3), 0.05, -3), {"perm": (0, 3, 1, 2)}),
     "quantize": lambda: _unary("quantize", (1, 16), act("y", (1, 16), 0.03, 11), {}),
+    "sum": lambda: _unary("sum", (1, 3, 4, 2), act("y", (1, 3, 1, 2), 0.2, -3), {"axes": (2,), "keepdims": True}),
     "layer_norm": lambda: one_op_graph(
         "layer_norm", [act("x", (1, 3, 8), 0.05, -3), Tensor("g", (8,), "float32", data=RNG.uniform(-1.5, 1.5, 8)
                                                              .astype(np.float32)),
                        Tensor("be", (8,), "float32", data=RNG.uniform(-0.5, 0.5, 8).astype(np.float32))],
         act("y", (1, 3, 8), 0.03, 2), {"eps": 1e-5}),
+    "group_norm": lambda: one_op_graph(
+        "group_norm", [act("x", (1, 2, 3, 8), 0.05, -3), Tensor("g", (8,), "float32", data=RNG.uniform(-1.5, 1.5, 8)
+                                                                .astype(np.float32)),
+                       Tensor("be", (8,), "float32", data=RNG.uniform(-0.5, 0.5, 8).astype(np.float32))],
+        act("y", (1, 2, 3, 8), 0.03, 2), {"groups": 2, "eps": 1e-5}),
     "batch_matmul": lambda: one_op_graph("batch_matmul", [act("a", (1, 2, 3, 4), 0.05, -3),
                                                           act("b", (1, 2, 5, 4), 0.04, 7)],
                                          act("y", (1, 2, 3, 5), 0.1, 1), {"adj_y": True}),
@@ -132,6 +149,7 @@ CASES = {
     "lstm": lambda: _recurrent("lstm", 4),
     "gru": lambda: _recurrent("gru", 3),
     "frame_shift": lambda: _unary("frame_shift", (1, 1, 1, 3), act("y", (1, 1, 4, 3), 0.05, -3), {}),  # 3 kept
+    "svdf": _svdf,
 }
 
 
@@ -147,7 +165,7 @@ def test_every_op_has_its_spec_and_traits(op):
                          ops.RECURRENT)
     assert (s.weight_axis is not None) == (s.qparams == ops.WEIGHTED)
     assert s.overlap in (None, "elementwise", "window", "residual", "transposed")
-    assert s.macs in (None, "dense", "conv", "depthwise", "transposed", "recurrent")
+    assert s.macs in (None, "dense", "conv", "depthwise", "transposed", "recurrent", "svdf")
     from tinyaot.plan.state import STATE_FAMILIES
 
     assert s.state is None or s.state in STATE_FAMILIES  # state kept between invokes: a family plan/state.py knows

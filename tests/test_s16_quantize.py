@@ -77,5 +77,5 @@ def test_pico2_project_refuses_int16_io(tmp_path):
     rng = np.random.default_rng(7)
     m, x = _case("16->16", rng)
     cm = assert_matches_tflm(m, [x])
-    with pytest.raises(ModelError, match="int16 input or output .*Export the C"):
+    with pytest.raises(ModelError, match="int16 or int32 input or output .*Export the C"):
         cm.export(tmp_path, target="pico2")

@@ -36,6 +36,8 @@ class Op:
     outputs: list[int]
     options: tuple[str, dict] | None = None
     version: int = 1
+    intermediates: list[int] = field(default_factory=list)  # e.g. a converter's LSTM gate-scale tensors
+    custom: str | None = None  # a custom operator's custom_code (code "CUSTOM")
 
 
 @dataclass
@@ -115,28 +117,35 @@ def build(m: Model) -> bytes:
         if t.variable:
             tflite.TensorAddIsVariable(b, True)
         tensor_offsets.append(tflite.TensorEnd(b))
-    codes = sorted({(op.code, op.version) for op in m.ops})
+    codes = sorted({(op.code, op.version, op.custom or "") for op in m.ops})
     code_index = {c: j for j, c in enumerate(codes)}
     code_offsets = []
-    for name, version in codes:
+    for name, version, custom in codes:
         value = getattr(tflite.BuiltinOperator, name)
+        custom_code = b.CreateString(custom) if custom else None
         tflite.OperatorCodeStart(b)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(value, 127))
         tflite.OperatorCodeAddBuiltinCode(b, value)
         tflite.OperatorCodeAddVersion(b, version)
+        if custom_code is not None:
+            tflite.OperatorCodeAddCustomCode(b, custom_code)
         code_offsets.append(tflite.OperatorCodeEnd(b))
     op_offsets = []
     for op in m.ops:
         ins = _int_vector(b, op.inputs, tflite.OperatorStartInputsVector)
         outs = _int_vector(b, op.outputs, tflite.OperatorStartOutputsVector)
         opts = _options(b, op.options[0], op.options[1]) if op.options else None
+        scratch = _int_vector(b, op.intermediates, tflite.OperatorStartIntermediatesVector) \
+            if op.intermediates else None
         tflite.OperatorStart(b)
-        tflite.OperatorAddOpcodeIndex(b, code_index[(op.code, op.version)])
+        tflite.OperatorAddOpcodeIndex(b, code_index[(op.code, op.version, op.custom or "")])
         tflite.OperatorAddInputs(b, ins)
         tflite.OperatorAddOutputs(b, outs)
         if opts is not None:
             tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, op.options[0]))
             tflite.OperatorAddBuiltinOptions(b, opts)
+        if scratch is not None:
+            tflite.OperatorAddIntermediates(b, scratch)
         op_offsets.append(tflite.OperatorEnd(b))
     tensors = _table_vector(b, tensor_offsets, tflite.SubGraphStartTensorsVector)
     inputs = _int_vector(b, m.inputs, tflite.SubGraphStartInputsVector)
@@ -185,7 +194,8 @@ def load(buf: bytes) -> Model:
             zp = [int(v) for v in q.ZeroPointAsNumpy()] if q.ZeroPointLength() else 0
             scale, zp = (scale[0], zp[0] if isinstance(zp, list) else zp) if len(scale) == 1 else (scale, zp)
             axis = int(q.QuantizedDimension())
-        tensors.append(T(shape, dtype, data, scale, zp, axis, t.Name().decode()))
+        tensors.append(T(shape, dtype, data, scale, zp, axis, t.Name().decode() if t.Name() else f"t{i}",
+                         bool(t.IsVariable())))
     names = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
     option_names = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
     ops = []
@@ -202,7 +212,8 @@ def load(buf: bytes) -> Model:
             scalars = [f for f in fields if not hasattr(tflite, f"{cls}Start{f}Vector")]
             options = (cls, {f: getattr(table, f)() for f in scalars})
         ops.append(Op(names[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())],
-                      _ints(op, "Inputs"), _ints(op, "Outputs"), options, code.Version()))
+                      _ints(op, "Inputs"), _ints(op, "Outputs"), options, code.Version(),
+                      _ints(op, "Intermediates"), code.CustomCode().decode() if code.CustomCode() else None))
     return Model(tensors, ops, _ints(sg, "Inputs"), _ints(sg, "Outputs"), fb.Version())
 
 

@@ -56,7 +56,8 @@ class CompiledModel:
 
     @property
     def state_bytes(self) -> int:
-        """The state region: what stateful layers (a streamed conv's past frames) keep between invokes."""
+        """The state region: what stateful layers (a streamed conv's past frames, an SVDF's state) keep between
+        invokes."""
         return self.plan.state_bytes
 
     @property
@@ -258,8 +259,8 @@ class CompiledModel:
     def run(self, x, engine: str = "reference", arena_bytes: int | None = None):
         """int8 in, int8 out. `x` is one input or a batch of them (dim 0); for a model with several inputs, a
         list with one such array per input, and a model with several outputs returns a list of them. A model with
-        state (stream=True) runs the batch as one stream: every call starts from a reset, then one invoke per
-        sample in order on the same instance (cm.stream() keeps a stream going across calls)."""
+        state (stream=True, or an imported SVDF) runs the batch as one stream: every call starts from a reset, then
+        one invoke per sample in order on the same instance (cm.stream() keeps a stream going across calls)."""
         from tinyaot.targets.engines import engine_named
 
         runner = engine_named(engine)  # targets/engines.py: the registry of engines

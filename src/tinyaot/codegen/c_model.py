@@ -186,18 +186,24 @@ def _io_accessors(g: Graph, plan: MemoryPlan, prefix: str, macro: str, in_ctype:
     return out
 
 
-_IO_CTYPES = {"uint8": "uint8_t", "int16": "int16_t"}  # else int8_t
+_IO_CTYPES = {"uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t"}  # else int8_t
+
+
+def _io_ctype(g: Graph, tensors) -> tuple[str, str]:
+    """(dtype, C type) of the accessors: int8, uint8, int16 (16x8) or int32 (a QUANTIZE's); `void` when the
+    tensors' types differ (each is named in the header's macros)."""
+    dtypes = list(dict.fromkeys(g.tensor(t).dtype for t in tensors))
+    if len(dtypes) > 1:
+        return "/".join(dtypes), "void"
+    return dtypes[0], _IO_CTYPES.get(dtypes[0], "int8_t")
 
 
 def _input_ctype(g: Graph) -> tuple[str, str]:
-    dtype = g.tensor(g.inputs[0]).dtype
-    return dtype, _IO_CTYPES.get(dtype, "int8_t")
+    return _io_ctype(g, g.inputs)
 
 
 def _output_ctype(g: Graph) -> tuple[str, str]:
-    """int8, or int16 for a 16x8 model's output (every output has the first one's type)."""
-    dtype = g.tensor(g.outputs[0]).dtype
-    return dtype, _IO_CTYPES.get(dtype, "int8_t")
+    return _io_ctype(g, g.outputs)
 
 
 def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
@@ -431,7 +437,7 @@ def _offset(plan: MemoryPlan, tensor: str, macro: str) -> str:
 def _state_size(plan: MemoryPlan, macro: str) -> list[str]:
     if not plan.state:
         return []
-    return ["/* The state region keeps what the streaming layers carry from one invoke to the next, apart from",
+    return ["/* The state region keeps what the stateful layers carry from one invoke to the next, apart from",
             " * the arena (RAM = arena + state). */",
             f"#define {macro}_STATE_SIZE {plan.state_bytes}",
             f"#define {macro}_STATE_ALIGNMENT {plan.alignment}"]
@@ -456,6 +462,10 @@ def _state_contract(g: Graph, plan: MemoryPlan, prefix: str) -> list[str]:
         lines += [" * - Each recurrent layer keeps its hidden (and cell) state in the state region: the k-th invoke",
                   " *   after a reset runs frame k of a sequence that starts at the reset (from zero state), so reset",
                   " *   where a new sequence starts; the input is the newest frame only."]
+    if any(state_family(n) == "svdf" for n in g.nodes):
+        lines += [" * - Each SVDF layer keeps its activation state (TFLite's variable tensor: its last feature values",
+                  " *   per filter) in the state region, as TFLite Micro keeps it from one Invoke to the next; reset()",
+                  " *   is TFLite Micro's Reset (ResetVariableTensors): call it where a new input stream starts."]
     return [*lines, " */"]
 
 

@@ -22,26 +22,30 @@ from tinyaot.ref import add_s8, concat_s8, concat_s16, lut_s8, minmax_s8, mul_s8
 
 def emit_concat(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
     """The input pointers are arena addresses, known at run time: a local array beside the call."""
-    p = concat_s8.prepare(node, g)
-    base = layer_base(prefix, node)
-    pointers = ",\n        ".join(arena_in(offsets, t) for t in node.inputs)
-    kernel = c_call("tinyaot_concat_s8", "inputs", f"&{base}_params", arena_out(offsets, node.outputs[0]),
-                    width=LINE - 4).replace("\n", "\n    ")
-    call = f"{{\n    const int8_t *const inputs[{p.num_inputs}] = {{\n        {pointers}\n    }};\n    {kernel}\n}}"
-    return EmittedOp(emit_params(p, base), call, "concat_s8.c")
+    return _concat(node, prefix, offsets, concat_s8.prepare(node, g), "int8_t", "concat_s8")
 
 
 def emit_concat_s16(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):
     """The 16x8 concat (int16 activations): as emit_concat, int16 pointers."""
-    p = concat_s16.prepare(node, g)
+    return _concat(node, prefix, offsets, concat_s16.prepare(node, g), "int16_t", "concat_s16")
+
+
+def _concat(node: Node, prefix: str, offsets: dict[str, str], p, ctype: str, kernel: str) -> EmittedOp:
+    """A local array of input pointers beside the call: arena addresses, or a constant input's flash array."""
     base = layer_base(prefix, node)
-    pointers = ",\n        ".join(arena_in(offsets, t, "int16_t") for t in node.inputs)
-    kernel = c_call("tinyaot_concat_s16", "inputs", f"&{base}_params",
-                    arena_out(offsets, node.outputs[0], "int16_t"), width=LINE - 4).replace("\n", "\n    ")
-    call = f"{{\n    const int16_t *const inputs[{p.num_inputs}] = {{\n        {pointers}\n    }};\n    {kernel}\n}}"
-    return EmittedOp(emit_params(p, base), call, "concat_s16.c")
-
-
+    consts, pointers = "", []
+    for k, (tensor, data) in enumerate(zip(node.inputs, p.constants)):
+        if data is None:
+            pointers.append(arena_in(offsets, tensor, ctype))
+        else:
+            consts += f"/* {node.name}: constant input {k + 1} '{tensor}', {list(data.shape)} */\n"
+            consts += c_array(f"{base}_input{k + 1}", data.reshape(-1))
+            pointers.append(f"{base}_input{k + 1}")
+    kernel_call = c_call(f"tinyaot_{kernel}", "inputs", f"&{base}_params", arena_out(offsets, node.outputs[0], ctype),
+                         width=LINE - 4).replace("\n", "\n    ")
+    listed = ",\n        ".join(pointers)
+    call = f"{{\n    const {ctype} *const inputs[{p.num_inputs}] = {{\n        {listed}\n    }};\n    {kernel_call}\n}}"
+    return EmittedOp(consts + emit_params(p, base), call, f"{kernel}.c")
 
 
 def _binary(node: Node, g: Graph, prefix: str, offsets: dict[str, str], p, kernel: str, speed: bool = True):

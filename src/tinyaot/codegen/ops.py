@@ -18,7 +18,7 @@ from tinyaot.ir.ops import OPS, OpSpec, kernel_ref
 
 __all__ = ["EMITTERS", "EmittedOp", "describe", "emitter", "emitter_for"]
 
-C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t"}
+C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t"}
 
 
 def emit_kernel(spec: OpSpec, node: Node, g: Graph, prefix: str, offsets: dict[str, str],

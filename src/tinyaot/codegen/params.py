@@ -57,6 +57,10 @@ HOST_ONLY: dict[str, dict[str, str]] = {
         "rhs_view": "shape, perm and adj_y are folded into the rhs strides",
     },
     "TransposeParams": {"perm": "folded into in_strides", "in_shape": "folded into in_strides"},
+    "ConcatParams": {"constants": "constant inputs are emitted as arrays and passed in the input pointer array"},
+    "Concat16Params": {"constants": "constant inputs are emitted as arrays and passed in the input pointer array"},
+    "SvdfParams": {"input_zero_point": "folded into feature_bias at compile time",
+                   "bias": "folded into unit_bias with the state's zero point at compile time"},
 }
 
 

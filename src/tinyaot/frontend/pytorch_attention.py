@@ -2,6 +2,7 @@
 and nn.MultiheadAttention decomposed into ops that have integer kernels.
 
 - aten.layer_norm (normalized_shape = the last dim) -> layer_norm.
+- aten.group_norm -> group_norm on the channels-last tensor (layer_norm's integer kernel, per group of channels).
 - aten.matmul / aten.bmm of two activations -> batch_matmul; an operand that is a transpose read only by the
   product (`k.transpose(-2, -1)`, a head split `view(1, T, H, d).transpose(1, 2)`) is read at permuted strides
   (adj_x / adj_y, lhs_perm / rhs_perm) instead of being moved.
@@ -52,6 +53,25 @@ def _layer_norm(b, n) -> None:
     inputs = [x.name, b.const(f"{layer}.weight", gamma), b.const(f"{layer}.bias", beta)]
     eps = 1e-5 if eps is None else float(eps)
     b.bind(n, b.emit("layer_norm", inputs, shape, {"eps": eps}), False)
+
+
+def _group_norm(b, n) -> None:
+    """GroupNorm (timm's GroupNorm1 is one group: the whole feature map) on the channels-last tensor."""
+    args = list(n.args) + [None] * (5 - len(n.args))
+    x_arg, groups, w_arg, bias_arg, eps = args[:5]
+    x = b.arg(x_arg)
+    if not x.nhwc and x.torch_rank in (3, 4):
+        x = b.to_channels_last(x)
+    elif not x.nhwc and (x.torch_rank != 2 or x.lead):
+        raise b.error(f"GroupNorm of a {x.torch_rank}-D tensor; tinyaot normalizes [1, C], [1, C, L] and "
+                      "[1, C, H, W] activations")
+    depth = b.shape(x)[-1]
+    gamma = b.const_data(w_arg) if w_arg is not None else np.ones(depth, np.float32)
+    beta = b.const_data(bias_arg) if bias_arg is not None else np.zeros(depth, np.float32)
+    layer = layer_name(n)
+    inputs = [x.name, b.const(f"{layer}.weight", gamma), b.const(f"{layer}.bias", beta)]
+    attrs = {"groups": int(groups), "eps": 1e-5 if eps is None else float(eps)}
+    b.bind(n, b.emit("group_norm", inputs, b.shape(x), attrs), x.nhwc, x.torch_rank)
 
 
 def _transposed_source(b, arg) -> tuple[str, tuple[int, ...]] | None:
@@ -106,7 +126,8 @@ def _read_in_place(b, arg, name: str, side: str, attrs: dict) -> tuple[str, dict
 
 
 def _matmul(b, n) -> None:
-    b.bind(n, _product(b, n, n.args[0], n.args[1], {}, _val_shape(n)), False)
+    out_shape = b.plain_shape(_val_shape(n), *(b.arg(a) for a in n.args[:2] if hasattr(a, "name")))
+    b.bind(n, _product(b, n, n.args[0], n.args[1], {}, out_shape), False)
 
 
 def _sdpa(b, n) -> None:
@@ -125,15 +146,19 @@ def _sdpa(b, n) -> None:
     q_shape, k_shape = _val_shape(q_arg), _val_shape(k_arg)
     scale = n.kwargs.get("scale", args[6])
     scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else float(scale)
-    scores_shape = (*np.broadcast_shapes(q_shape[:-2], k_shape[:-2]), q_shape[-2], k_shape[-2])
+    sources = [b.arg(a) for a in (q_arg, k_arg, v_arg)]
+    scores_shape = b.plain_shape((*np.broadcast_shapes(q_shape[:-2], k_shape[:-2]), q_shape[-2], k_shape[-2]),
+                                 *sources)
     scores = _product(b, n, q_arg, k_arg, {"adj_y": True}, scores_shape, suffix="_scores")
     probs = b.emit("softmax", [scores], scores_shape, {"beta": scale}, suffix="_softmax")
     v, attrs = _read_in_place(b, v_arg, b.to_torch_order(b.arg(v_arg)).name, "rhs", {})
-    b.bind(n, b.emit("batch_matmul", [probs, v], _val_shape(n), attrs, suffix="_context"), False)
+    out_shape = b.plain_shape(_val_shape(n), *sources)
+    b.bind(n, b.emit("batch_matmul", [probs, v], out_shape, attrs, suffix="_context"), False)
 
 
 CONVERTERS = {
     "aten.layer_norm.default": _layer_norm,
+    "aten.group_norm.default": _group_norm,
     "aten.matmul.default": _matmul,
     "aten.bmm.default": _matmul,
     "aten.scaled_dot_product_attention.default": _sdpa,

@@ -22,6 +22,8 @@ from tinyaot.frontend.pytorch_attention import CONVERTERS as ATTENTION_CONVERTER
 from tinyaot.frontend.pytorch_recurrent import CONVERTERS as RECURRENT_CONVERTERS
 from tinyaot.frontend.pytorch_slicing import CONVERTERS as SLICING_CONVERTERS
 from tinyaot.ir import Graph, Node, Tensor
+from tinyaot.ir.layout import MAX_TRANSPOSE_RANK as MAX_RANK
+from tinyaot.ir.layout import reduced_permutation
 from tinyaot.ir.ops import RELU
 from tinyaot.ir.pooling import pooled_size
 
@@ -35,6 +37,8 @@ class Value:
     name: str  # IR tensor
     nhwc: bool  # the IR tensor is the channels-last form of a channels-first torch tensor
     torch_rank: int  # rank of the tensor in torch
+    lead: bool = False  # the IR tensor is the torch tensor with a leading 1: the batch of 1 that torch folded into
+    #                     its first axis (MobileViT's B * patch_area, a qkv's stacked 3), kept leading in the IR
 
 
 def torch_to_ir_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -58,7 +62,7 @@ def ir_axis(torch_axis: int, v: Value) -> int:
     """Where a torch axis of a channels-first tensor lives in the IR's channels-last tensor."""
     axis = torch_axis % v.torch_rank
     if not v.nhwc:
-        return axis
+        return axis + v.lead
     return NHWC_AXES[v.torch_rank][axis]
 
 
@@ -155,7 +159,17 @@ class Builder:
 
     def bind(self, n, name: str, nhwc: bool, torch_rank: int | None = None) -> None:
         rank = torch_rank if torch_rank is not None else len(n.meta["val"].shape)
-        self.values[n.name] = Value(name, nhwc, rank)
+        lead = not nhwc and len(self.graph.tensor(name).shape) == rank + 1
+        self.values[n.name] = Value(name, nhwc, rank, lead)
+
+    def plain_shape(self, torch_shape, *sources: Value) -> tuple[int, ...]:
+        """The IR shape of a torch-order result of shape `torch_shape` computed from the activations `sources`:
+        torch's, with a leading 1 when its first axis is not 1 but a source's batch is (the IR keeps every
+        activation's batch leading: calibration runs a batch of samples along axis 0)."""
+        shape = tuple(int(d) for d in torch_shape)
+        batched = any(v.lead or (self.shape(v)[:1] == (1,) and not self.graph.tensor(v.name).is_const)
+                      for v in sources)
+        return (1, *shape) if shape and shape[0] != 1 and batched else shape
 
     def error(self, what: str) -> UnsupportedOpError:
         n = self.current
@@ -168,7 +182,9 @@ class Builder:
         if not v.nhwc:
             return v
         if v.torch_rank == 5:  # [N, H, W, g, c] -> [N, g, c, H, W]
-            return Value(self.transposed(v.name, (0, 3, 4, 1, 2), "_to_nchw"), False, 5)
+            n, h, w, g, c = self.shape(v)
+            return Value(self.emit("transpose", [v.name], (n, g, c, h, w), {"perm": (0, 3, 4, 1, 2)},
+                                   suffix="_to_nchw"), False, 5)
         shape = self.shape(v)  # (N, H, W, C)
         torch_shape = (shape[0], shape[3], shape[1], shape[2]) if v.torch_rank == 4 else (shape[0], shape[3], shape[2])
         if shape[3] == 1 or shape[1] * shape[2] == 1:
@@ -181,7 +197,9 @@ class Builder:
 
     def axis(self, v: Value, torch_dim: int) -> int:
         """The IR axis of `v` that holds its torch dim `torch_dim` (negative dims count from the end)."""
-        return ir_axis(torch_dim, v) if v.nhwc else torch_dim % len(self.shape(v))
+        if v.nhwc or v.torch_rank:
+            return ir_axis(torch_dim, v)
+        return torch_dim % len(self.shape(v))  # a parameter (its Value has no torch rank): its own shape
 
     def squeezed(self, v: Value, dims: tuple[int, ...], torch_shape: tuple[int, ...]) -> Value:
         """`v` without its torch dims `dims` (each of size 1), shaped `torch_shape`: a channels-last feature map
@@ -193,35 +211,9 @@ class Builder:
             name = v.name if self.shape(v) == target else self.emit("reshape", [v.name], target, suffix="_view")
             return Value(name, True, 3)
         t = self.to_torch_order(v)
-        if self.shape(t) == tuple(torch_shape):
-            return Value(t.name, False, len(torch_shape))
-        return Value(self.emit("reshape", [t.name], tuple(torch_shape), suffix="_view"), False, len(torch_shape))
-
-    def transposed(self, name: str, perm: tuple[int, ...], suffix: str = "") -> str:
-        """IR tensor `name` with its axes permuted (output axis k is input axis perm[k]; the batch, axis 0, stays
-        first): a view where only size-1 axes move, else one transpose of the fewest axes (axes that stay
-        neighbours move as one) between views."""
-        shape = self.graph.tensor(name).shape
-        out_shape = tuple(shape[a] for a in perm)
-        order = [a for a in range(1, len(shape)) if shape[a] != 1]  # the axes that matter, as stored
-        groups: list[list[int]] = []
-        for a in (a for a in perm[1:] if shape[a] != 1):  # ... in output order, runs of stored neighbours joined
-            if groups and order.index(a) == order.index(groups[-1][-1]) + 1:
-                groups[-1].append(a)
-            else:
-                groups.append([a])
-        stored = sorted(groups)
-        if groups == stored:
-            return self.emit("reshape", [name], out_shape, suffix=suffix + "_view")
-        if len(groups) > 3:
-            raise self.error(f"a permutation of {list(shape)} that moves {len(groups)} separate axes; the "
-                             "transpose kernel moves at most 3 besides the batch")
-        merged = (shape[0],) + tuple(int(np.prod([shape[a] for a in grp])) for grp in stored)
-        src = name if merged == shape else self.emit("reshape", [name], merged, suffix=suffix + "_view")
-        moved = self.emit("transpose", [src], (shape[0],) + tuple(merged[1 + stored.index(grp)] for grp in groups),
-                          {"perm": (0,) + tuple(1 + stored.index(grp) for grp in groups)}, suffix=suffix)
-        return moved if self.graph.tensor(moved).shape == out_shape else \
-            self.emit("reshape", [moved], out_shape, suffix=suffix + "_view")
+        shape = self.plain_shape(torch_shape, t)
+        name = t.name if self.shape(t) == shape else self.emit("reshape", [t.name], shape, suffix="_view")
+        return Value(name, False, len(torch_shape), len(shape) == len(torch_shape) + 1)
 
     def to_channels_last(self, v: Value) -> Value:
         """A channels-first torch tensor (rank 3 or 4, plain in the IR) converted to NHWC."""
@@ -253,7 +245,7 @@ def _linear(b: Builder, n) -> None:
     w = b.const_data(n.args[1])
     bias = b.const_data(n.args[2]) if len(n.args) > 2 and n.args[2] is not None else np.zeros(w.shape[0])
     inputs = [x.name, b.const(f"{layer_name(n)}.weight", w), b.const(f"{layer_name(n)}.bias", bias)]
-    b.bind(n, b.emit("fully_connected", inputs, _val_shape(n)), False)
+    b.bind(n, b.emit("fully_connected", inputs, b.plain_shape(_val_shape(n), x)), False)
 
 
 def _explicit_padding(padding, kernel, dilation, stride=(1, 1)) -> tuple[int, int, int, int]:
@@ -510,7 +502,9 @@ def _mean(b: Builder, n) -> None:
             return
         x = b.to_torch_order(x)  # the dims are neighbours in torch order only
     if not x.nhwc and rank >= 2 and dims[0] > 0 and dims == tuple(range(dims[0], dims[-1] + 1)):
-        b.bind(n, b.emit("mean", [x.name], _val_shape(n), {"axes": dims, "keepdims": keepdim}), False)
+        axes = tuple(d + x.lead for d in dims)
+        out_shape = (1, *_val_shape(n)) if x.lead else _val_shape(n)
+        b.bind(n, b.emit("mean", [x.name], out_shape, {"axes": axes, "keepdims": keepdim}), False)
         return
     raise b.error(f"mean over dims {dims} is not supported; supported: dims of a feature map after the batch "
                   "(global average pooling, or one spatial dim), or consecutive dims after the batch (e.g. the "
@@ -598,15 +592,23 @@ def _binary_node(b: Builder, n, op: str, args: list, alpha: float) -> None:
         shape = tuple(int(d) for d in np.broadcast_shapes(b.shape(x), b.shape(y)))
     except ValueError:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: they do not broadcast") from None
-    if len(shape) > 4:
+    if len(shape) > 4 and not b.shape(x) == b.shape(y) == shape:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is supported up to 4-D")
     nhwc = x.nhwc or y.nhwc
     want = _val_shape(n)
-    if (torch_to_ir_shape(want) if nhwc else want) != shape:
+    if (torch_to_ir_shape(want) if nhwc else b.plain_shape(want, x, y)) != shape:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)} gives {shape}, torch says {want}; this "
                       "mix of layouts is not supported")
     rank = x.torch_rank if x.nhwc else y.torch_rank
-    b.bind(n, b.emit(op, [x.name, y.name], shape), nhwc, rank if nhwc else len(want))
+    if len(shape) > 4:  # same shapes beyond 4-D: the element-wise op on flat views
+        flat = (1, math.prod(shape))
+        views = [b.const(f"{v.name}_flat", b.graph.tensor(v.name).data.reshape(flat))
+                 if b.graph.tensor(v.name).is_const else b.emit("reshape", [v.name], flat, suffix="_flat")
+                 for v in (x, y)]
+        out = b.emit("reshape", [b.emit(op, views, flat)], shape, suffix="_view")
+    else:
+        out = b.emit(op, [x.name, y.name], shape)
+    b.bind(n, out, nhwc, rank if nhwc else len(want))
 
 
 def _real(op: str, a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -674,15 +676,28 @@ def _common_layout(b: Builder, x: Value, y: Value) -> tuple[Value, Value]:
 
 
 def _cat(b: Builder, n) -> None:
+    """A constant input (a class token) stays a constant of the concat, in flash; constants only are folded."""
     vals = [b.arg(a) for a in n.args[0]]
     dim = n.args[1] if len(n.args) > 1 else 0
+    consts = [b.graph.tensor(v.name).data for v in vals]
+    if all(c is not None for c in consts):
+        _bind_const(b, n, np.concatenate(consts, axis=dim % vals[0].torch_rank))
+        return
     if any(v.nhwc for v in vals):
-        vals = [b.to_channels_last(v) for v in vals]
+        vals = [b.to_channels_last(v) if c is None else _const_channels_last(b, v, c) for v, c in zip(vals, consts)]
     axis = ir_axis(dim, vals[0])
     if axis == 0:
         raise b.error("concatenation along the batch dimension is not supported")
-    out_shape = torch_to_ir_shape(_val_shape(n)) if vals[0].nhwc else _val_shape(n)
+    out_shape = torch_to_ir_shape(_val_shape(n)) if vals[0].nhwc else b.plain_shape(_val_shape(n), *vals)
     b.bind(n, b.emit("concat", [v.name for v in vals], out_shape, {"axis": axis}), vals[0].nhwc, vals[0].torch_rank)
+
+
+def _const_channels_last(b: Builder, v: Value, data: np.ndarray) -> Value:
+    """A constant torch-order tensor laid out channels-last at compile time."""
+    if v.nhwc:
+        return v
+    nhwc = data.transpose(0, 2, 3, 1) if data.ndim == 4 else data.transpose(0, 2, 1)[:, None]
+    return Value(b.const(f"{v.name}_nhwc", nhwc), True, data.ndim)
 
 
 TORCH_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "replicate"}  # torch -> IR pad mode
@@ -779,11 +794,53 @@ def _refused_resize(what: str):
 
 
 def _softmax(b: Builder, n) -> None:
+    """Softmax over the last IR axis; over another (MobileViTv2's softmax over the patches of [1, 1, P, N], W in
+    the IR) through a view when the axes after it are all 1, else a transpose there and back."""
     x = b.arg(n.args[0])
     dim = n.args[1] % x.torch_rank
-    if ir_axis(dim, x) != len(b.shape(x)) - 1:
-        raise b.error("softmax is supported over the channel/last axis only")
-    b.bind(n, b.emit("softmax", [x.name], b.shape(x), {"beta": 1.0}), x.nhwc, x.torch_rank)
+    axis, shape = ir_axis(dim, x), b.shape(x)
+    if axis == 0:
+        raise b.error("softmax over the batch dimension is not supported")
+    last = len(shape) - 1
+    if axis == last:
+        b.bind(n, b.emit("softmax", [x.name], shape, {"beta": 1.0}), x.nhwc, x.torch_rank)
+        return
+    if all(d == 1 for d in shape[axis + 1 :]):
+        flat = b.emit("reshape", [x.name], shape[: axis + 1], suffix="_view")
+        probs = b.emit("softmax", [flat], shape[: axis + 1], {"beta": 1.0})
+        b.bind(n, b.emit("reshape", [probs], shape, suffix="_view"), x.nhwc, x.torch_rank)
+        return
+    perm = (*range(axis), *range(axis + 1, last + 1), axis)
+    moved_shape = tuple(shape[a] for a in perm)
+    moved = b.emit("transpose", [x.name], moved_shape, {"perm": perm}, suffix="_to_last")
+    probs = b.emit("softmax", [moved], moved_shape, {"beta": 1.0})
+    back = tuple(int(a) for a in np.argsort(perm))
+    b.bind(n, b.emit("transpose", [probs], shape, {"perm": back}, suffix="_back"), x.nhwc, x.torch_rank)
+
+
+def _sum(b: Builder, n) -> None:
+    """sum over dims that are a run of consecutive IR axes after the batch (MobileViTv2's sum over the patches,
+    keepdim=True, of a channels-last feature map): the sum op, the mean's kernel without 1 / count."""
+    x = b.arg(n.args[0])
+    rank = x.torch_rank
+    dims = n.args[1] if len(n.args) > 1 and n.args[1] is not None else list(range(rank))
+    keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    if n.kwargs.get("dtype") is not None:
+        raise b.error("sum with a dtype is not supported")
+    dims = sorted({int(d) % rank for d in dims})
+    axes = sorted(ir_axis(d, x) for d in dims)
+    if axes[0] == 0 or axes != list(range(axes[0], axes[-1] + 1)):
+        raise b.error(f"sum over dims {tuple(dims)} is not supported; supported: dims after the batch that are "
+                      "consecutive in tinyaot's channels-last layout (e.g. the spatial dims, or the last dim)")
+    spatial = [2, 3] if rank == 4 else [2]
+    if x.nhwc and not keepdim and dims != spatial:
+        raise b.error(f"sum over dims {tuple(dims)} of a feature map with keepdim=False is not supported; pass "
+                      "keepdim=True (or sum over all spatial dims)")
+    shape = b.shape(x)
+    out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdim else \
+        tuple(d for a, d in enumerate(shape) if a not in axes)
+    y = b.emit("sum", [x.name], out, {"axes": tuple(axes), "keepdims": keepdim})
+    b.bind(n, y, x.nhwc and keepdim, rank if keepdim else len(_val_shape(n)))
 
 
 def _lut(function: str):
@@ -809,7 +866,7 @@ def _reshape(b: Builder, n) -> None:
         b.bind(n, b.emit("reshape", [x.name], torch_to_ir_shape(out_torch)), True, len(out_torch))
         return
     src = b.to_torch_order(x)
-    out = b.emit("reshape", [src.name], out_torch)
+    out = b.emit("reshape", [src.name], b.plain_shape(out_torch, src))
     b.bind(n, out, False)
 
 
@@ -822,34 +879,81 @@ def _channel_groups(x: Value, target: tuple[int, ...] | None, shape: tuple[int, 
     return five[:3] == four[:3] and five[3] * five[4] == four[3]
 
 
-def _permute(b: Builder, n) -> None:
-    x = b.arg(n.args[0])
-    if not (x.nhwc and x.torch_rank == 5):
-        x = b.to_torch_order(x)
-    rank = x.torch_rank if x.nhwc else len(b.shape(x))
+def _torch_perm(n, rank: int) -> list[int]:
+    """The permutation of a permute / transpose / t node (output axis k is input axis perm[k])."""
     if str(n.target) == "aten.transpose.int":
         perm = list(range(rank))
         d0, d1 = n.args[1] % rank, n.args[2] % rank
         perm[d0], perm[d1] = perm[d1], perm[d0]
-    elif str(n.target) == "aten.t.default":
-        perm = [1, 0]
-    else:
-        perm = [d % rank for d in n.args[1]]
+        return perm
+    if str(n.target) == "aten.t.default":
+        return list(range(rank))[::-1]
+    return [d % rank for d in n.args[1]]
+
+
+def _permute(b: Builder, n) -> None:
+    """permute / transpose / t. A permutation moving the batch axis (or a first axis into which torch folded the
+    batch of 1, as in timm's qkv.permute(2, 0, 3, 1, 4)) is the same byte movement on the tensor with a leading
+    1, which then stays first: the IR keeps the batch leading. Channel groups stay channels-last."""
+    x = b.arg(n.args[0])
+    if x.nhwc and x.torch_rank == 5:
+        _permute_channel_groups(b, n, x)
+        return
+    x = b.to_torch_order(x)
+    torch_shape = tuple(int(d) for d in n.args[0].meta["val"].shape)
+    rank = len(torch_shape)
+    perm = _torch_perm(n, rank)
+    out = b.plain_shape(_val_shape(n), x)
+    if len(reduced_permutation(torch_shape, tuple(perm))[0]) == 1:  # only size-1 dims move: the bytes stay put
+        b.bind(n, b.emit("reshape", [x.name], out), False)
+        return
+    if rank > MAX_RANK - 1 and (perm[0] != 0 or x.lead):
+        raise b.error(f"a {rank}-D permutation moving its first axis is not supported (up to {MAX_RANK - 1}-D)")
+    if b.shape(x) == torch_shape and perm[0] == 0:
+        b.bind(n, b.emit("transpose", [x.name], out, {"perm": tuple(perm)}), False)
+        return
+    led = (1, *torch_shape)
+    src = x.name if b.shape(x) == led else b.emit("reshape", [x.name], led, suffix="_batch")
+    moved = (1, *_val_shape(n))
+    t = b.emit("transpose", [src], moved, {"perm": (0, *(d + 1 for d in perm))})
+    b.bind(n, t if moved == out else b.emit("reshape", [t], out, suffix="_view"), False)
+
+
+def _permute_channel_groups(b: Builder, n, x: Value) -> None:
+    """A permutation of channel groups [N, g, c, H, W] (ShuffleNet's transpose(1, 2)), held as [N, H, W, g, c]:
+    the permuted tensor in the same channels-last form, one transpose (of [H * W, g, c], the kernel's reduction)."""
+    perm = _torch_perm(n, 5)
     if perm[0] != 0:
-        raise b.error("permutations that move the batch dimension are not supported")
-    if x.nhwc:  # channel groups [N, H, W, g, c]: the permuted tensor in the same channels-last form
-        stored = [a for a, _ in sorted(NHWC_AXES[5].items(), key=lambda kv: kv[1])]  # IR axis k holds torch axis
-        b.bind(n, b.transposed(x.name, tuple(NHWC_AXES[5][perm[t]] for t in stored)), True, 5)
-        return
+        raise b.error("permutations that move the batch dimension of a feature map's channel groups are not "
+                      "supported")
+    stored = [a for a, _ in sorted(NHWC_AXES[5].items(), key=lambda kv: kv[1])]  # IR axis k holds torch axis
+    ir_perm = tuple(NHWC_AXES[5][perm[t]] for t in stored)
     shape = b.shape(x)
-    moved = [d for d in range(rank) if shape[d] != 1]
-    if [p for p in perm if shape[p] != 1] == moved:  # only size-1 dims move: the bytes stay put
-        b.bind(n, b.emit("reshape", [x.name], _val_shape(n)), False)
+    b.bind(n, b.emit("transpose", [x.name], tuple(shape[a] for a in ir_perm), {"perm": ir_perm}), True, 5)
+
+
+BROADCASTING = {"aten.add.Tensor", "aten.add_.Tensor", "aten.sub.Tensor", "aten.sub_.Tensor", "aten.rsub.Tensor",
+                "aten.mul.Tensor", "aten.mul_.Tensor", "aten.minimum.default", "aten.maximum.default",
+                "aten.max.other", "aten.min.other"}  # element-wise ops whose kernels broadcast their operands
+
+
+def _expand(b: Builder, n) -> None:
+    """expand / expand_as: a parameter is expanded at compile time (a class token's expand(B, -1, -1)); an
+    activation is read as it is when nothing grows (batch 1) or when only broadcasting element-wise ops read it
+    (MobileViTv2's context_vector.expand_as(value) * ...): their kernels broadcast it without a copy."""
+    x = b.arg(n.args[0])
+    out = _val_shape(n)
+    t = b.graph.tensor(x.name)
+    if t.is_const:
+        _bind_const(b, n, np.broadcast_to(t.data.reshape(t.shape), out))
         return
-    if rank > 4:  # the kernel moves up to 4 axes: neighbours that stay neighbours move as one
-        b.bind(n, b.transposed(x.name, tuple(perm)), False)
-        return
-    b.bind(n, b.emit("transpose", [x.name], _val_shape(n), {"perm": tuple(perm)}), False)
+    grows = tuple(n.args[0].meta["val"].shape) != out
+    readers = sorted({str(u.target) for u in n.users} - BROADCASTING)
+    if grows and readers:
+        raise b.error(f"expand of an activation to {list(out)} read by {', '.join(readers)} is not supported (no "
+                      "broadcast copy kernel); expand is supported for parameters, to the same shape, and before "
+                      "broadcasting element-wise ops (add, sub, mul, minimum, maximum), which broadcast themselves")
+    b.values[n.name] = x
 
 
 def _identity(b: Builder, n) -> None:
@@ -881,6 +985,7 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.adaptive_max_pool2d.default": _adaptive_pool("max"),
     "aten.adaptive_max_pool1d.default": _adaptive_pool("max"),
     "aten.mean.dim": _mean,
+    "aten.sum.dim_IntList": _sum,
     "aten.add.Tensor": _binary("add"),
     "aten.add_.Tensor": _binary("add"),
     "aten.mul.Tensor": _binary("mul"),
@@ -942,6 +1047,8 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.permute.default": _permute,
     "aten.transpose.int": _permute,
     "aten.t.default": _permute,
+    "aten.expand.default": _expand,
+    "aten.expand_as.default": _expand,
     "aten.dropout.default": _identity,
     "aten.feature_dropout.default": _identity,
     "aten.dropout_.default": _identity,

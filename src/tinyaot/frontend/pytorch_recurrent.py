@@ -61,7 +61,7 @@ def _recurrent(op: str):
                 raise b.error(f"{what} with an initial state is not supported: tinyaot starts every sequence from "
                               "zero state (leave h0 / c0 out)")
         x = b.arg(x_arg)
-        shape = b.shape(x)
+        shape = b.shape(x)[x.lead:]  # a time-major [T, 1, F] carries the batch's 1 ahead in the IR
         if len(shape) != 3 or shape[0 if batch_first else 1] != 1:
             raise b.error(f"{what} input of shape {list(shape)}: tinyaot runs one batched sequence "
                           "([1, T, F] with batch_first, [T, 1, F] without)")
@@ -261,7 +261,7 @@ def _cell_sequence(b, xs: list, what: str) -> str:
             return below[0][0]
     elif all(str(getattr(x, "target", "")) == "aten.select.int" and x.args[0] is xs[0].args[0] for x in xs):
         v = b.arg(xs[0].args[0])
-        shape = b.shape(v)
+        shape = b.shape(v)[v.lead:]  # a time-major [T, 1, F] carries the batch's 1 ahead in the IR
         dim = xs[0].args[1] % len(shape) if len(shape) == 3 else None
         if dim in (0, 1) and shape[dim] == steps and shape[1 - dim] == 1 and not v.nhwc and \
                 all(x.args[1] % 3 == dim and x.args[2] % steps == k for k, x in enumerate(xs)):

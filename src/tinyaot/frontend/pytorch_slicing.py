@@ -88,6 +88,8 @@ def _check_shape(b, n, v) -> None:
     want = tuple(int(d) for d in n.meta["val"].shape)
     if v.nhwc:
         want = torch_to_ir_shape(want)
+    elif v.lead:  # the batch's 1 ahead of a torch tensor that folded it into its first axis
+        want = (1, *want)
     if b.shape(v) != want:
         raise b.error(f"the slice gives shape {list(b.shape(v))}, torch.export recorded {list(want)} (a tinyaot "
                       "bug; please report it)")

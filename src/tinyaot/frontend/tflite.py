@@ -24,8 +24,9 @@ import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
 from tinyaot.frontend.tflite_recurrent import unidirectional_sequence_lstm
+from tinyaot.frontend.tflite_svdf import svdf
 from tinyaot.ir import Graph, Node, QParams, Tensor
-from tinyaot.ir.ops import kernel_ref
+from tinyaot.ir.ops import WIDE_CONVERSIONS, kernel_ref
 
 SCHEMA_VERSION = 3
 FILE_IDENTIFIER = b"TFL3"
@@ -48,8 +49,12 @@ MAX_SHIFT, MIN_SHIFT = 30, -31
 # (the MLPerf models agree within 6e-8); 1 % leaves room for any tool's rounding.
 BIAS_SCALE_TOLERANCE = 0.01
 _ZERO_POINT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (0, 0), "int32": (0, 0), "int64": (0, 0)}
-_ZERO_POINT_RULES = {"int16": "int16 tensors are symmetric in TFLite", "int32": "an int32 bias is symmetric in TFLite",
-                     "int64": "an int64 bias is symmetric in TFLite"}
+_ZERO_POINT_RULES = {"int16": "int16 tensors are symmetric in TFLite (zero point 0; -32768 only for the int16 output "
+                              "of TFLite Micro's int8 -> int16 SOFTMAX)",
+                     "int32": "an int32 bias is symmetric in TFLite", "int64": "an int64 bias is symmetric in TFLite"}
+# The one asymmetric int16 zero point TFLite writes: an int8 SOFTMAX's int16 output (scale 1/65536), which the ops
+# reading it (a QUANTIZE, or the model output) take; any other op's 16x8 kernel refuses it (zero point 0).
+INT16_SOFTMAX_ZERO_POINT = -32768
 
 # TensorType codes of the schema -> numpy dtypes tinyaot can hold.
 _DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8"}
@@ -59,6 +64,25 @@ _TYPE_NAMES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5
 # ActivationFunctionType -> IR clamp (real units).
 _CLAMPS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 _ACTIVATION_NAMES = {4: "TANH", 5: "SIGN_BIT"}
+
+
+# What a custom operator in a .tflite usually means, by custom_code (a prefix for the Flex family).
+CUSTOM_OP_HINTS = {
+    "ethos-u": "this .tflite was compiled by Vela for an Ethos-U NPU; give tinyaot the .tflite from before Vela "
+               "(the operator holds the NPU's command stream, not the layers)",
+    "Flex": "the converter kept a TensorFlow op (SELECT_TF_OPS), which neither TFLite Micro nor tinyaot runs; "
+            "re-convert with TFLite builtin ops only",
+    "TFLite_Detection_PostProcess": "SSD box decoding and non-max suppression, in float; compile the network up to "
+                                    "the op (its box and class tensors as the outputs) and run it on the host",
+}
+
+
+def custom_op_hint(custom: str | None) -> str:
+    """': why, and what to do.' for a custom operator (known ones by name), '' for a builtin one."""
+    if not custom:
+        return ""
+    hint = CUSTOM_OP_HINTS.get(custom) or (CUSTOM_OP_HINTS["Flex"] if custom.startswith("Flex") else None)
+    return f": {hint or 'a custom operator, and tinyaot compiles TFLite builtin operators'}."
 
 
 def _builtin_names() -> dict[int, str]:
@@ -77,6 +101,7 @@ class _TensorInfo:
     scale: tuple[float, ...]
     zero_point: tuple[int, ...]
     axis: int
+    variable: bool = False  # a variable tensor: state an operator keeps across invokes (SVDF, LSTM)
 
     @property
     def dtype(self) -> str | None:
@@ -100,6 +125,7 @@ class _OpInfo:
     outputs: list[int]
     options: object | None  # the flatbuffer table of builtin options, or None
     options_type: int  # BuiltinOptions union tag
+    custom: str | None = None  # a custom operator's custom_code
 
 
 @dataclass
@@ -168,7 +194,8 @@ def _parse(buf: bytes) -> _ModelInfo:
     n_buffers = r.count(model.BuffersLength(), "buffer list", 4)
     sg = model.Subgraphs(0)
     n_tensors = r.count(sg.TensorsLength(), "tensor list", 4)
-    tensors = [_parse_tensor(r, model, sg.Tensors(i), i, n_buffers) for i in range(n_tensors)]
+    scratch = _intermediates(r, sg, n_tensors)
+    tensors = [_parse_tensor(r, model, sg.Tensors(i), i, n_buffers, i in scratch) for i in range(n_tensors)]
     ops = []
     for i in range(r.count(sg.OperatorsLength(), "operator list", 4)):
         op = sg.Operators(i)
@@ -184,7 +211,7 @@ def _parse(buf: bytes) -> _ModelInfo:
             if not (0 <= t < n_tensors or (t == -1 and t in ins)):
                 raise ModelError(f"malformed .tflite file: operator {i} ({name}) refers to tensor {t}, but the "
                                  f"subgraph has {n_tensors} tensors (indices 0..{n_tensors - 1})")
-        ops.append(_OpInfo(i, code, name, ins, outs, op.BuiltinOptions(), int(op.BuiltinOptionsType())))
+        ops.append(_OpInfo(i, code, name, ins, outs, op.BuiltinOptions(), int(op.BuiltinOptionsType()), custom))
     inputs = r.ints(sg, "Inputs", "subgraph inputs")
     outputs = r.ints(sg, "Outputs", "subgraph outputs")
     for what, lst in (("input", inputs), ("output", outputs)):
@@ -195,10 +222,32 @@ def _parse(buf: bytes) -> _ModelInfo:
     return _ModelInfo(tensors, ops, inputs, outputs)
 
 
-def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorInfo:
+def _intermediates(r: _Reader, sg, n_tensors: int) -> set[int]:
+    """Tensors that are only some operator's `intermediates`: the converter's empty tensors that carry an LSTM's
+    gate scales for TFLite's (not Micro's) kernel. TFLite Micro reads none of them; it asks only that each hold
+    no bytes (AllocationInfoBuilder::ValidateSubgraph)."""
+    listed, used = set(), set(r.ints(sg, "Inputs", "subgraph inputs") + r.ints(sg, "Outputs", "subgraph outputs"))
+    for i in range(r.count(sg.OperatorsLength(), "operator list", 4)):
+        op = sg.Operators(i)
+        listed.update(r.ints(op, "Intermediates", f"operator {i} intermediates"))
+        used.update(r.ints(op, "Inputs", f"operator {i} inputs") + r.ints(op, "Outputs", f"operator {i} outputs"))
+    for t in listed:
+        if not 0 <= t < n_tensors:
+            raise ModelError(f"malformed .tflite file: an operator's intermediate is tensor {t}, but the subgraph "
+                             f"has {n_tensors} tensors")
+    return listed - used
+
+
+def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int, intermediate: bool = False) -> _TensorInfo:
     raw_name = t.Name()
     name = raw_name.decode(errors="replace") if raw_name else f"tensor{index}"
     shape = tuple(r.ints(t, "Shape", f"tensor {index} shape"))
+    if intermediate:  # never read: only TFLite Micro's rule applies
+        if math.prod(shape) != 0:
+            raise ModelError(f"tensor {index} ('{name}') is an operator's intermediate of shape {list(shape)}; "
+                             "TFLite Micro supports only empty intermediates (shape [0]), which carry no data; "
+                             "re-convert the model")
+        return _TensorInfo(index, name, shape, int(t.Type()), None, (), (), 0)
     if any(d < 1 for d in shape):
         raise ModelError(f"tensor {index} ('{name}') has shape {list(shape)}; tinyaot needs static shapes with "
                          "every dimension >= 1 (batch size 1)")
@@ -234,7 +283,7 @@ def _parse_tensor(r: _Reader, model, t, index: int, n_buffers: int) -> _TensorIn
         if len(zero_point) != len(scale):
             raise ModelError(f"malformed .tflite file: tensor {index} ('{name}') has {len(scale)} scales but "
                              f"{len(zero_point)} zero points")
-    info = _TensorInfo(index, name, shape, type_code, data, scale, zero_point, axis)
+    info = _TensorInfo(index, name, shape, type_code, data, scale, zero_point, axis, bool(t.IsVariable()))
     if info.quantized and info.type_code != 0:  # TFLite ignores quantization on a float32 tensor
         _check_qparams(info)
     return info
@@ -258,7 +307,8 @@ def _check_qparams(ti: _TensorInfo) -> None:
                              f"arithmetic overflow or vanish; {_REPAIR}")
     zp_range = _ZERO_POINT_RANGES.get(ti.dtype)
     if zp_range is not None:
-        bad = [z for z in ti.zero_point if not zp_range[0] <= z <= zp_range[1]]
+        bad = [z for z in ti.zero_point if not zp_range[0] <= z <= zp_range[1]
+               and not (ti.dtype == "int16" and z == INT16_SOFTMAX_ZERO_POINT)]
         if bad:
             rule = _ZERO_POINT_RULES.get(ti.dtype, f"the zero point of {ti.dtype} values is one of them, in "
                                                    f"[{zp_range[0]}, {zp_range[1]}]")
@@ -313,7 +363,7 @@ class _Importer:
         if self.float_mode:
             self._check_float_activation(ti, where, op)
         else:
-            self._check_int8_activation(ti, where)
+            self._check_int8_activation(ti, where, op)
         if int(np.prod(ti.shape, dtype=np.float64)) > MAX_TENSOR_BYTES:
             raise ModelError(f"{where}: tensor '{ti.name}' of shape {list(ti.shape)} is larger than "
                              f"{MAX_TENSOR_BYTES // 2**20} MiB; no microcontroller arena holds it")
@@ -325,7 +375,7 @@ class _Importer:
                                      qparams=QParams.per_tensor(ti.scale[0], ti.zero_point[0])))
         return name
 
-    def _check_int8_activation(self, ti: _TensorInfo, where: str) -> None:
+    def _check_int8_activation(self, ti: _TensorInfo, where: str, op: _OpInfo | None = None) -> None:
         if ti.type_code == 0:
             if _is_float(self.info):
                 raise ModelError(f"{where} works on float32 tensor '{ti.name}': this is a float model, and "
@@ -333,9 +383,10 @@ class _Importer:
                                  "quantization (a representative dataset)")
             raise ModelError(f"{where} works on float32 tensor '{ti.name}' inside an int8 model (a partially "
                              f"quantized model); {_MIXED_HOW}")
-        if ti.dtype not in ("int8", "int16"):
+        if ti.dtype not in ("int8", "int16") and not (ti.dtype == "int32" and op is not None and op.name == "QUANTIZE"):
             raise UnsupportedOpError(f"{where} uses a {ti.type_name} tensor '{ti.name}'; tinyaot supports int8 "
-                                     "activations, and int16 ones (16x8) for the ops with a 16x8 kernel")
+                                     "activations, int16 ones (16x8) for the ops with a 16x8 kernel, and int32 ones "
+                                     "written by QUANTIZE")
         if not ti.quantized or len(ti.scale) != 1:
             raise ModelError(f"{where}: {ti.dtype} tensor '{ti.name}' needs one scale and zero point (per-tensor "
                              "quantization)")
@@ -478,8 +529,8 @@ class _Importer:
             if convert is None:
                 tail = "" if self.float_mode else ", and DEQUANTIZE at the model output"
                 raise UnsupportedOpError(
-                    f"operator {op.index} ({op.name}) is not supported; tinyaot imports "
-                    f"{', '.join(self.supported())}{tail}"
+                    f"operator {op.index} ({op.name}) is not supported{custom_op_hint(op.custom) or ';'} tinyaot "
+                    f"imports {', '.join(self.supported())}{tail}"
                 )
             if len(op.outputs) != 1:
                 raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
@@ -970,11 +1021,18 @@ def _softmax(imp: _Importer, op: _OpInfo) -> None:
 
 
 def _softmax16_qparams(op: _OpInfo, x, y) -> None:
-    """TFLM's int16 SOFTMAX: int16 in and out (its int8 -> int16 form is not taken), output scale 1/32768 within
-    0.1 %."""
-    if x.dtype != y.dtype:
-        raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): {x.dtype} input with an {y.dtype} output; tinyaot's "
-                                 "16x8 softmax takes int16 in and out")
+    """TFLM's SOFTMAX with an int16 end (SoftmaxPrepare): int16 in and out, output scale 1/32768 within 0.1 % and
+    zero point 0; or int8 in, int16 out, output scale 1/65536 within 0.1 % and zero point -32768."""
+    if x.dtype == "int8":
+        if y.zero_point != (INT16_SOFTMAX_ZERO_POINT,) or abs(
+                np.float32(y.scale[0]) - np.float32(1.0 / 65536.0)) > np.float32(0.001) * np.float32(1.0 / 65536.0):
+            raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): an int8 input's int16 output must have scale "
+                                     f"1/65536 and zero point -32768 (TFLite Micro's rule), got {y.scale} / "
+                                     f"{y.zero_point}")
+        return
+    if y.dtype != "int16":
+        raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): {x.dtype} input with an {y.dtype} output; TFLite "
+                                 "Micro's SOFTMAX writes an int16 input's result as int16")
     if y.zero_point != (0,) or abs(float(y.scale[0]) - 1.0 / 32768.0) > 0.001 / 32768.0:
         raise UnsupportedOpError(f"operator {op.index} (SOFTMAX): int16 output must have scale 1/32768 and zero "
                                  f"point 0 (TFLite's rule), got {y.scale} / {y.zero_point}")
@@ -1219,11 +1277,18 @@ def _batch_matmul(imp: _Importer, op: _OpInfo) -> None:
 
 
 def _quantize(imp: _Importer, op: _OpInfo) -> None:
+    """QUANTIZE between integer types (TFLM's Requantize): int8, int16 and int32 ends as TFLM pairs them
+    (ir.ops.WIDE_CONVERSIONS); a float32 one is folded at the model input only."""
     (xi,) = imp.args(op, 1, 1)
-    if imp.t(xi).dtype not in ("int8", "int16"):
+    if imp.t(xi).dtype not in ("int8", "int16", "int32"):
         raise UnsupportedOpError(f"operator {op.index} (QUANTIZE) converts a {imp.t(xi).type_name} tensor inside "
                                  "the model; tinyaot folds QUANTIZE only at the model input, and requantizes "
-                                 "between int8 and int16 elsewhere")
+                                 "between int8, int16 and int32 elsewhere")
+    pair = (imp.t(xi).dtype, imp.t(op.outputs[0]).dtype)
+    if pair != ("int8", "int8") and pair not in WIDE_CONVERSIONS:
+        raise UnsupportedOpError(f"operator {op.index} (QUANTIZE) converts {pair[0]} to {pair[1]}; TFLite Micro's "
+                                 "QUANTIZE converts int8 -> int8 and "
+                                 f"{', '.join(f'{a} -> {b}' for a, b in sorted(WIDE_CONVERSIONS))}")
     imp.node(op, "quantize", [imp.ir_input(xi, op)], {})
     _check_rescale(imp, op, [xi], op.outputs[0])
 
@@ -1256,6 +1321,7 @@ CONVERTERS: dict[str, Callable[[_Importer, _OpInfo], None]] = {
     "RESIZE_NEAREST_NEIGHBOR": _resize("resize_nearest", "ResizeNearestNeighborOptions"),
     "SOFTMAX": _softmax,
     "SUB": _add_or_sub("sub", "SubOptions"),
+    "SVDF": svdf,
     "TANH": _lut("tflm_tanh", "tanh"),
     "TRANSPOSE": _transpose,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm,

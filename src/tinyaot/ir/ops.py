@@ -310,6 +310,16 @@ class LayerNormAttrs(Attrs):
 
 
 @dataclass(frozen=True, eq=False)
+class GroupNormAttrs(LayerNormAttrs):
+    groups: int | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        if isinstance(self.groups, bool) or not isinstance(self.groups, int) or self.groups < 1:
+            raise AttrError(f"group_norm needs its number of channel groups, an integer >= 1, got {self.groups!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class BatchMatmulAttrs(Attrs):
     adj_x: bool | None = None  # the lhs is stored transposed (its last two axes swapped)
     adj_y: bool | None = None  # the rhs likewise
@@ -352,6 +362,25 @@ class RecurrentAttrs(Attrs):
             raise AttrError(f"cell_clip must be a finite number >= 0, got {self.cell_clip!r}")
         if self.stateful not in (None, True, False):
             raise AttrError(f"stateful must be True or False, got {self.stateful!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class SvdfAttrs(Attrs):
+    """TFLite's SVDF: rank filters per output unit; the activation state (its last `memory` feature values per
+    filter) is kept in the node's state slot across invokes at state_qparams, the weights_time's integer type."""
+
+    rank: int | None = None
+    state_qparams: Any = None  # QParams (per tensor) of the activation state: the feature matmul's output
+    float_clamp: tuple[float, float] | None = None  # TFLite's fused activation, which the float SVDF applies and
+    #                                                 TFLM's integer kernel does not (the output range clamps)
+
+    def validate(self) -> None:
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
+            raise AttrError(f"svdf needs its rank, an integer >= 1, got {self.rank!r}")
+        if self.state_qparams is None:
+            raise AttrError("svdf needs state_qparams (the activation state's scale and zero point)")
+        if self.float_clamp is not None:
+            _check_clamp("float_clamp", self.float_clamp)
 
 
 # --- traits -------------------------------------------------------------------------------------------------
@@ -397,8 +426,11 @@ class OpSpec:
     #                         first input or output is int16 (kernel_ref); None: the op takes int8 only
     state: str | None = None  # the op keeps bytes across invokes in the state region (plan/state.py family:
     #                            "window", the last frames a causal conv reads; "hidden" / "hidden_and_cell", a
-    #                            recurrent layer's int16 state); its kernel takes them last. An op whose attrs
-    #                            have `stateful` keeps them only when that is set (state_family)
+    #                            recurrent layer's int16 state; "svdf", an SVDF's activation state); its kernel
+    #                            takes them last. An op whose attrs have `stateful` keeps them only when that is
+    #                            set (state_family)
+    s16_by_input: bool = False  # the 16x8 variant runs for an int16 input only: an int8 input with an int16
+    #                             output runs the int8 kernel, which then writes int16 (TFLM's int8 -> int16 softmax)
 
     @property
     def outputs(self) -> int:
@@ -436,6 +468,8 @@ _SPECS = (
           overlap="window", ref="avg_pool2d_s8", s16="avg_pool2d_s16", title="AvgPool"),
     _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
           "pooling); clamp optional", OWN, rescales=True, ref="mean_s8", s16="mean_s16"),
+    _spec("sum", ("x",), MeanAttrs, "sum over a run of consecutive axes (the mean's kernel without 1 / count); "
+          "clamp optional", OWN, rescales=True, ref="mean_s8", title="Sum"),
     _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (TFLite's ADD); NumPy broadcasting up to "
           "4-D; one operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise",
           ref="add_s8", s16="add_s16", emit="emit_misc", int8_constants=True),
@@ -458,8 +492,8 @@ _SPECS = (
           "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8",
           s16="mul_s16", emit="emit_misc", int8_constants=True),
     _spec("concat", ("x0", "x1", "..."), ConcatAttrs, "concatenation along any axis; inputs with other qparams "
-          "are requantized", OWN, rescales=True, ref="concat_s8",
-          emit="emit_misc", s16="concat_s16"),
+          "are requantized; inputs may be constant (a class token)", OWN, rescales=True, ref="concat_s8",
+          emit="emit_misc", s16="concat_s16", int8_constants=True),
     _spec("slice", ("x",), SliceAttrs, "x[begin:end:step] along every axis (any rank; any axis but the batch, "
           "axis 0, which it takes whole; PyTorch's slicing, narrow, select, split and chunk): moves bytes, keeps the "
           "input's qparams (no requantization)", INHERIT,
@@ -472,8 +506,9 @@ _SPECS = (
     _spec("resize_bilinear", ("x NHWC",), ResizeAttrs, "bilinear resize of H and W to the output's, TFLite's "
           "integer RESIZE_BILINEAR (10-bit source coordinates; align_corners, half_pixel_centers)", INHERIT,
           ref="resize_bilinear_s8", title="ResizeBilinear"),
-    _spec("softmax", ("x",), SoftmaxAttrs, "softmax over the last axis; int8 output scale 1/256, zp -128",
-          SOFTMAX, ref="softmax_s8", s16="softmax_s16"),
+    _spec("softmax", ("x",), SoftmaxAttrs, "softmax over the last axis; int8 output scale 1/256, zp -128; from an "
+          "int8 input also int16 output, scale 1/65536, zp -32768 (TFLM's int8 -> int16 softmax)",
+          SOFTMAX, ref="softmax_s8", s16="softmax_s16", s16_by_input=True),
     _spec("lut", ("x",), LutAttrs, "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, "
           "hardswish, hardsigmoid, silu, gelu (erf form), gelu_tanh (the real function, rounded), affine "
           "(x * scale_by + offset), or tflm_logistic, tflm_tanh, tflm_hard_swish (TFLite Micro's integer kernels, "
@@ -486,8 +521,9 @@ _SPECS = (
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
           moves_only=True, ref="transpose_s8", s16="transpose_s16"),
-    _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams; between int8 and int16 (16x8) "
-          "tensors, or int16 and int16, the 16x8 variant", OWN, rescales=True, overlap="elementwise",
+    _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams; between int8, int16 (16x8) "
+          "and int32 tensors (TFLM's QUANTIZE between integer types), the 16x8 variant", OWN, rescales=True,
+          overlap="elementwise",
           ref="requantize_s8", s16="requantize_s16"),
     _spec("frame_shift", ("frame [1, 1, 1, C]",), NoAttrs, "streaming (passes/streaming.py): the output is the "
           "window [1, 1, K, C] of the last K - 1 frames, kept in the state region, then the new frame; the state "
@@ -499,6 +535,10 @@ _SPECS = (
           "the last axis (D): integer mean, variance and reciprocal square root, then the per-channel affine "
           "gamma, beta folded into per-channel requantization constants", OWN, rescales=True, ref="layer_norm_s8",
           title="LayerNorm"),
+    _spec("group_norm", ("x (channels last)", "gamma[C] (float)", "beta[C] (float)"), GroupNormAttrs, "group "
+          "normalization: each of `groups` groups of the channels (the last axis) over all positions of a sample, "
+          "then the per-channel affine; layer_norm's integer kernel", OWN, rescales=True, ref="layer_norm_s8",
+          title="GroupNorm"),
     _spec("batch_matmul", ("lhs [..., M, K]", "rhs [..., K, N]"), BatchMatmulAttrs, "matrix product of two "
           "activations over the last two axes (TFLite BATCH_MATMUL: zero points, int32 accumulate, one per-tensor "
           "requantization); batch axes broadcast; adj_x / adj_y: an operand stored transposed; lhs_perm / rhs_perm: "
@@ -518,6 +558,12 @@ _SPECS = (
           "last_only; second output: the float hidden state (calibration), int16 working memory after lowering; "
           "stateful: the state carries over from the last invoke", RECURRENT, work_rows=6, macs="recurrent",
           ref="gru_s8", emit="emit_recurrent", state="hidden", title="GRU"),
+    _spec("svdf", ("x [batches, F]", "weights_feature[filters, F]", "weights_time[filters, memory] (int16 or int8)",
+                   "bias[filters / rank]"), SvdfAttrs, "TFLite's SVDF with TFLite Micro's integer semantics: each "
+          "invoke shifts every filter's activation state (kept in the state region across invokes, TFLite's variable "
+          "tensor) by one, appends the requantized feature dot product, takes the dot product with weights_time, "
+          "sums rank filters per unit with the bias and requantizes to int8", OWN, rescales=True, macs="svdf",
+          ref="svdf_s8", emit="emit_stream", state="svdf", title="SVDF"),
     _spec("batch_norm", ("x", "scale", "shift"), BatchNormAttrs, "y = x * scale + shift per channel; folded "
           "into the producing conv or linear (passes/fold_batch_norm.py)", FLOAT_ONLY),
 )
@@ -532,14 +578,24 @@ def spec(op: str) -> OpSpec:
         raise ModelError(f"unknown IR op {op!r}; the IR has: {', '.join(sorted(OPS))}") from None
 
 
+WIDE_DTYPES = ("int16", "int32")  # activations wider than int8: TFLite's 16x8 ones, and QUANTIZE's int32
+# The (input, output) types of a `quantize` node besides int8 -> int8: TFLM's QUANTIZE between integer types
+# (PrepareQuantizeReference), which its 16x8 variant runs (ref/requantize_s16.py)
+WIDE_CONVERSIONS = frozenset({("int8", "int16"), ("int8", "int32"), ("int16", "int8"), ("int16", "int16"),
+                              ("int16", "int32"), ("int32", "int8"), ("int32", "int16")})
+
+
 def kernel_ref(node, g) -> str | None:
     """The reference module (and C kernel) that runs `node`: the spec's 16x8 variant when its first input or
-    output is int16, else its int8 one. An int16 tensor reaching an op without a 16x8 variant is refused."""
+    output is int16 (or int32: QUANTIZE), else its int8 one; an op with `s16_by_input` reads its input's type only.
+    An int16 tensor reaching an op without a 16x8 variant is refused."""
     s = spec(node.op)
     if s.ref is None:
         return None
-    ends = [g.tensor(node.outputs[0])] + [g.tensor(t) for t in node.inputs[:1]]
-    if not any(t.dtype == "int16" for t in ends):
+    ends = [g.tensor(t) for t in node.inputs[:1]]
+    if not s.s16_by_input:
+        ends.append(g.tensor(node.outputs[0]))
+    if not any(t.dtype in WIDE_DTYPES for t in ends):
         return s.ref
     if s.s16 is None:
         raise ModelError(f"layer {node.name!r} ({node.op}) has int16 activations, but {node.op} has no 16x8 "

@@ -123,6 +123,10 @@ def real_mean(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return args[0].mean(axis=tuple(node.attrs["axes"]), keepdims=node.attrs.get("keepdims", False))
 
 
+def real_sum(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    return _clamp(node, args[0].sum(axis=tuple(node.attrs["axes"]), keepdims=node.attrs.get("keepdims", False)))
+
+
 def real_add(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return _clamp(node, args[0] + args[1])
 
@@ -144,6 +148,9 @@ def real_maximum(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
 
 
 def real_concat(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """A constant input (its own batch of 1) is the same for every sample of the batch."""
+    batch = max(a.shape[0] for a, i in zip(args, node.inputs) if not g.tensor(i).is_const)
+    args = [np.broadcast_to(a, (batch, *a.shape[1:])) if g.tensor(i).is_const else a for a, i in zip(args, node.inputs)]
     return np.concatenate(args, axis=node.attrs["axis"])
 
 
@@ -244,6 +251,16 @@ def real_layer_norm(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return (x - mean) / np.sqrt(var + node.attrs.get("eps", 1e-5)) * gamma + beta
 
 
+def real_group_norm(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    x, gamma, beta = args
+    groups = node.attrs["groups"]
+    blocks = x.reshape(x.shape[0], -1, groups, x.shape[-1] // groups)
+    mean = blocks.mean(axis=(1, 3), keepdims=True)
+    var = ((blocks - mean) ** 2).mean(axis=(1, 3), keepdims=True)
+    normed = ((blocks - mean) / np.sqrt(var + node.attrs.get("eps", 1e-5))).reshape(x.shape)
+    return normed * gamma + beta
+
+
 def real_batch_matmul(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a, b = (np.transpose(v, node.attrs[p]) if node.attrs.get(p) else v for v, p in zip(args, ("lhs_perm", "rhs_perm")))
     a = np.swapaxes(a, -1, -2) if node.attrs.get("adj_x") else a
@@ -294,6 +311,18 @@ def real_gru(node: Node, args: list[np.ndarray], g: Graph) -> tuple[np.ndarray, 
         hs.append(h)
     seq = np.stack(hs, axis=1)
     return (hs[-1] if node.attrs.get("last_only") else seq), seq
+
+
+def real_svdf(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """TFLite's float SVDF for one invoke from a zeroed state (each sample the first invoke after a reset, as the
+    per-layer reports run a stateful layer): the state holds only the new feature activations, at its last slot."""
+    x, w_feature, w_time, bias = args
+    rank = node.attrs["rank"]
+    activations = x @ w_feature.T  # [samples, filters]
+    per_filter = activations * w_time[:, -1]
+    y = per_filter.reshape(x.shape[0], -1, rank).sum(axis=-1) + bias
+    clamp = node.attrs.get("float_clamp")
+    return y if clamp is None else np.clip(y, clamp[0], clamp[1])
 
 
 def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]]:

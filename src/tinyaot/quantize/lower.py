@@ -155,12 +155,42 @@ def _lower_weighted(g: Graph, q: Graph, node: Node, axis: int, out_qp: QParams, 
     x_q = q.tensor(x_name).qparams
     w_q, w_qp = quantize_weights_per_channel(g.tensor(w_name).data, axis=axis)
     bias = g.tensor(b_name).data
+    w_q, w_qp = _negligible_channels_to_zero(g.tensor(w_name).data, w_q, w_qp, bias, q.tensor(x_name), out_qp)
     b_q, b_qp = quantize_bias(bias, x_q.scale[0], np.asarray(w_qp.scale))
     if q.tensor(x_name).dtype == "int16":
         b_q = round_half_away(np.asarray(bias, np.float64) / np.asarray(b_qp.scale)).astype(np.int64)
     q.add_tensor(Tensor(w_name, w_q.shape, "int8", data=w_q, qparams=w_qp))
     q.add_tensor(Tensor(b_name, b_q.shape, str(b_q.dtype), data=b_q, qparams=b_qp))
     return _bias_findings(node, bias, b_qp, x_q) + _multiplier_findings(node, x_q, w_qp, out_qp)
+
+
+def _negligible_channels_to_zero(w: np.ndarray, w_q: np.ndarray, w_qp: QParams, bias: np.ndarray, x: Tensor,
+                                 out_qp: QParams) -> tuple[np.ndarray, QParams]:
+    """A channel whose weights cannot move its output by half a step on any input in range (trained models keep
+    such dead channels: weights of 1e-30 in the MLPerf VWW float model) gets zero weights at the scale of the
+    layer's largest live channel, so it shares their requantization (and their fast kernel) and outputs its
+    bias; the scale grows only as far as a large bias needs to fit 30 bits. Scaled by its own tiny weights, its
+    bias would overflow int32 and its multiplier underflow to 0."""
+    w = np.asarray(w, np.float64)
+    axis = w_qp.axis
+    reduce_axes = tuple(i for i in range(w.ndim) if i != axis)
+    fan_in = w.size // w.shape[axis]
+    info = np.iinfo(x.dtype)
+    x_scale, x_zp = x.qparams.scale[0], x.qparams.zero_point[0]
+    x_abs = x_scale * max(abs(info.min - x_zp), abs(info.max - x_zp))
+    reach = (np.abs(w).max(axis=reduce_axes) if reduce_axes else np.abs(w)) * x_abs * fan_in
+    dead = reach < out_qp.scale[0] / 2
+    if not dead.any() or x_scale <= 0:
+        return w_q, w_qp
+    scale = np.asarray(w_qp.scale, np.float64).copy()
+    shared = scale[~dead].max() if (~dead).any() else out_qp.scale[0] / x_scale / 256
+    need = np.abs(np.asarray(bias, np.float64).reshape(-1)) / (x_scale * 2.0**29)
+    scale[dead] = np.float32(np.maximum(shared, need[dead]))
+    w_q = w_q.copy()
+    index = [slice(None)] * w.ndim
+    index[axis] = np.flatnonzero(dead)
+    w_q[tuple(index)] = 0
+    return w_q, QParams(tuple(float(s) for s in scale), w_qp.zero_point, axis=axis)
 
 
 def _bias_findings(node: Node, bias: np.ndarray, b_qp: QParams, x_q: QParams) -> list[Finding]:

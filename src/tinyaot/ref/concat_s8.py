@@ -3,11 +3,13 @@
 TFLM requires every int8 input to share the output's qparams and just copies bytes. tinyaot also accepts
 inputs with other qparams and requantizes them on the way, as TFLM's quantize op does: out = clamp(
 MultiplyByQuantizedMultiplier(x - input_zp, input_scale / output_scale) + output_zp, -128, 127). An input
-with the output's qparams is copied (that requantization is the identity). Output must not overlap inputs.
+with the output's qparams is copied (that requantization is the identity). A constant input (a ViT's class
+token) is int8 in flash with its own qparams, as TFLite's converter writes one, and is read like an activation
+(the interpreter passes activations only; the params hold the constants). Output must not overlap inputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +30,7 @@ class ConcatParams:
     input_zero_point: np.ndarray  # int32 [num_inputs]
     output_zero_point: int
     outer: int  # product of the dims before the axis
+    constants: tuple = field(default=(), compare=False, repr=False)  # per input: its int8 data if constant, else None
 
     def copies(self, i: int) -> bool:
         """Input i has the output's qparams: its bytes are copied unchanged."""
@@ -47,7 +50,19 @@ def prepare(node: Node, g: Graph) -> ConcatParams:
         input_zero_point=np.array([t.qparams.zero_point[0] for t in xs], dtype=np.int32),
         output_zero_point=y.qparams.zero_point[0],
         outer=outer,
+        constants=constant_inputs(xs),
     )
+
+
+def constant_inputs(xs) -> tuple:
+    """Each input's data if it is a constant (in flash), else None."""
+    return tuple(np.asarray(t.data) if t.is_const else None for t in xs)
+
+
+def with_constants(xs: tuple, constants: tuple) -> list:
+    """The inputs in order: the activations the interpreter passes, the constants from the params."""
+    acts = iter(xs)
+    return [c if c is not None else next(acts) for c in constants] if constants else list(xs)
 
 
 def concat_geometry(node: Node, g: Graph, per_tensor=_checks.int8_per_tensor):
@@ -58,12 +73,9 @@ def concat_geometry(node: Node, g: Graph, per_tensor=_checks.int8_per_tensor):
     xs = [g.tensor(n) for n in node.inputs]
     y = g.tensor(node.outputs[0])
     yshape = tuple(y.shape)
+    if all(t.is_const for t in xs):
+        raise UnsupportedOpError(f"concat '{node.name}' of constants only; the front end folds those")
     for t in xs:
-        if t.is_const:
-            raise UnsupportedOpError(
-                f"concat '{node.name}': input '{t.name}' is a constant; concatenating constants is not supported "
-                "(fold it in the front end or make it an activation)"
-            )
         per_tensor(node, t)
     per_tensor(node, y)
     rank = len(yshape)
@@ -88,7 +100,7 @@ def concat_s8(*args) -> np.ndarray:
     """concat_s8(x0, x1, ..., params)."""
     *xs, p = args
     parts = []
-    for i, x in enumerate(xs):
+    for i, x in enumerate(with_constants(xs, p.constants)):
         x = x.reshape(p.outer, int(p.chunks[i]))
         if not p.copies(i):
             q = multiply_by_quantized_multiplier(x.astype(np.int64) - p.input_zero_point[i], p.multiplier[i],

@@ -62,7 +62,7 @@ def run_unplanned(g: Graph, params: dict, x: np.ndarray, replace: dict | None = 
         if node.op in VIEW_OPS:
             y = args[0]
         elif state_family(node) is not None:  # a stateful kernel here runs as the first invoke after a reset
-            y = kernel_for(node, g)[1](*args, params[node.name], _initial_state(node, g))
+            y = kernel_for(node, g)[1](*args, params[node.name], initial_state(node, g))
         else:
             y = kernel_for(node, g)[1](*args, params[node.name])
         values[out.name] = np.asarray(y).astype(out.dtype).reshape(out.shape)
@@ -154,7 +154,7 @@ class Interpreter:
         return [np.stack([r[k] for r in results]) for k in range(len(g.outputs))]
 
 
-def _initial_state(node: Node, g: Graph) -> np.ndarray:
+def initial_state(node: Node, g: Graph) -> np.ndarray:
     """A stateful node's slot as a reset leaves it."""
     from tinyaot.plan.state import STATE_FAMILIES
 

@@ -1,8 +1,11 @@
-"""layer_norm_s8: int8 layer normalization over the last axis, integer only (tinyaot's own definition).
+"""layer_norm_s8: int8 layer and group normalization, integer only (tinyaot's own definition).
 
-TFLite has no LAYER_NORM builtin (converters decompose it into means, squares and a RSQRT in float), so this
-kernel is the definition. LayerNorm does not change when its input is shifted or scaled, so the int8 input's zero
-point drops out and its scale only matters through eps. Per row of D values q:
+TFLite has no LAYER_NORM or GROUP_NORM builtin (converters decompose them into means, squares and a RSQRT in
+float), so this kernel is the definition of both ops: layer_norm normalizes each row of the last axis (D values),
+group_norm each group of channels over all positions of a sample (GroupNorm on channels-last data: the
+M = positions * C / groups values of one group, MobileViTv2's GroupNorm with 1 group the whole feature map), and
+both apply a per-channel affine. The normalization does not change when its input is shifted or scaled, so the
+int8 input's zero point drops out and its scale only matters through eps. Per set of D (= M) values q:
 
 - sum = sum(q), d_i = D * q_i - sum = D * (q_i - mean): exact integers (no rounded mean);
 - U = D * sum(q^2) - sum^2 + eps_q = D^2 * (var_q + eps / input_scale^2), an exact int64 (eps_q rounded once,
@@ -42,10 +45,15 @@ RSQRT_TABLE = tuple(math.isqrt((1 << 62) // (2 * i + 17)) for i in range(24))
 EPS_LOW_BITS = 31  # eps_q travels as two int32 halves: eps_high * 2^31 + eps_low
 
 
+MAX_VALUES = 1 << 16  # values normalized together: sum(q^2) stays an int32, D * q an int32
+
+
 @dataclass(frozen=True)
 class LayerNormParams:
-    rows: int  # product of the dims before the last
-    depth: int  # D, the normalized axis
+    rows: int  # layer_norm: product of the dims before the last; group_norm: the samples (the batch)
+    positions: int  # positions per row normalized together with their channels: 1 (layer_norm), H * W
+    groups: int  # channel groups, each normalized apart: 1 (layer_norm)
+    depth: int  # D, the channels (the last axis); positions * depth / groups values are normalized together
     eps_high: int  # eps_q = eps * D^2 / input_scale^2, rounded: eps_high * 2^31 + eps_low
     eps_low: int
     multiplier: np.ndarray  # int32 [D], Q31 of gamma_i / output_scale / 2^8 (negative: gamma_i < 0)
@@ -60,36 +68,45 @@ class LayerNormParams:
 
 def prepare(node: Node, g: Graph) -> LayerNormParams:
     if len(node.inputs) != 3:
-        raise ModelError(f"layer_norm '{node.name}' needs x, gamma and beta, got {len(node.inputs)} operands")
+        raise ModelError(f"{node.op} '{node.name}' needs x, gamma and beta, got {len(node.inputs)} operands")
     x, gamma_t, beta_t = (g.tensor(n) for n in node.inputs)
     y = g.tensor(node.outputs[0])
     _checks.int8_per_tensor(node, x)
     _checks.int8_per_tensor(node, y)
     _checks.same_shape(node, y, x.shape)
     depth = int(x.shape[-1])
+    rows, positions, groups = x.size // depth, 1, 1
+    if node.op == "group_norm":
+        groups = int(node.attrs.get("groups", 1))
+        if len(x.shape) < 2 or depth % groups:
+            raise ModelError(f"group_norm '{node.name}': {groups} groups of the {depth} channels (last axis) of "
+                             f"{list(x.shape)}; the groups must divide the channels")
+        rows, positions = int(x.shape[0]), x.size // depth // int(x.shape[0])
+    values = positions * depth // groups
     gamma, beta = (np.asarray(t.data, dtype=np.float64).reshape(-1) for t in (gamma_t, beta_t))
     if gamma.shape != (depth,) or beta.shape != (depth,):
-        raise ModelError(f"layer_norm '{node.name}': gamma and beta need {depth} values (the last axis), got "
+        raise ModelError(f"{node.op} '{node.name}': gamma and beta need {depth} values (the last axis), got "
                          f"{gamma.size} and {beta.size}")
-    if depth * 256 * 256 * depth >= 2**62 or depth > 1 << 14:
-        raise UnsupportedOpError(f"layer_norm '{node.name}' normalizes {depth} values; the kernel takes up to "
-                                 f"{1 << 14}")
+    if values > MAX_VALUES:
+        raise UnsupportedOpError(f"{node.op} '{node.name}' normalizes {values} values together; the kernel takes "
+                                 f"up to {MAX_VALUES}")
     in_scale, out_scale = float(x.qparams.scale[0]), float(y.qparams.scale[0])
-    eps_q = round(float(node.attrs.get("eps", 1e-5)) * depth * depth / (in_scale * in_scale))
+    eps_q = round(float(node.attrs.get("eps", 1e-5)) * values * values / (in_scale * in_scale))
     if eps_q >= 2**62:
-        raise ModelError(f"layer_norm '{node.name}': eps {node.attrs.get('eps')} is too large for input scale "
+        raise ModelError(f"{node.op} '{node.name}': eps {node.attrs.get('eps')} is too large for input scale "
                          f"{in_scale:.3g} (eps / scale^2 beyond 2^62 / D^2)")
     pairs = [quantize_multiplier(abs(gm) / out_scale / (1 << (NORM_BITS - AFFINE_BITS))) for gm in gamma]
     multiplier = np.array([-m if gm < 0 else m for (m, _), gm in zip(pairs, gamma)], dtype=np.int32)
     shift = np.array([s for _, s in pairs], dtype=np.int32)
     bias = np.round(beta / out_scale * (1 << AFFINE_BITS))
-    n_max = (math.isqrt(depth) + 2) << NORM_BITS  # |n_i| <= sqrt(D - 1)
+    n_max = (math.isqrt(values) + 2) << NORM_BITS  # |n_i| <= sqrt(D - 1)
     affine_max = n_max / (1 << (NORM_BITS - AFFINE_BITS)) * np.abs(gamma) / out_scale + np.abs(bias)
     if int(n_max) << int(max(shift.max(), 0)) >= 2**31 or affine_max.max() >= 2**31 - 2**24:
-        raise ModelError(f"layer_norm '{node.name}': gamma / output scale reaches {np.abs(gamma).max() / out_scale:.3g}"
+        raise ModelError(f"{node.op} '{node.name}': gamma / output scale reaches {np.abs(gamma).max() / out_scale:.3g}"
                          f" and beta / output scale {np.abs(beta).max() / out_scale:.3g}, beyond the int32 "
                          "affine; calibrate the output on representative data")
-    return LayerNormParams(rows=x.size // depth, depth=depth, eps_high=eps_q >> EPS_LOW_BITS,
+    return LayerNormParams(rows=rows, positions=positions, groups=groups, depth=depth,
+                           eps_high=eps_q >> EPS_LOW_BITS,
                            eps_low=eps_q & ((1 << EPS_LOW_BITS) - 1), multiplier=multiplier, shift=shift,
                            bias=bias.astype(np.int32), output_zero_point=int(y.qparams.zero_point[0]))
 
@@ -123,12 +140,14 @@ def rsqrt(big_u) -> tuple[np.ndarray, np.ndarray]:
 
 
 def layer_norm_s8(x: np.ndarray, p: LayerNormParams) -> np.ndarray:
-    q = x.reshape(p.rows, p.depth).astype(np.int64)
-    total = q.sum(axis=1, keepdims=True)
-    big_u = p.depth * (q * q).sum(axis=1, keepdims=True) - total * total + p.eps_q
+    """Each [positions, depth / groups] block of a row normalized together (its values' axes 1 and 3 here)."""
+    q = x.reshape(p.rows, p.positions, p.groups, p.depth // p.groups).astype(np.int64)
+    values = p.positions * p.depth // p.groups
+    total = q.sum(axis=(1, 3), keepdims=True)
+    big_u = values * (q * q).sum(axis=(1, 3), keepdims=True) - total * total + p.eps_q
     y, s = rsqrt(big_u)
-    d = p.depth * q - total
-    n = rounding_divide_by_pot(d * y, s + RSQRT_BITS)  # Q16
-    v = multiply_by_quantized_multiplier(n, p.multiplier[None, :], p.shift[None, :]) + p.bias[None, :]
+    d = values * q - total
+    n = rounding_divide_by_pot(d * y, s + RSQRT_BITS).reshape(p.rows, p.positions, p.depth)  # Q16
+    v = multiply_by_quantized_multiplier(n, p.multiplier, p.shift) + p.bias
     out = rounding_divide_by_pot(v, AFFINE_BITS) + p.output_zero_point
     return np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)

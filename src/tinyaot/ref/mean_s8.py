@@ -1,4 +1,4 @@
-"""mean_s8: int8 mean over a run of consecutive axes, TFLM's int8 MEAN (QuantizedMeanOrSum).
+"""mean_s8: int8 mean (or sum) over a run of consecutive axes, TFLM's int8 MEAN (QuantizedMeanOrSum).
 
 The usual case is global average pooling, axes (1, 2) of NHWC; a mean over the last axis works the same
 way. The input is viewed as [outer, count, inner] with the averaged axes in the middle. TFLM's arithmetic:
@@ -6,7 +6,9 @@ sum the raw int8 values in int32, subtract input_zero_point * count, and requant
 input_scale / output_scale after folding 1/count into it (shifted left by floor(log2 count), capped at 32
 and at 31 + shift, then divided by count in integers), add the output zero point. Input and output qparams
 may differ. `keepdims` only changes the output shape, not its bytes. An optional fused `clamp` narrows the
-output range (TFLite's MEAN has none: the default is [-128, 127]). Output must not overlap the input.
+output range (TFLite's MEAN has none: the default is [-128, 127]). The IR's sum op (MobileViTv2's sum over the
+patches) is the same kernel without 1/count in the multiplier, QuantizedMeanOrSum's compute_sum. Output must not
+overlap the input.
 """
 from __future__ import annotations
 
@@ -72,7 +74,9 @@ def mean_geometry(node: Node, g: Graph, io=_checks.io, largest: int = 255):
     count = int(np.prod(shape[axes[0] : axes[-1] + 1], dtype=np.int64))
     if count * largest >= 2**31:
         raise ModelError(f"mean '{node.name}' averages {count} {x.dtype} values; their int32 sum could overflow")
-    m, s = fold_count(*_checks.rescale(node, x.qparams.scale[0], y.qparams.scale[0]), count)
+    m, s = _checks.rescale(node, x.qparams.scale[0], y.qparams.scale[0])
+    if node.op != "sum":
+        m, s = fold_count(m, s, count)
     sizes = (int(np.prod(shape[: axes[0]], dtype=np.int64)), count, int(np.prod(shape[axes[-1] + 1 :], dtype=np.int64)))
     return x, y, sizes, (m, s)
 

@@ -4,7 +4,8 @@ Prepare is TFLM's CalculateSoftmaxParams for int8: PreprocessSoftmaxScaling turn
 into a Q31 multiplier and left shift for Q5.26 differences, and CalculateInputRadius gives diff_min,
 below which exp() counts as 0. The kernel evaluates exp with gemmlowp's exp_on_negative_values,
 sums in Q12.19, takes the reciprocal with one_over_one_plus_x_for_x_in_0_1 and writes int8 with
-scale 1/256 and zero point -128. The fixed-point helpers below are the gemmlowp primitives on int32
+scale 1/256 and zero point -128, or (TFLM's int8 -> int16 softmax, the same template with an int16 output type)
+int16 with scale 1/65536 and zero point -32768. The fixed-point helpers below are the gemmlowp primitives on int32
 (held in int64 arrays); softmax_s8.c has their C twins.
 """
 from __future__ import annotations
@@ -29,6 +30,8 @@ SCALED_DIFF_INTEGER_BITS = 5  # exp() input is Q5.26
 ACCUMULATION_INTEGER_BITS = 12  # sum of exps is Q12.19
 OUTPUT_SCALE = 1.0 / 256.0
 OUTPUT_ZERO_POINT = -128
+INT16_OUTPUT_SCALE = 1.0 / 65536.0  # TFLM: within 0.001 / 65536 (TF_LITE_ENSURE_NEAR, in float32)
+INT16_OUTPUT_ZERO_POINT = -32768
 
 
 @dataclass(frozen=True)
@@ -38,13 +41,29 @@ class SoftmaxParams:
     input_multiplier: int  # Q31 of beta * input_scale * 2**26 (capped)
     input_left_shift: int  # >= 0
     diff_min: int  # input differences below this contribute exp() = 0
+    output_bits: int = 8  # 8: int8 output; 16: int16 (TFLM's int8 -> int16 softmax)
+
+
+def check_output(node: Node, y) -> int:
+    """The output's bits, after TFLM's rules for an int8 softmax's output: int8 at scale 1/256 and zero point
+    -128, or int16 at zero point -32768 and scale 1/65536 within 0.001 / 65536 (SoftmaxPrepare)."""
+    qp = y.qparams
+    if y.dtype == "int16":
+        delta = abs(np.float32(qp.scale[0]) - np.float32(INT16_OUTPUT_SCALE)) if qp is not None else np.inf
+        if qp is None or qp.zero_point[0] != INT16_OUTPUT_ZERO_POINT or delta > np.float32(0.001) * np.float32(
+                INT16_OUTPUT_SCALE):
+            raise ModelError(f"layer '{node.name}': an int8 softmax's int16 output must have zero point -32768 and "
+                             f"scale 1/65536 (TFLite Micro's rule), got {qp}")
+        return 16
+    if qp is None or float(qp.scale[0]) != OUTPUT_SCALE or qp.zero_point[0] != OUTPUT_ZERO_POINT:
+        raise ModelError(f"layer '{node.name}': int8 softmax output must have scale 1/256 and zero point -128, "
+                         f"got {qp}")
+    return 8
 
 
 def prepare(node: Node, g: Graph) -> SoftmaxParams:
     x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
-    if y.qparams is None or float(y.qparams.scale[0]) != OUTPUT_SCALE or y.qparams.zero_point[0] != OUTPUT_ZERO_POINT:
-        raise ModelError(f"layer '{node.name}': int8 softmax output must have scale 1/256 and zero point -128, "
-                         f"got {y.qparams}")
+    bits = check_output(node, y)
     beta = float(node.attrs.get("beta", 1.0))
     in_scale = float(x.qparams.scale[0])
     real = min(beta * in_scale * (1 << (31 - SCALED_DIFF_INTEGER_BITS)), (1 << 31) - 1.0)
@@ -55,7 +74,7 @@ def prepare(node: Node, g: Graph) -> SoftmaxParams:
     radius = ((1 << SCALED_DIFF_INTEGER_BITS) - 1) * (1 << (31 - SCALED_DIFF_INTEGER_BITS)) / (1 << shift)
     depth = x.shape[-1]
     return SoftmaxParams(outer=x.size // depth, depth=depth, input_multiplier=multiplier, input_left_shift=shift,
-                         diff_min=-math.floor(radius))
+                         diff_min=-math.floor(radius), output_bits=bits)
 
 
 # ---- gemmlowp fixed-point primitives (int32 semantics) -------------------------------------
@@ -153,7 +172,8 @@ def softmax_s8(x: np.ndarray, p: SoftmaxParams) -> np.ndarray:
     contrib = np.where(valid, rounding_divide_by_pot(exps, ACCUMULATION_INTEGER_BITS), 0)
     sum_of_exps = wrap_i32(contrib.sum(axis=1, keepdims=True))
     shifted_scale, num_bits_over_unit = get_reciprocal(sum_of_exps, ACCUMULATION_INTEGER_BITS)
-    exponent = num_bits_over_unit + 31 - 8
+    exponent = num_bits_over_unit + 31 - p.output_bits
     unsat = rounding_divide_by_pot(_srdhm(shifted_scale, exps), exponent)
-    out = np.clip(unsat - 128, -128, 127)
-    return np.where(valid, out, -128).astype(np.int8).reshape(x.shape)
+    lo, hi = -(1 << (p.output_bits - 1)), (1 << (p.output_bits - 1)) - 1
+    out = np.clip(unsat + lo, lo, hi)
+    return np.where(valid, out, lo).astype(np.int16 if p.output_bits == 16 else np.int8).reshape(x.shape)

@@ -1,8 +1,9 @@
-"""transpose_s16: permute the axes of a 2-D to 4-D int16 (16x8) tensor, TFLM's int16 TRANSPOSE.
+"""transpose_s16: permute the axes of a 1-D to 6-D int16 (16x8) tensor, TFLM's int16 TRANSPOSE.
 
-Moves values and keeps the qparams, as the int8 kernel (ref/transpose_s8.py). The shape is padded to 4-D with
-leading 1s; the output, row-major, reads the input at the element strides `in_strides` (the permuted input
-strides), which is all the C kernel gets and all this reference reads. Output must not overlap the input.
+Moves values and keeps the qparams, as the int8 kernel (ref/transpose_s8.py), on the same reduced permutation
+padded to 6-D with leading 1s; the output, row-major, reads the input at the element strides `in_strides` (the
+permuted input strides), which is all the C kernel gets and all this reference reads. Output must not overlap
+the input.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from tinyaot.ref.transpose_s8 import transpose_geometry
 
 @dataclass(frozen=True)
 class Transpose16Params:
-    out_shape: tuple[int, ...]  # padded to 4-D with leading 1s
-    in_strides: tuple[int, ...]  # input element stride along each output axis (4-D)
+    out_shape: tuple[int, int, int, int, int, int]  # the reduced permutation's, padded to 6-D with leading 1s
+    in_strides: tuple[int, int, int, int, int, int]  # input element stride along each of those output axes
 
 
 def prepare(node: Node, g: Graph) -> Transpose16Params:

@@ -15,6 +15,8 @@ def node_macs(node: Node, g: Graph) -> int:
         return y.size * w.shape[1]
     if kind == "recurrent":  # lstm / gru: every step runs the input and the recurrent weights once
         return g.tensor(node.inputs[0]).shape[1] * (w.size + g.tensor(node.inputs[2]).size)
+    if kind == "svdf":  # every filter's feature dot product over the input and time dot product over its memory
+        return g.tensor(node.inputs[0]).shape[0] * (w.size + g.tensor(node.inputs[2]).size)
     if kind == "transposed":  # every input value meets every tap of its out_c filters (cropped taps included)
         return g.tensor(node.inputs[0]).size * w.shape[0] * w.shape[1] * w.shape[2]
     _, kh, kw, w_in = w.shape

@@ -131,7 +131,7 @@ class MemoryReport:
         s.add_row("lower bound", f"{self.lower_bound_bytes:,}", "live bytes at the busiest step")
         if self.state_bytes:
             s.add_row("state region", f"{self.state_bytes:,}",
-                      "kept between invokes (streamed layers' past frames, recurrent h and c)")
+                      "kept between invokes (streamed layers' past frames, recurrent h and c, SVDF states)")
         s.add_row("static state", _opt(self.static_state_bytes), "other .data + .bss of the model (Cortex-M33)")
         s.add_row("stack", _opt(self.stack_bytes), "high-water mark of one inference on the emulated Cortex-M33")
         s.add_row("RAM total", _opt(self.ram_bytes), "arena + state region + static state + stack")

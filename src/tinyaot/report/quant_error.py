@@ -22,7 +22,7 @@ import numpy as np
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
-from tinyaot.ir.ops import OPS
+from tinyaot.ir.ops import OPS, state_family
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
 CRUSHED_STEPS = 16  # data spanning fewer of the 256 steps is crushed
@@ -262,9 +262,10 @@ def _state_row(node, state, ref: np.ndarray) -> LayerError:
 
 
 def local_sqnr(params: dict, node, g, ref_values: dict) -> float:
-    """The node's int8 (or 16x8) kernel alone: float inputs rounded to their qparams, output against float."""
+    """The node's int8 (or 16x8) kernel alone: float inputs rounded to their qparams, output against float. A stateful
+    kernel runs each sample as the first invoke after a reset, as the traced run and the float reference do."""
     from tinyaot.quantize.scheme import quantize_array
-    from tinyaot.ref.interpreter import KERNELS, kernel_for
+    from tinyaot.ref.interpreter import KERNELS, initial_state, kernel_for
 
     if node.op not in KERNELS or node.name not in params:
         return math.nan
@@ -277,7 +278,8 @@ def local_sqnr(params: dict, node, g, ref_values: dict) -> float:
     got, want = [], []
     for s in range(n):
         args = [quantize_array(ref_values[t.name][s].reshape(t.shape), t.qparams, t.dtype) for t in ins]
-        y = np.asarray(kernel(*args, p)).astype(np.float64)
+        state = () if state_family(node) is None else (initial_state(node, g),)
+        y = np.asarray(kernel(*args, p, *state)).astype(np.float64)
         got.append((y.reshape(-1) - out.qparams.zero_point[0]) * out.qparams.scale[0])
         want.append(ref_values[out.name][s].reshape(-1))
     return sqnr_db(np.concatenate(want), np.concatenate(got))

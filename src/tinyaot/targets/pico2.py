@@ -162,11 +162,11 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
         raise ModelError(f"the Pico 2 project runs models with one input and one output; '{cm.name}' has "
                          f"{cm.n_inputs} inputs and {cm.n_outputs} outputs. Export the C (target 'c') and call "
                          f"{cm.name}_input(i) / {cm.name}_output(i) from your firmware (see {cm.name}.h)")
-    wide = [t for t in (*cm.graph.inputs, *cm.graph.outputs) if cm.graph.tensor(t).dtype == "int16"]
+    wide = [t for t in (*cm.graph.inputs, *cm.graph.outputs) if cm.graph.tensor(t).dtype in ("int16", "int32")]
     if wide:
-        raise ModelError(f"the Pico 2 project embeds int8 test vectors; '{cm.name}' has int16 input or output "
-                         f"({', '.join(wide)}, a 16x8 model). Export the C (target 'c') and pass int16_t data to "
-                         f"{cm.name}_input() (see {cm.name}.h)")
+        raise ModelError(f"the Pico 2 project embeds int8 test vectors; '{cm.name}' has int16 or int32 input or output "
+                         f"({', '.join(wide)}: a 16x8 model, or one with a QUANTIZE at its edge). Export the C (target "
+                         f"'c') and pass data of the header's types to {cm.name}_input() (see {cm.name}.h)")
     x_q = _test_inputs(cm, inputs)
     label_list = _labels(labels, len(x_q), cm.output_size)
     _check_fits(cm, x_q)

@@ -213,25 +213,25 @@ typedef struct {
  */
 void tinyaot_requantize_s8(const int8_t *input, const tinyaot_requantize_params *params, int8_t *output);
 
-/* One requantization where int8 and int16 (16x8) tensors meet, or two int16 ones (the IR's `quantize` op). */
+/* One requantization where int8, int16 (16x8) and int32 tensors meet (the IR's `quantize` op). */
 typedef struct {
     int32_t size;
     int32_t multiplier, shift;     /* input_scale / output_scale */
     int32_t input_zero_point, output_zero_point;
-    int32_t input_bits, output_bits; /* 8: int8, 16: int16 */
+    int32_t input_bits, output_bits; /* 8: int8, 16: int16, 32: int32 */
 } tinyaot_requantize16_params;
 
 /*
  * TFLM's Requantize between integer types: output[i] = clamp(requantize(input[i] - input_zero_point,
- * multiplier, shift) + output_zero_point) to the output type's range; input and output are int8_t or int16_t
- * as input_bits / output_bits say.
+ * multiplier, shift) + output_zero_point) to the output type's range; input and output are int8_t, int16_t or
+ * int32_t as input_bits / output_bits say.
  */
 void tinyaot_requantize_s16(const void *input, const tinyaot_requantize16_params *params, void *output);
 
-/* One axis permutation of up to 4-D. */
+/* One axis permutation, reduced to the axes that move bytes (ref/transpose_s8.py), of up to 6-D. */
 typedef struct {
-    int32_t out_shape[4];          /* left-padded with 1s to 4-D */
-    int32_t in_strides[4];         /* the input element stride along each output axis */
+    int32_t out_shape[6];          /* left-padded with 1s to 6-D */
+    int32_t in_strides[6];         /* the input element stride along each output axis */
 } tinyaot_transpose_params;
 
 /* Transpose: the output, row-major, reads the input at in_strides. Output must not overlap input. */
@@ -491,14 +491,16 @@ typedef struct {
     int32_t depth;                 /* values per row */
     int32_t input_multiplier;      /* Q31: input differences scaled to Q5.26 with input_left_shift */
     int32_t input_left_shift;      /* >= 0 */
-    int32_t diff_min;              /* differences below this give -128 */
+    int32_t diff_min;              /* differences below this give the output's minimum */
+    int32_t output_bits;           /* 8: int8 output; 16: int16 (TFLM's int8 -> int16 softmax) */
 } tinyaot_softmax_params;
 
 /*
- * Softmax over rows of `depth` values (gemmlowp fixed point); output scale 1/256, zero point -128.
- * input, output: int8 [outer][depth]; output may be the input.
+ * Softmax over rows of `depth` values (gemmlowp fixed point); int8 output at scale 1/256, zero point -128, or
+ * int16 output (output_bits 16) at scale 1/65536, zero point -32768. input: int8 [outer][depth]; output:
+ * [outer][depth] of int8_t or int16_t; an int8 output may be the input.
  */
-void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, int8_t *output);
+void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, void *output);
 
 /* The model's uint8 input converted to int8. */
 typedef struct {
@@ -511,11 +513,17 @@ typedef struct {
  */
 void tinyaot_uint8_to_int8(const uint8_t *input, const tinyaot_uint8_to_int8_params *params, int8_t *output);
 
-/* One layer normalization over the last axis (ref/layer_norm_s8.py, tinyaot's integer definition). */
+/*
+ * One layer normalization over the last axis, or group normalization of channels-last data (ref/layer_norm_s8.py,
+ * tinyaot's integer definition): the positions * depth / groups values of one group of one row are normalized
+ * together (layer_norm: positions = groups = 1).
+ */
 typedef struct {
-    int32_t rows;                  /* product of the dims before the last */
-    int32_t depth;                 /* D, values normalized together */
-    int32_t eps_high, eps_low;     /* eps * D^2 / input_scale^2, rounded: eps_high * 2^31 + eps_low */
+    int32_t rows;                  /* layer_norm: product of the dims before the last; group_norm: the batch */
+    int32_t positions;             /* positions per row: 1 (layer_norm), H * W (group_norm) */
+    int32_t groups;                /* channel groups normalized apart: 1 (layer_norm) */
+    int32_t depth;                 /* channels, the last axis */
+    int32_t eps_high, eps_low;     /* eps * D^2 / input_scale^2 for D values together: eps_high * 2^31 + eps_low */
     const int32_t *multiplier;     /* [depth], Q31 of gamma / output_scale / 2^8; negative where gamma < 0 */
     const int32_t *shift;          /* [depth] */
     const int32_t *bias;           /* [depth], beta / output_scale * 2^8, rounded */
@@ -523,9 +531,10 @@ typedef struct {
 } tinyaot_layer_norm_params;
 
 /*
- * LayerNorm of each row of `depth` values: integer sums, an integer 1 / sqrt (a 24-entry table and three Newton
- * steps), the normalized value in Q16, then output[i] = clamp(round((requantize(n_i, multiplier[i], shift[i]) +
- * bias[i]) / 2^8) + output_zero_point, -128, 127). input, output: int8 [rows][depth]; output may be the input.
+ * LayerNorm of each row of `depth` values, or GroupNorm of each group of channels over the positions of a row:
+ * integer sums, an integer 1 / sqrt (a 24-entry table and three Newton steps), the normalized value in Q16, then
+ * output[i] = clamp(round((requantize(n_i, multiplier[c], shift[c]) + bias[c]) / 2^8) + output_zero_point, -128,
+ * 127) for channel c of value i. input, output: int8 [rows][positions][depth]; output may be the input.
  */
 void tinyaot_layer_norm_s8(const int8_t *input, const tinyaot_layer_norm_params *params, int8_t *output);
 
@@ -562,6 +571,28 @@ typedef struct {
  */
 void tinyaot_frame_shift_s8(const int8_t *frame, const tinyaot_frame_shift_params *params, int8_t *window,
                             int8_t *state);
+
+/* One SVDF layer (TFLite's SVDF, TFLite Micro's integer kernel). */
+typedef struct {
+    int32_t batches, input_size, filters, rank, memory;
+    const int8_t *weights_feature; /* [filters][input_size], symmetric */
+    const void *weights_time;      /* [filters][memory], the state's type: int16_t (state_bits 16) or int8_t */
+    const int32_t *feature_bias;   /* [filters]: -input_zero_point * sum_c weights_feature[f][c], wrapped */
+    const int32_t *unit_bias;      /* [filters / rank]: bias - state_zero_point * the unit's weights_time sum */
+    int32_t feature_multiplier, feature_shift; /* input_scale * weights_feature_scale / state_scale */
+    int32_t output_multiplier, output_shift;   /* state_scale * weights_time_scale / output_scale */
+    int32_t state_zero_point, output_zero_point;
+    int32_t state_bits;            /* 16: int16 state and weights_time; 8: int8 */
+} tinyaot_svdf_params;
+
+/*
+ * Per batch row: the state [filters][memory] moves on by one value and each filter's last value becomes
+ * clamp(requantize(feature_bias[f] + sum_c weights_feature[f][c] * input[c], feature_*)) to the state's type +
+ * state_zero_point; unit u = clamp(requantize(unit_bias[u] + sum over its rank filters' rows of weights_time *
+ * state, output_*) + output_zero_point, -128, 127). state is the layer's slot in the model's state region
+ * ([batches][filters][memory]; it survives invokes); output must not overlap input.
+ */
+void tinyaot_svdf_s8(const int8_t *input, const tinyaot_svdf_params *params, int8_t *output, void *state);
 
 /* One unidirectional LSTM layer (TFLite Micro's integer UNIDIRECTIONAL_SEQUENCE_LSTM). */
 typedef struct {
@@ -860,10 +891,10 @@ typedef struct {
  */
 void tinyaot_concat_s16(const int16_t *const *inputs, const tinyaot_concat16_params *params, int16_t *output);
 
-/* One axis permutation of an int16 tensor of up to 4-D. */
+/* One axis permutation of an int16 tensor, reduced as the int8 one's, of up to 6-D. */
 typedef struct {
-    int32_t out_shape[4];          /* left-padded with 1s to 4-D */
-    int32_t in_strides[4];         /* the input element stride along each output axis */
+    int32_t out_shape[6];          /* left-padded with 1s to 6-D */
+    int32_t in_strides[6];         /* the input element stride along each output axis */
 } tinyaot_transpose16_params;
 
 /* int16 transpose: the output, row-major, reads the input at in_strides. */

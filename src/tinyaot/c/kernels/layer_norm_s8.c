@@ -1,8 +1,8 @@
 /*
- * layer_norm_s8.c - int8 layer normalization over the last axis; twin of ref/layer_norm_s8.py, which is the
- * definition (TFLite has no LAYER_NORM kernel).
+ * layer_norm_s8.c - int8 layer normalization over the last axis and group normalization of channels-last data;
+ * twin of ref/layer_norm_s8.py, which is the definition (TFLite has no LAYER_NORM or GROUP_NORM kernel).
  *
- * Per row of D values q: d_i = D * q_i - sum(q) and U = D * sum(q^2) - sum(q)^2 + eps_q are exact integers
+ * Per set of D values q normalized together (a row; a group of channels over all positions of a sample): d_i = D * q_i - sum(q) and U = D * sum(q^2) - sum(q)^2 + eps_q are exact integers
  * (D * (q_i - mean) and D^2 * (variance + eps)); 1 / sqrt(U) comes from a table and Newton steps in Q28 on U
  * normalized into [2^30, 2^32); n_i = d_i / sqrt(U) in Q16; the per-channel affine is a requantization of n_i
  * plus a bias, both in output units times 2^8, rounded once at the end.
@@ -61,36 +61,49 @@ static int32_t ln_rsqrt(int64_t big_u, int32_t *s_out)
 
 void tinyaot_layer_norm_s8(const int8_t *input, const tinyaot_layer_norm_params *params, int8_t *output)
 {
-    const int32_t rows = params->rows;
+    const int32_t positions = params->positions;
     const int32_t depth = params->depth;
+    const int32_t group_depth = depth / params->groups;
+    const int32_t values = positions * group_depth;
     const int64_t eps_q = ((int64_t)params->eps_high << 31) + params->eps_low;
     const int32_t *const multiplier = params->multiplier;
     const int32_t *const shift = params->shift;
     const int32_t *const bias = params->bias;
     const int32_t output_zero_point = params->output_zero_point;
-    int32_t r, i;
-    for (r = 0; r < rows; ++r) {
-        const int8_t *x = input + r * depth;
-        int8_t *out = output + r * depth;
-        int32_t sum = 0;
-        int32_t sum_sq = 0;
-        int64_t big_u;
-        int32_t y = 0;
-        int32_t s = 0;
-        for (i = 0; i < depth; ++i) {
-            sum += x[i];
-            sum_sq += (int32_t)x[i] * x[i];
-        }
-        big_u = (int64_t)depth * sum_sq - (int64_t)sum * sum + eps_q;
-        if (big_u > 0) {
-            y = ln_rsqrt(big_u, &s);
-        }
-        for (i = 0; i < depth; ++i) {
-            const int32_t d = depth * x[i] - sum;
-            const int32_t n = (int32_t)ln_rounding_divide_by_pot64((int64_t)d * y, s + LN_RSQRT_BITS);
-            const int32_t v = tinyaot_requantize(n, multiplier[i], shift[i]) + bias[i];
-            out[i] = (int8_t)tinyaot_saturate_s8(tinyaot_rounding_divide_by_pot(v, LN_AFFINE_BITS) +
-                                                 output_zero_point);
+    int32_t r, g, p, i;
+    for (r = 0; r < params->rows; ++r) {
+        const int8_t *const row = input + r * positions * depth;
+        int8_t *const out = output + r * positions * depth;
+        for (g = 0; g < params->groups; ++g) {
+            const int32_t first = g * group_depth;
+            int32_t sum = 0;
+            int32_t sum_sq = 0;
+            int64_t big_u;
+            int32_t y = 0;
+            int32_t s = 0;
+            for (p = 0; p < positions; ++p) {
+                const int8_t *const x = row + p * depth + first;
+                for (i = 0; i < group_depth; ++i) {
+                    sum += x[i];
+                    sum_sq += (int32_t)x[i] * x[i];
+                }
+            }
+            big_u = (int64_t)values * sum_sq - (int64_t)sum * sum + eps_q;
+            if (big_u > 0) {
+                y = ln_rsqrt(big_u, &s);
+            }
+            for (p = 0; p < positions; ++p) {
+                const int8_t *const x = row + p * depth + first;
+                int8_t *const o = out + p * depth + first;
+                for (i = 0; i < group_depth; ++i) {
+                    const int32_t c = first + i;
+                    const int32_t d = values * x[i] - sum;
+                    const int32_t n = (int32_t)ln_rounding_divide_by_pot64((int64_t)d * y, s + LN_RSQRT_BITS);
+                    const int32_t v = tinyaot_requantize(n, multiplier[c], shift[c]) + bias[c];
+                    o[i] = (int8_t)tinyaot_saturate_s8(tinyaot_rounding_divide_by_pot(v, LN_AFFINE_BITS) +
+                                                       output_zero_point);
+                }
+            }
         }
     }
 }

@@ -4,8 +4,9 @@
  *
  * Differences to the row maximum are scaled to Q5.26 (input_multiplier, input_left_shift); exp() of
  * each is evaluated in fixed point (gemmlowp's exp_on_negative_values), summed in Q12.19, inverted
- * with a Newton-Raphson 1 / (1 + x), and each output is exp * (1 / sum) in units of 1/256, minus 128.
- * Differences below diff_min contribute 0 and output -128.
+ * with a Newton-Raphson 1 / (1 + x), and each output is exp * (1 / sum) in units of 1/256, minus 128
+ * (int16 output: in units of 1/65536, minus 32768). Differences below diff_min contribute 0 and output the
+ * minimum.
  */
 #include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
@@ -89,17 +90,21 @@ static int32_t sm_count_leading_zeros(uint32_t x)
     return n;
 }
 
-void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, int8_t *output)
+void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, void *output)
 {
     const int32_t outer = params->outer;
     const int32_t depth = params->depth;
     const int32_t input_multiplier = params->input_multiplier;
     const int32_t input_left_shift = params->input_left_shift;
     const int32_t diff_min = params->diff_min;
+    const int32_t bits = params->output_bits;
+    const int32_t out_min = bits == 16 ? -32768 : -128;
+    const int32_t out_max = bits == 16 ? 32767 : 127;
+    int8_t *const out8 = (int8_t *)output;
+    int16_t *const out16 = (int16_t *)output;
     int32_t i;
     for (i = 0; i < outer; ++i) {
         const int8_t *row = input + i * depth;
-        int8_t *out = output + i * depth;
         int32_t max_in_row = -128;
         int32_t sum_of_exps = 0;
         int32_t headroom_plus_one;
@@ -120,17 +125,21 @@ void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *param
         headroom_plus_one = sm_count_leading_zeros((uint32_t)sum_of_exps);
         shifted_scale = sm_one_over_one_plus_x(
             (int32_t)(((uint32_t)sum_of_exps << headroom_plus_one) - ((uint32_t)1 << 31)));
-        exponent = (12 - headroom_plus_one) + 31 - 8;
+        exponent = (12 - headroom_plus_one) + 31 - bits;
         for (c = 0; c < depth; ++c) {
             const int32_t diff = (int32_t)row[c] - max_in_row;
-            int32_t value = -128;
+            int32_t value = out_min;
             if (diff >= diff_min) {
                 const int32_t scaled = tinyaot_srdhm((int32_t)((uint32_t)diff << input_left_shift), input_multiplier);
                 const int32_t e = sm_exp_on_negative_values(scaled);
-                value = tinyaot_rounding_divide_by_pot(tinyaot_srdhm(shifted_scale, e), exponent) - 128;
-                value = tinyaot_clamp(value, -128, 127);
+                value = tinyaot_rounding_divide_by_pot(tinyaot_srdhm(shifted_scale, e), exponent) + out_min;
+                value = tinyaot_clamp(value, out_min, out_max);
             }
-            out[c] = (int8_t)value;
+            if (bits == 16) {
+                out16[i * depth + c] = (int16_t)value;
+            } else {
+                out8[i * depth + c] = (int8_t)value;
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 /*
- * transpose_s8.c - permute the axes of an int8 tensor (up to 4-D); twin of ref/transpose_s8.py.
+ * transpose_s8.c - permute the axes of an int8 tensor; twin of ref/transpose_s8.py, which reduces the
+ * permutation to the axes that move bytes (at most 6).
  *
  * Walks the output in order; in_strides[k] is the input element stride along output axis k.
  * Output must not overlap the input.
@@ -8,15 +9,19 @@
 
 void tinyaot_transpose_s8(const int8_t *input, const tinyaot_transpose_params *params, int8_t *output)
 {
-    const int32_t *const out_shape = params->out_shape;
-    const int32_t *const in_strides = params->in_strides;
-    int32_t i0, i1, i2, i3;
-    for (i0 = 0; i0 < out_shape[0]; ++i0) {
-        for (i1 = 0; i1 < out_shape[1]; ++i1) {
-            for (i2 = 0; i2 < out_shape[2]; ++i2) {
-                const int8_t *in = input + i0 * in_strides[0] + i1 * in_strides[1] + i2 * in_strides[2];
-                for (i3 = 0; i3 < out_shape[3]; ++i3) {
-                    *output++ = in[i3 * in_strides[3]];
+    const int32_t *const n = params->out_shape;
+    const int32_t *const st = params->in_strides;
+    int32_t i0, i1, i2, i3, i4, i5;
+    for (i0 = 0; i0 < n[0]; ++i0) {
+        for (i1 = 0; i1 < n[1]; ++i1) {
+            for (i2 = 0; i2 < n[2]; ++i2) {
+                for (i3 = 0; i3 < n[3]; ++i3) {
+                    for (i4 = 0; i4 < n[4]; ++i4) {
+                        const int8_t *in = input + i0 * st[0] + i1 * st[1] + i2 * st[2] + i3 * st[3] + i4 * st[4];
+                        for (i5 = 0; i5 < n[5]; ++i5) {
+                            *output++ = in[i5 * st[5]];
+                        }
+                    }
                 }
             }
         }

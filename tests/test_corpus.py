@@ -1,0 +1,83 @@
+"""The real-model corpus (tests/model_corpus.py), a bounded slice of benchmarks/corpus.py on every run: every
+quantized .tflite of TFLite Micro's examples equals TFLite Micro on every output byte (reference and host C),
+every float one quantizes with tinyaot's calibration and tracks its float model, and torchvision / timm models
+as the libraries build them compile with reference == host C. (The MLPerf Tiny models have their own, longer
+tests: test_tflite_import.py, test_tflite_float.py.)"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import have_host_cc
+from model_corpus import CAL_SEED, EVAL_SEED, SHARED, tflite_entries
+
+import tinyaot
+
+pytestmark = pytest.mark.host
+N_RANDOM = 4
+TFLITE = [e for e in tflite_entries() if e.source == "tflm_examples"]
+NOT_YET: dict[str, str] = {}  # file -> why it is refused; strict: the day one imports, its test says so
+QUANTIZED = [e for e in TFLITE if e.inputs is None]
+FLOAT = [e for e in TFLITE if e.inputs is not None]
+
+
+def _params(entries):
+    return [pytest.param(e, id=e.name, marks=[pytest.mark.xfail(reason=NOT_YET[e.name], strict=True)]
+                         if e.name in NOT_YET else []) for e in entries]
+
+
+def _need_shared():
+    if not SHARED.is_dir():
+        pytest.skip(f"the shared/ test data folder is not at {SHARED} (set TINYAOT_SHARED)")
+
+
+@pytest.fixture(autouse=True)
+def _host_cc():
+    if not have_host_cc():
+        pytest.skip("no host C compiler (gcc or $CC)")
+
+
+def _tflm(model: bytes, x: np.ndarray, stream: bool) -> np.ndarray:
+    """TFLite Micro on a batch as tinyaot's run() takes it: one invoke per sample from TFLM's initial state (an
+    LSTM keeps its state in TFLM's variable tensors across invokes until reset; tinyaot's starts every invoke from
+    zero state), or one stream for a compiled model with state."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    interp = runtime.Interpreter.from_bytes(model, arena_size=max(1 << 20, 4 * len(model)))
+    out = []
+    for sample in x:
+        if not stream:
+            interp.reset()
+        interp.set_input(sample[None], 0)
+        interp.invoke()
+        out.append(np.array(interp.get_output(0)))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("entry", _params(QUANTIZED))
+def test_quantized_tflite_equals_tflm(entry):
+    pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
+    _need_shared()
+    cm = tinyaot.compile(entry.model(), name="m")
+    info = np.iinfo(cm.input_dtype)
+    rng = np.random.default_rng(len(entry.name))
+    n = 1 if cm.constant_bytes > 1 << 20 else N_RANDOM  # the 224x224 MobileNetV2: 300 M MACs per input in NumPy
+    x = rng.integers(info.min, info.max + 1, size=(n,) + tuple(cm.input_shape[1:])).astype(cm.input_dtype)
+    want = _tflm(entry.model().read_bytes(), x, stream=cm.state_bytes > 0)
+    ref = cm.run(x, engine="reference")
+    np.testing.assert_array_equal(ref.reshape(want.shape), want)
+    np.testing.assert_array_equal(cm.run(x, engine="host"), ref)
+
+
+@pytest.mark.parametrize("entry", _params(FLOAT))
+def test_float_tflite_quantizes(entry):
+    """Calibrated on deterministic realistic inputs, the int8 model tracks its float model on others."""
+    _need_shared()
+    cm = tinyaot.compile(entry.model(), calibration=entry.inputs(64, CAL_SEED), name="m")
+    x = entry.inputs(16, EVAL_SEED)
+    q = cm.quantize_input(x)
+    ref = cm.run(q, engine="reference")
+    np.testing.assert_array_equal(cm.run(q, engine="host"), ref)
+    want = np.asarray(cm.float_reference(x), np.float64).reshape(len(x), -1)
+    got = cm.dequantize_output(ref).reshape(len(x), -1)
+    sqnr = 10 * np.log10(np.sum(want**2) / np.sum((want - got) ** 2))
+    assert sqnr > 15, f"int8 output tracks float at only {sqnr:.1f} dB"
