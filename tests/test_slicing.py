@@ -129,6 +129,25 @@ def test_every_slicing_spelling_of_a_feature_map_moves_int8_bytes_exactly(part):
 
 
 @pytest.mark.host
+def test_a_slice_read_again_elsewhere_is_not_folded_into_the_next():
+    """y = conv(x)[:, :6]; y.clone()[:, 1:] and y + 1: the second slice cannot take over the first one's bytes."""
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 1)
+
+        def forward(self, x):
+            y = self.conv(x)[:, :6]
+            return y.clone()[:, 1:], y + 1
+
+    model = Twice()
+    x = smooth(SAMPLES, (3, 5, 5), seed=14)
+    cm = _compile(model, x)
+    assert [n.op for n in cm.graph.nodes].count("slice") == 2
+    _check(cm, model, x, None, ["a", "b"])
+
+
+@pytest.mark.host
 def test_split_pieces_feed_layers_and_meet_again():
     """MixNet's MixedConv2d: torch.split by sizes, a conv per piece, torch.cat; the float graph equals PyTorch and
     the reference equals host C."""

@@ -60,7 +60,7 @@ def slice_value(b, x, dim: int, start, stop, step: int = 1, fx_input=None, suffi
     source = x.name
     prev = b.graph.producer(x.name)
     if fx_input is not None and prev is not None and prev.op == "slice" and len(fx_input.users) == 1 \
-            and x.name not in b.graph.outputs:
+            and sum(v.name == x.name for v in b.values.values()) == 1:  # no other fx value names its output
         begin, end, strides = _composed(prev.attrs, begin, end, strides)
         b.graph.nodes.remove(prev)  # its output was read by this slice only
         source = prev.inputs[0]
