@@ -384,9 +384,12 @@ def test_pooling_with_ceil_mode_and_adaptive_windows_follows_pytorch():
 
 @pytest.mark.host
 def test_adaptive_pooling_of_a_1d_signal_and_a_mean_over_one_axis():
-    """adaptive_{avg,max}_pool1d; x.mean(-1), mean(2, keepdim=True) (BC-ResNet's frequency mean), mean(1)."""
+    """adaptive_{avg,max}_pool1d, 1-D pools with ceil_mode; x.mean(-1), mean(2, keepdim=True) (BC-ResNet's
+    frequency mean), mean(1)."""
     sig = {"adaptive_avg_pool1d(4)": lambda y: F.adaptive_avg_pool1d(y, 4),
-           "adaptive_max_pool1d(3)": lambda y: F.adaptive_max_pool1d(y, 3)}
+           "adaptive_max_pool1d(3)": lambda y: F.adaptive_max_pool1d(y, 3),
+           "max_pool1d(3, 2, ceil_mode)": lambda y: F.max_pool1d(y, 3, 2, ceil_mode=True),
+           "avg_pool1d(3, 2, 1, ceil_mode)": lambda y: F.avg_pool1d(y, 3, 2, 1, ceil_mode=True)}
     model = Spellings(nn.Conv1d(2, 5, 3, padding=1), list(sig.values()))
     x = smooth(SAMPLES, (2, 12), seed=7)
     cm = _compile(model, x)
@@ -423,6 +426,23 @@ def test_slices_and_ceil_mode_pools_of_int16_activations():
     assert len(moves) == 5 and all(cm.graph.tensor(n.inputs[0]).dtype == "int16" for n in moves)
     assert "tinyaot_slice_s16(" in cm.c_sources.files["slicing.c"]
     _check(cm, model, x, None, ["base", "[:, 1:5]", "[:, :, 2:6]", "chunk", "avg ceil", "max ceil"])
+
+
+@pytest.mark.m33
+def test_slices_and_pools_on_the_cortex_m33():
+    """The slice kernel (unit-stride runs and strided walks), a slice read in place, ceil_mode and adaptive pools
+    and a mean over one axis, built for the Cortex-M33 (DSP): the emulated core equals the reference."""
+    fns = [lambda y: y.chunk(2, 1)[1], lambda y: y[..., 1::3], lambda y: y[:, :, 2:5] + 1,
+           lambda y: F.avg_pool2d(y, 3, 2, 1, ceil_mode=True), lambda y: F.adaptive_max_pool2d(y, (4, 3)),
+           lambda y: y.mean(-1)]
+    model = Spellings(nn.Conv2d(3, 6, 3, padding=1), fns)
+    x = smooth(SAMPLES, (3, 8, 9), seed=15)
+    cm = _compile(model, x)
+    slices = [n for n in cm.graph.nodes if n.op == "slice"]
+    assert sorted(cm.plan.reads_in_place(n) for n in slices) == [False, False, True]
+    xq = cm.quantize_input(cm.to_model_layout(x[:2].numpy()))
+    for r, q in zip(cm.run(xq, engine="reference"), cm.run(xq, engine="m33")):
+        np.testing.assert_array_equal(r, q)
 
 
 def test_what_is_not_compiled_is_refused_clearly():
