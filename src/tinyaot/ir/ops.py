@@ -496,7 +496,8 @@ _SPECS = (
           emit="emit_misc", s16="concat_s16", int8_constants=True),
     _spec("slice", ("x",), SliceAttrs, "x[begin:end:step] along every axis (any rank; any axis but the batch, "
           "axis 0, which it takes whole; PyTorch's slicing, narrow, select, split and chunk): moves bytes, keeps the "
-          "input's qparams (no requantization)", INHERIT,
+          "input's qparams (no requantization); one run of its input is read in place where the plan finds that "
+          "free (plan/lifetimes.py)", INHERIT,
           moves_only=True, ref="slice_s8", s16="slice_s16", title="Slice"),
     _spec("pad", ("x NHWC",), PadAttrs, "spatial padding (top, bottom, left, right) >= 0; mode constant (the zero "
           "point, real 0), reflect, symmetric or replicate", INHERIT, ref="pad_s8", s16="pad_s16"),
