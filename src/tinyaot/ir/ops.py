@@ -490,9 +490,9 @@ _SPECS = (
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
           moves_only=True, ref="transpose_s8", s16="transpose_s16"),
-    _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams; between int8, int16 (16x8) "
-          "and int32 tensors (TFLM's QUANTIZE between integer types), the 16x8 variant", OWN, rescales=True,
-          overlap="elementwise",
+    _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams, or a legacy .tflite's uint8 "
+          "input / output to / from int8; between int8, int16 (16x8) and int32 tensors (TFLM's QUANTIZE between "
+          "integer types), the 16x8 variant", OWN, rescales=True, overlap="elementwise",
           ref="requantize_s8", s16="requantize_s16"),
     _spec("frame_shift", ("frame [1, 1, 1, C]",), NoAttrs, "streaming (passes/streaming.py): the output is the "
           "window [1, 1, K, C] of the last K - 1 frames, kept in the state region, then the new frame; the state "

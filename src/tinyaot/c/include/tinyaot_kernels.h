@@ -200,18 +200,21 @@ typedef struct {
  */
 void tinyaot_relu_s8(const int8_t *input, const tinyaot_relu_params *params, int8_t *output);
 
-/* One int8 -> int8 requantization (the IR's `quantize` op). */
+/* One requantization between 8-bit tensors (the IR's `quantize` op): int8 -> int8, or a legacy model's uint8
+ * boundary (uint8 -> int8, int8 -> uint8). */
 typedef struct {
     int32_t size;
     int32_t multiplier, shift;     /* input_scale / output_scale */
     int32_t input_zero_point, output_zero_point;
+    int32_t input_uint8;           /* 1: input is uint8_t, 0: int8_t */
+    int32_t output_uint8;          /* 1: output is uint8_t (clamped to [0, 255]), 0: int8_t ([-128, 127]) */
 } tinyaot_requantize_params;
 
 /*
  * Requantize, TFLM's Requantize: output[i] = clamp(requantize(input[i] - input_zero_point, multiplier, shift)
- * + output_zero_point, -128, 127). In place.
+ * + output_zero_point) to the output type's range. In place.
  */
-void tinyaot_requantize_s8(const int8_t *input, const tinyaot_requantize_params *params, int8_t *output);
+void tinyaot_requantize_s8(const void *input, const tinyaot_requantize_params *params, void *output);
 
 /* One requantization where int8, int16 (16x8) and int32 tensors meet (the IR's `quantize` op). */
 typedef struct {
