@@ -518,7 +518,9 @@ _SPECS = (
           "UNIDIRECTIONAL_SEQUENCE_LSTM: int16 gates in Q3.12, its int16 sigmoid / tanh, int16 cell state at a "
           "power-of-two scale, int8 hidden state); output [1, T, H], or [1, H] when last_only; second output: the "
           "float cell state (calibration), int16 working memory after lowering; stateful: the state carries over "
-          "from the last invoke", RECURRENT, work_rows=6, macs="recurrent", ref="lstm_s8", emit="emit_recurrent",
+          "from the last invoke. The 16x8 variant (int16 input and hidden state, int64 gate biases): TFLM's 16x8 "
+          "LSTM, for imported .tflite models (tinyaot's PTQ keeps recurrent layers int8)",
+          RECURRENT, work_rows=6, macs="recurrent", ref="lstm_s8", s16="lstm_s16", emit="emit_recurrent",
           state="hidden_and_cell", title="LSTM"),
     _spec("gru", ("x [1, T, F]", "weight_ih[3H, F] (gates r, z, n)", "weight_hh[3H, H]", "bias_ih[3H]",
                   "bias_hh[3H]"), RecurrentAttrs, "one unidirectional GRU layer over the sequence (PyTorch's GRU, "
