@@ -141,6 +141,28 @@ def test_host_c_equals_tflm(key):
         np.testing.assert_array_equal(cm.run(xs, engine="host").reshape(want.shape), want)
 
 
+@pytest.mark.host
+def test_host_c_is_clean_under_asan_and_ubsan():
+    """The odd shape (unaligned rows, single-row tails) in size mode and the aligned one in speed mode, built with
+    -fsanitize=address,undefined in an arena of exactly the planned size, on inputs at the int16 extremes: no
+    report, and the reference's values."""
+    from tinyaot.targets import host
+    from tinyaot.targets.base import ModelSources
+    from tinyaot.targets.engines import raw_rows
+
+    problem = host.sanitizer_problem()
+    if problem is not None:
+        pytest.skip(f"no sanitizer support on this machine: {problem}")
+    for key, optimize in (("odd", "size"), ("aligned", "speed")):
+        cm = tinyaot.compile(_shaped(key), name=f"lstm16_{key}", optimize=optimize)
+        xs = _inputs(np.random.default_rng(3), cm.input_shape, 3)
+        xs[0], xs[1] = -32768, 32767
+        target = host.SanitizedHostTarget()
+        got = target.run(target.build(ModelSources.of(cm)), raw_rows(xs)).outputs
+        want = cm.run(xs, engine="reference").reshape(len(xs), -1)
+        np.testing.assert_array_equal(np.ascontiguousarray(got).view(np.int16), want)
+
+
 @pytest.mark.m33
 def test_m33_equals_tflm():
     """Two QEMU runs: the aligned shape in speed mode, the odd one in size mode (the DSP kernel's paths)."""
