@@ -131,17 +131,19 @@ def test_host_c_equals_tflm_on_every_code(case):
 
 @pytest.mark.m33
 def test_m33_and_pico2_app_equal_tflm(tmp_path):
-    """The rescaling case (both conversions requantize) on the emulated Cortex-M33, 32 inputs; its Pico 2 project
-    (app.c reads the uint8 output as uint8: the predicted class is its unsigned argmax) on QEMU, 4 of them."""
+    """The shifting case (the kernel's one-add path) and the rescaling one (both conversions requantize) on the
+    emulated Cortex-M33, 32 inputs each; the rescaling one's Pico 2 project (app.c reads the uint8 output as uint8:
+    the predicted class is its unsigned argmax) on QEMU, 4 of them."""
     _tflm()
     from tinyaot.targets.pico2 import run_app_m33
 
-    model = uint8_model("rescaled")
     x = _every_code(0)[::8]
-    (want,) = run_tflm(model, [x])
-    cm = tinyaot.compile(model, name="u8_m33")
-    np.testing.assert_array_equal(cm.run(x, engine="m33").reshape(want.shape), want)
-    assert cm.last_m33.instructions > 0
+    for case in ("shifted", "rescaled"):
+        model = uint8_model(case)
+        (want,) = run_tflm(model, [x])
+        cm = tinyaot.compile(model, name="u8_m33")
+        np.testing.assert_array_equal(cm.run(x, engine="m33").reshape(want.shape), want)
+        assert cm.last_m33.instructions > 0
     cm.export(tmp_path / "pico", target="pico2", inputs=x[-4:])
     app = run_app_m33(tmp_path / "pico")
     np.testing.assert_array_equal(app.outputs.view(np.uint8), want[-4:].reshape(4, -1))
