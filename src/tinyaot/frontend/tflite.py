@@ -1291,7 +1291,8 @@ _UINT8_QUANTIZE = {("uint8", "int8"), ("int8", "uint8")}  # TFLM's QUANTIZE: uin
 
 def _quantize(imp: _Importer, op: _OpInfo) -> None:
     """QUANTIZE between integer types (TFLM's Requantize): int8, int16 and int32 ends as TFLM pairs them
-    (ir.ops.WIDE_CONVERSIONS); a float32 one is folded at the model input only."""
+    (ir.ops.WIDE_CONVERSIONS), and a legacy uint8 input or output to or from int8; a float32 one is folded at the
+    model input only."""
     (xi,) = imp.args(op, 1, 1)
     pair = (imp.t(xi).dtype, imp.t(op.outputs[0]).dtype)
     if "uint8" in pair and pair not in _UINT8_QUANTIZE:
