@@ -257,17 +257,19 @@ class CompiledModel:
         return out.reshape((len(out),) + per)
 
     def run(self, x, engine: str = "reference", arena_bytes: int | None = None):
-        """int8 in, int8 out. `x` is one input or a batch of them (dim 0); for a model with several inputs, a
-        list with one such array per input, and a model with several outputs returns a list of them. A model with
-        state (stream=True, or an imported SVDF) runs the batch as one stream: every call starts from a reset, then
-        one invoke per sample in order on the same instance (cm.stream() keeps a stream going across calls)."""
+        """Integers in and out, each input and output in its own dtype (int8; uint8 at a uint8 boundary, int16 at a
+        16x8 one, int32 after a QUANTIZE: input_dtype, output_dtype). `x` is one input or a batch of them (dim 0);
+        for a model with several inputs, a list with one such array per input, and a model with several outputs
+        returns a list of them. A model with state (stream=True, or an imported SVDF) runs the batch as one stream:
+        every call starts from a reset, then one invoke per sample in order on the same instance (cm.stream() keeps
+        a stream going across calls)."""
         from tinyaot.targets.engines import engine_named
 
         runner = engine_named(engine)  # targets/engines.py: the registry of engines
         batch, form = self._as_batch(x)
         batches = batch if isinstance(batch, list) else [batch]
-        dtype = np.dtype(self.input_dtype)
         for i, b in enumerate(batches):
+            dtype = np.dtype(self.graph.tensor(self.graph.inputs[i]).dtype)
             if b.dtype != dtype:
                 info = np.iinfo(dtype)
                 if not np.issubdtype(b.dtype, np.integer) or b.min() < info.min or b.max() > info.max:
@@ -290,9 +292,17 @@ class CompiledModel:
         return model
 
     @property
-    def input_dtype(self) -> str:
-        """"int8", or "uint8" for a model compiled with input_dtype="uint8"."""
-        return self.graph.tensor(self.graph.inputs[0]).dtype
+    def input_dtype(self):
+        """"int8"; "uint8" for a model compiled with input_dtype="uint8" or a .tflite with a uint8 input (a
+        legacy converter's, QUANTIZE to int8 inside); "int16" for a 16x8 .tflite's int16 input. A list for a
+        model with several inputs."""
+        return self._per(self.graph.inputs, lambda t: t.dtype)
+
+    @property
+    def output_dtype(self):
+        """"int8", "uint8" (a .tflite whose output is QUANTIZE to uint8), "int16" (16x8) or "int32" (a QUANTIZE's); a
+        list for several outputs."""
+        return self._per(self.graph.outputs, lambda t: t.dtype)
 
     @property
     def input_layout(self):
@@ -326,7 +336,8 @@ class CompiledModel:
         if not np.isfinite(x).all():
             raise ModelError("input holds NaN/Inf values; int8 cannot represent them")
         scale, zp = _pair(self.graph.tensor(tensor).qparams)
-        info = np.iinfo(self.input_dtype)
+        dtype = self.graph.tensor(tensor).dtype
+        info = np.iinfo(dtype)
         lo, hi = scale * (info.min - zp), scale * (info.max - zp)
         outside = float(np.mean((x < lo - scale / 2) | (x > hi + scale / 2)))
         if outside > 0.01:
@@ -335,7 +346,7 @@ class CompiledModel:
                 "and saturate; calibrate on data that covers the inputs you run",
                 stacklevel=4,
             )
-        return quantize_array(x, QParams.per_tensor(scale, zp), self.input_dtype)
+        return quantize_array(x, QParams.per_tensor(scale, zp), dtype)
 
     def dequantize_output(self, y):
         if self.n_outputs > 1:

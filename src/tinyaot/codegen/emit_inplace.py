@@ -23,6 +23,7 @@ KERNEL_DEPS = {f"{ring_kernel(s)}.c": (f"{s.ref}.c",) for s in OPS.values() if s
 KERNEL_DEPS["conv2d_add_s8.c"] = ("conv2d_s8.c", "add_s8.c")  # codegen/emit_residual.py
 KERNEL_DEPS["conv2d_pairs_s8.c"] = ("add_s8.c",)  # its conv2d_add kernel ends in tinyaot_add_s8
 KERNEL_DEPS["gru_s8.c"] = ("lstm_s8.c",)  # TFLM's int16 sigmoid / tanh (codegen/emit_recurrent.py)
+KERNEL_DEPS["lstm_s16.c"] = ("lstm_s8.c", "fully_connected_s16.c")  # the sigmoid / tanh, tinyaot_fc16_rows
 
 
 def emit_ring(node: Node, g: Graph, prefix: str, offsets: dict[str, str], ring):

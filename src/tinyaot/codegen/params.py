@@ -69,7 +69,8 @@ HOST_ONLY: dict[str, dict[str, str]] = {
 NULLABLE_ARRAYS = {"tinyaot_add_params": ("input1_table", "input2_table"),  # 2 KB of flash per add
                    "tinyaot_minmax_params": ("input1_table", "input2_table"),  # 256 B per rescaled operand
                    "tinyaot_conv16_params": ("weights16",),  # 2 B per weight
-                   "tinyaot_fully_connected16_params": ("weights16",)}  # 2 B per weight
+                   "tinyaot_fully_connected16_params": ("weights16",),  # 2 B per weight
+                   "tinyaot_lstm16_params": ("weights_ih16", "weights_hh16")}  # 2 B per weight
 
 
 # Members whose values are named by a family of the header's #defines, by struct: member -> the defines' prefix;

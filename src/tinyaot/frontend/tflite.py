@@ -383,7 +383,12 @@ class _Importer:
                                  "quantization (a representative dataset)")
             raise ModelError(f"{where} works on float32 tensor '{ti.name}' inside an int8 model (a partially "
                              f"quantized model); {_MIXED_HOW}")
-        if ti.dtype not in ("int8", "int16") and not (ti.dtype == "int32" and op is not None and op.name == "QUANTIZE"):
+        if ti.dtype == "uint8" and not self._uint8_at_quantize(ti.index):
+            raise UnsupportedOpError(f"{where} uses a uint8 tensor '{ti.name}' outside a QUANTIZE; tinyaot takes "
+                                     "uint8 where TFLite Micro does: a legacy uint8 model input or output converted "
+                                     "to or from int8 by QUANTIZE (its other integer kernels take int8 / int16)")
+        written_by_quantize = op is not None and op.name == "QUANTIZE"
+        if ti.dtype not in ("int8", "int16", "uint8") and not (ti.dtype == "int32" and written_by_quantize):
             raise UnsupportedOpError(f"{where} uses a {ti.type_name} tensor '{ti.name}'; tinyaot supports int8 "
                                      "activations, int16 ones (16x8) for the ops with a 16x8 kernel, and int32 ones "
                                      "written by QUANTIZE")
@@ -392,6 +397,11 @@ class _Importer:
                              "quantization)")
         if not (ti.scale[0] > 0 and math.isfinite(ti.scale[0])):
             raise ModelError(f"{where}: tensor '{ti.name}' has scale {ti.scale[0]}; scales must be positive")
+
+    def _uint8_at_quantize(self, index: int) -> bool:
+        """A uint8 tensor only QUANTIZE operators write and read (a model input or output may be one end): TFLM's
+        QUANTIZE converts uint8 to and from int8; no other integer kernel of TFLM's takes uint8."""
+        return all(op.name == "QUANTIZE" for op in self.info.ops if index in op.inputs or index in op.outputs)
 
     def _check_float_activation(self, ti: _TensorInfo, where: str, op: _OpInfo | None) -> None:
         if ti.type_code == 0:
@@ -1276,18 +1286,27 @@ def _batch_matmul(imp: _Importer, op: _OpInfo) -> None:
     _check_rescale(imp, op, [ai, bi], op.outputs[0])
 
 
+_UINT8_QUANTIZE = {("uint8", "int8"), ("int8", "uint8")}  # TFLM's QUANTIZE: uint8 only to or from int8
+
+
 def _quantize(imp: _Importer, op: _OpInfo) -> None:
     """QUANTIZE between integer types (TFLM's Requantize): int8, int16 and int32 ends as TFLM pairs them
-    (ir.ops.WIDE_CONVERSIONS); a float32 one is folded at the model input only."""
+    (ir.ops.WIDE_CONVERSIONS), and a legacy uint8 input or output to or from int8; a float32 one is folded at the
+    model input only."""
     (xi,) = imp.args(op, 1, 1)
-    if imp.t(xi).dtype not in ("int8", "int16", "int32"):
+    pair = (imp.t(xi).dtype, imp.t(op.outputs[0]).dtype)
+    if "uint8" in pair and pair not in _UINT8_QUANTIZE:
+        raise UnsupportedOpError(f"operator {op.index} (QUANTIZE) converts {pair[0]} to {pair[1]}; TFLite Micro's "
+                                 "QUANTIZE converts uint8 only to int8 and to uint8 only from int8 "
+                                 "(EvalQuantizeReference refuses the rest)")
+    if pair[0] not in ("int8", "int16", "int32", "uint8"):
         raise UnsupportedOpError(f"operator {op.index} (QUANTIZE) converts a {imp.t(xi).type_name} tensor inside "
                                  "the model; tinyaot folds QUANTIZE only at the model input, and requantizes "
-                                 "between int8, int16 and int32 elsewhere")
-    pair = (imp.t(xi).dtype, imp.t(op.outputs[0]).dtype)
-    if pair != ("int8", "int8") and pair not in WIDE_CONVERSIONS:
+                                 "between int8, int16 and int32 (and a legacy uint8 input or output to or from int8) "
+                                 "elsewhere")
+    if pair != ("int8", "int8") and pair not in WIDE_CONVERSIONS and pair not in _UINT8_QUANTIZE:
         raise UnsupportedOpError(f"operator {op.index} (QUANTIZE) converts {pair[0]} to {pair[1]}; TFLite Micro's "
-                                 "QUANTIZE converts int8 -> int8 and "
+                                 "QUANTIZE converts int8 -> int8, uint8 <-> int8 and "
                                  f"{', '.join(f'{a} -> {b}' for a, b in sorted(WIDE_CONVERSIONS))}")
     imp.node(op, "quantize", [imp.ir_input(xi, op)], {})
     _check_rescale(imp, op, [xi], op.outputs[0])

@@ -9,8 +9,10 @@ schema can name that its kernel implements). tinyaot refuses what TFLM refuses, 
 int8 models: the weights int8 with one scale per tensor, int32 biases, an int16 cell state (TFLM's integer LSTM:
 every gate in Q3.12, whatever the converter's `intermediates` say; TFLM reads none of them). The gates are stacked
 in the IR's order i, f, g, o; the hidden state's qparams are the output's (TFLM copies the hidden state to the
-output row). Float models: the same node with float32 weights (dynamic-range int8 weights dequantized), which
-tinyaot's calibration quantizes as it does PyTorch's nn.LSTM (quantize/recurrent.py).
+output row). 16x8 models (int16 input, hidden state and output): the same with int64 biases, which TFLM's 16x8
+LSTM reads whatever type the file gives them (so an int32 bias, read as int64, is refused). Float models: the same
+node with float32 weights (dynamic-range int8 weights dequantized), which tinyaot's calibration quantizes as it
+does PyTorch's nn.LSTM (quantize/recurrent.py).
 """
 from __future__ import annotations
 
@@ -68,9 +70,6 @@ def _check_options(imp, ins: list[int], opts, where: str) -> None:
                                  "implements TANH only (the schema cannot name its other one, sigmoid; for any "
                                  "other its gate kernel has no case, and a release build leaves the cell gate "
                                  "unactivated): convert a model whose LSTM keeps the default tanh")
-    if not imp.float_mode and imp.t(ins[0]).dtype == "int16":
-        raise UnsupportedOpError(f"{where}: int16 activations (a 16x8 LSTM) are not supported; tinyaot imports the "
-                                 "int8 LSTM (8x8 -> 16 cell) and the float32 one")
     if opts.TimeMajor() and imp.float_mode:
         raise UnsupportedOpError(f"{where}: a time-major float LSTM ([T, 1, F]) is not supported: tinyaot's "
                                  "calibration runs the float graph with the batch on dimension 0; convert the model "
@@ -86,7 +85,7 @@ def _read_layer(imp, op, ins: list[int], opts, where: str) -> _Layer:
     w_hh, r_qp = _stacked(op, [read(imp, op, ins[k], "recurrent weights") for k in RECURRENT_WEIGHTS])
     hidden = w_ih.shape[0] // 4
     _check_sizes(imp, op, ins, w_ih, w_hh, where)
-    bias_type = "float32" if imp.float_mode else "int32"
+    bias_type = "float32" if imp.float_mode else _integer_bias_type(imp, ins, where)
     bias = np.concatenate([_bias(imp, op, ins[k], bias_type, hidden, where) for k in BIASES])
     cell_scale = _check_states(imp, ins, imp.t(op.outputs[0]), where)
     return _Layer(x_shape[0 if time_major else 1], x_shape[2], hidden, time_major, w_ih, w_hh, bias, w_qp, r_qp,
@@ -179,6 +178,9 @@ def _check_states(imp, ins: list[int], y_info, where: str) -> float | None:
     if c_info.dtype != "int16" or not c_info.quantized:
         raise UnsupportedOpError(f"{where}: the cell state is {c_info.type_name}; TFLite Micro's integer LSTM "
                                  "needs an int16 cell state with a scale")
+    if y_info.dtype != h_info.dtype:
+        raise ModelError(f"{where}: the output is {y_info.type_name} but the input is {h_info.type_name}; TFLite "
+                         f"Micro needs one type ({RULE})")
     return c_info.scale[0]
 
 
@@ -224,6 +226,21 @@ def _stacked(op, blocks: list[tuple[np.ndarray, QParams | None]]) -> tuple[np.nd
         return w, None
     scales = [qp.scale[0] for d, qp in blocks for _ in range(d.shape[0])]
     return w, QParams(tuple(scales), (0,) * len(scales), axis=0)
+
+
+def _integer_bias_type(imp, ins: list[int], where: str) -> str:
+    """int32 for the int8 LSTM; int64 for the 16x8 one, whose biases TFLM reads as int64 whatever the file says
+    (EvalLstm<int16_t, int8_t, int16_t, int64_t>, no Prepare check): an int32 bias would be read as other numbers,
+    half of them past its data."""
+    if imp.t(ins[0]).dtype != "int16":
+        return "int32"
+    got = imp.t(ins[BIASES[0]]).type_name
+    if got != "int64":
+        raise UnsupportedOpError(f"{where}: the gate biases of this 16x8 LSTM are {got}; TFLite Micro's 16x8 LSTM "
+                                 "reads them as int64 whatever their type (EvalLstm<int16_t, int8_t, int16_t, "
+                                 "int64_t>), so these would be read as other numbers: re-convert the model with "
+                                 "int64 biases, as TFLite's 16x8 quantization writes them")
+    return "int64"
 
 
 def _bias(imp, op, k: int, dtype: str, hidden: int, where: str) -> np.ndarray:

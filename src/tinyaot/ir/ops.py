@@ -522,9 +522,9 @@ _SPECS = (
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
           moves_only=True, ref="transpose_s8", s16="transpose_s16"),
-    _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams; between int8, int16 (16x8) "
-          "and int32 tensors (TFLM's QUANTIZE between integer types), the 16x8 variant", OWN, rescales=True,
-          overlap="elementwise",
+    _spec("quantize", ("x",), NoAttrs, "requantize int8 -> int8 with other qparams, or a legacy .tflite's uint8 "
+          "input / output to / from int8; between int8, int16 (16x8) and int32 tensors (TFLM's QUANTIZE between "
+          "integer types), the 16x8 variant", OWN, rescales=True, overlap="elementwise",
           ref="requantize_s8", s16="requantize_s16"),
     _spec("frame_shift", ("frame [1, 1, 1, C]",), NoAttrs, "streaming (passes/streaming.py): the output is the "
           "window [1, 1, K, C] of the last K - 1 frames, kept in the state region, then the new frame; the state "
@@ -550,7 +550,9 @@ _SPECS = (
           "UNIDIRECTIONAL_SEQUENCE_LSTM: int16 gates in Q3.12, its int16 sigmoid / tanh, int16 cell state at a "
           "power-of-two scale, int8 hidden state); output [1, T, H], or [1, H] when last_only; second output: the "
           "float cell state (calibration), int16 working memory after lowering; stateful: the state carries over "
-          "from the last invoke", RECURRENT, work_rows=6, macs="recurrent", ref="lstm_s8", emit="emit_recurrent",
+          "from the last invoke. The 16x8 variant (int16 input and hidden state, int64 gate biases): TFLM's 16x8 "
+          "LSTM, for imported .tflite models (tinyaot's PTQ keeps recurrent layers int8)",
+          RECURRENT, work_rows=6, macs="recurrent", ref="lstm_s8", s16="lstm_s16", emit="emit_recurrent",
           state="hidden_and_cell", title="LSTM"),
     _spec("gru", ("x [1, T, F]", "weight_ih[3H, F] (gates r, z, n)", "weight_hh[3H, H]", "bias_ih[3H]",
                   "bias_hh[3H]"), RecurrentAttrs, "one unidirectional GRU layer over the sequence (PyTorch's GRU, "

@@ -29,6 +29,9 @@ AUTO_SQNR_DB = 30.0  # int8 layers below this local SQNR get int16 activations w
 AUTO_SAMPLES = 64  # calibration samples the automatic choice measures on
 SOFTMAX16_QPARAMS = QParams.per_tensor(1.0 / 32768.0, 0)  # TFLite's int16 softmax output
 _PASSES_ON = ops_where(qparams="inherit")  # views, pooling, pads: the output keeps the input's qparams
+# The ops this module may give int16 activations: those with a 16x8 kernel but the recurrent layers, which the
+# lowering keeps int8 (quantize/recurrent.py; their 16x8 kernel runs imported 16x8 .tflite LSTMs).
+CHOOSABLE = frozenset(ops_with_16x8()) - ops_where(qparams="recurrent")
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,10 @@ def plan_mixed(g: Graph, layers) -> MixedPlan:
         raise ModelError(f"int16: no layer named {', '.join(repr(u) for u in unknown)}; the layers are "
                          f"{', '.join(names)} (tinyaot.compile(..., int16=[names]) or int16='auto')")
     for node in g.nodes:
-        if node.name in chosen and not OPS[node.op].s16:
-            raise ModelError(f"int16: layer '{node.name}' is a {node.op}, which has no 16x8 kernel; the ops with one: "
-                             f"{', '.join(ops_with_16x8())}")
+        if node.name in chosen and node.op not in CHOOSABLE:
+            why = ("which tinyaot quantizes int8 (its 16x8 kernel runs imported 16x8 .tflite LSTMs); the ops "
+                   "int16= can choose" if OPS[node.op].s16 else "which has no 16x8 kernel; the ops with one")
+            raise ModelError(f"int16: layer '{node.name}' is a {node.op}, {why}: {', '.join(sorted(CHOOSABLE))}")
     tensors: set[str] = set()
     nodes: set[str] = set()
     for node in g.nodes:
@@ -78,7 +82,7 @@ def plan_mixed(g: Graph, layers) -> MixedPlan:
         spec = OPS[node.op]
         if spec.view and reads16:
             tensors.add(node.outputs[0])
-        elif node.name in chosen or (reads16 and spec.s16):
+        elif node.name in chosen or (reads16 and node.op in CHOOSABLE):
             nodes.add(node.name)
             if node.name in chosen or node.op in _PASSES_ON:
                 tensors.add(node.outputs[0])

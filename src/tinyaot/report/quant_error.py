@@ -394,13 +394,14 @@ def int16_candidates(g: Graph, q8: Graph, values: dict[str, np.ndarray], thresho
     rounded inputs) loses more than `threshold` allows is chosen, and so are the layers that produce its inputs:
     the loss is as often the coarse int8 input as the output. `values`: the float graph's tensors on calibration
     samples."""
+    from tinyaot.quantize.mixed import CHOOSABLE
     from tinyaot.ref.interpreter import prepare_all
 
     params = prepare_all(q8)
     names = {n.name for n in g.nodes}
     out: dict[str, str] = {}
     for node in q8.nodes:
-        if not OPS[node.op].s16 or node.name not in names:
+        if node.op not in CHOOSABLE or node.name not in names:
             continue
         db = local_sqnr(params, node, q8, values)
         if math.isnan(db) or db >= threshold:

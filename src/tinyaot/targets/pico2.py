@@ -172,7 +172,7 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
     _check_fits(cm, x_q)
     name = cm.name
     target = f"{name}_pico2"
-    expected = cm.run(x_q.reshape((len(x_q),) + tuple(cm.input_shape[1:])), engine="reference")
+    expected = cm.run(x_q.view(cm.input_dtype).reshape((len(x_q),) + tuple(cm.input_shape[1:])), engine="reference")
     expected = np.asarray(expected, dtype=np.int8).reshape(len(x_q), -1)
 
     model_c = [f"{MODEL_DIR}/{f}" for f in cm.c_sources.c_files]
@@ -184,6 +184,8 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
         "@MODEL_DIR@": MODEL_DIR,
         "@REPEAT_MS@": str(REPEAT_MS),
         "@SOURCES@": "\n".join(f"  {s}" for s in ("main.c", *APP_SOURCES, *model_c)),
+        "@OUTPUT_TYPE@": cm.output_dtype,
+        "@OUTPUT_CTYPE@": f"{cm.output_dtype}_t",  # int8, or uint8 (a legacy .tflite's output)
     }
     texts = {f: _fill(_template(f), fields) for f in SOURCE_TEMPLATES}
     texts["test_vectors.h"] = _vectors_h(name, len(x_q))
@@ -362,7 +364,7 @@ def _expected_text(cm, expected: np.ndarray, labels: list[int]) -> str:
     lines = [f"tinyaot model '{cm.name}': arena {cm.arena_bytes} B, {len(expected)} test inputs"]
     correct = 0
     for k, y in enumerate(expected):
-        pred = int(np.argmax(y))
+        pred = int(np.argmax(y.view(cm.output_dtype)))  # the bytes as the output's type: uint8 compares unsigned
         text = f"#{k} predicted {pred}"
         if labels[k] != NO_LABEL:
             ok = pred == labels[k]

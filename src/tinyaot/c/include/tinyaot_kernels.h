@@ -200,18 +200,21 @@ typedef struct {
  */
 void tinyaot_relu_s8(const int8_t *input, const tinyaot_relu_params *params, int8_t *output);
 
-/* One int8 -> int8 requantization (the IR's `quantize` op). */
+/* One requantization between 8-bit tensors (the IR's `quantize` op): int8 -> int8, or a legacy model's uint8
+ * boundary (uint8 -> int8, int8 -> uint8). */
 typedef struct {
     int32_t size;
     int32_t multiplier, shift;     /* input_scale / output_scale */
     int32_t input_zero_point, output_zero_point;
+    int32_t input_uint8;           /* 1: input is uint8_t, 0: int8_t */
+    int32_t output_uint8;          /* 1: output is uint8_t (clamped to [0, 255]), 0: int8_t ([-128, 127]) */
 } tinyaot_requantize_params;
 
 /*
  * Requantize, TFLM's Requantize: output[i] = clamp(requantize(input[i] - input_zero_point, multiplier, shift)
- * + output_zero_point, -128, 127). In place.
+ * + output_zero_point) to the output type's range. In place.
  */
-void tinyaot_requantize_s8(const int8_t *input, const tinyaot_requantize_params *params, int8_t *output);
+void tinyaot_requantize_s8(const void *input, const tinyaot_requantize_params *params, void *output);
 
 /* One requantization where int8, int16 (16x8) and int32 tensors meet (the IR's `quantize` op). */
 typedef struct {
@@ -665,6 +668,38 @@ void tinyaot_gru_s8(const int8_t *input, const tinyaot_gru_params *params, int16
  */
 void tinyaot_gru_s8_stateful(const int8_t *input, const tinyaot_gru_params *params, int16_t *work, int8_t *output,
                              int16_t *state);
+
+/* The 16x8 LSTM (int16 input and hidden state, int8 weights, int64 gate biases; ref/lstm_s16.py). */
+typedef struct {
+    const int8_t *weights_ih;             /* [4H][F], symmetric, gate rows i, f, g, o */
+    const int8_t *weights_hh;             /* [4H][H] */
+    const int64_t *bias;                  /* [4H], the input FC's (the recurrent FC has none) */
+    const int32_t *input_multiplier;      /* [4H], x scale * w scale / 2^-12, Q31 */
+    const int32_t *input_shift;           /* [4H], > 0: left */
+    const int32_t *recurrent_multiplier;  /* [4H], h scale * w scale / 2^-12 */
+    const int32_t *recurrent_shift;
+    int32_t forget_multiplier, forget_shift;   /* f * c -> c */
+    int32_t update_multiplier, update_shift;   /* i * g -> c */
+    int32_t hidden_multiplier, hidden_shift;   /* tanh(c) * o -> h */
+    int32_t tanh_multiplier, tanh_right;       /* the cell state into tanh: (c * m + round) >> right */
+    int32_t cell_clip;                         /* int16 units, 0: none */
+    int32_t steps, input_size, hidden_size;
+    int32_t last_only;                         /* 1: output is the last step's h only */
+    const int16_t *weights_ih16;          /* weights_ih widened to int16 (speed mode), or NULL */
+    const int16_t *weights_hh16;          /* weights_hh widened, or NULL */
+} tinyaot_lstm16_params;
+
+/*
+ * 16x8 LSTM over input int16 [steps][input_size], zero initial state: as tinyaot_lstm_s8, the gates' fully
+ * connected layers TFLM's 16x8 ones (int64 sums, tinyaot_fc16_rows), h = sat16(requantize(tanh(c) * o)) int16.
+ * output: int16 [steps][hidden_size], or [hidden_size] when last_only. work: int16 [6][hidden_size] (cell state,
+ * four gates, h), placed by the plan; must not overlap input or output.
+ */
+void tinyaot_lstm_s16(const int16_t *input, const tinyaot_lstm16_params *params, int16_t *work, int16_t *output);
+
+/* A streamed 16x8 LSTM: as tinyaot_lstm_s16, from and back into its slot ([2][hidden_size] int16: c, then h). */
+void tinyaot_lstm_s16_stateful(const int16_t *input, const tinyaot_lstm16_params *params, int16_t *work,
+                               int16_t *output, int16_t *state);
 
 /* TFLM's int16 sigmoid and tanh, Q3.12 in (tanh: after (x * multiplier + round) >> right), Q0.15 out. */
 int16_t tinyaot_sigmoid_q15(int32_t x);

@@ -317,3 +317,31 @@ void tinyaot_fully_connected_s16(const int16_t *input, const tinyaot_fully_conne
         }
     }
 }
+
+/*
+ * Up to four rows of a 16x8 fully connected layer with int64 sums and the full int16 range (the 16x8 LSTM's gates,
+ * lstm_s16.c): out[i] = sat16(requantize_64((bias ? bias[i] : 0) + sum_k x[k] * w[i * n + k], multiplier[i],
+ * shift[i])), i < count <= 4; w16: the rows widened to int16 (speed mode), or NULL.
+ */
+void tinyaot_fc16_rows(const int16_t *x, const int8_t *w, const int16_t *w16, int32_t n, int32_t count,
+                       const int64_t *bias, const int32_t *multiplier, const int32_t *shift, int32_t *out);
+
+void tinyaot_fc16_rows(const int16_t *x, const int8_t *w, const int16_t *w16, int32_t n, int32_t count,
+                       const int64_t *bias, const int32_t *multiplier, const int32_t *shift, int32_t *out)
+{
+    int64_t acc[4];
+    int32_t i;
+    for (i = 0; i < count; ++i) {
+        acc[i] = bias != 0 ? bias[i] : 0;
+    }
+    if (count == 4) {
+        fc16_dot4(x, w, w16, n, acc);
+    } else {
+        for (i = 0; i < count; ++i) {
+            fc16_dot1(x, w + i * n, n, &acc[i]);
+        }
+    }
+    for (i = 0; i < count; ++i) {
+        out[i] = fc16_output(acc[i], 64, multiplier[i], shift[i], -32768, 32767);
+    }
+}
