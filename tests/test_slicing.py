@@ -214,6 +214,8 @@ def _seq_spellings():
         "chunk(2, -1)[0]": lambda y: y.chunk(2, dim=-1)[0],
         "[:, :, ::3]": lambda y: y[:, :, ::3],
         "select(1, -1)": lambda y: y.select(1, -1),
+        "unbind(1)[2]": lambda y: y.unbind(1)[2],
+        "unbind(-1)[0] (a feature)": lambda y: torch.unbind(y, -1)[0],
     }
 
 

@@ -222,12 +222,10 @@ def test_expanding_an_activation_for_a_non_broadcasting_reader_is_refused_clearl
 
 
 @pytest.mark.host
-@pytest.mark.xfail(reason="q, k, v = qkv.unbind(0) and x[:, 0] need the IR's slice op (issue 23, branch ptsplit)",
-                   strict=True, raises=UnsupportedOpError)
 def test_timm_vision_transformer_reference_equals_host_and_tracks_float():
     """timm's VisionTransformer as timm builds it (random init, eval mode), at a test's size: 32x32 input, two
     blocks of width 48 and 3 heads, 10 classes. Reference == host C on every byte of 16 smooth inputs; the int8
-    logits point where the float ones do (cosine, seeded: measured ...)."""
+    logits point where the float ones do (cosine, seeded: measured min 0.934, mean 0.970)."""
     try:
         from vision_models import import_timm
 

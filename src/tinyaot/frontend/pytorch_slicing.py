@@ -158,6 +158,14 @@ def _split(b, n) -> None:
     _pieces(b)[n.name] = (x, dim, bounds, kind)
 
 
+def _unbind(b, n) -> None:
+    """aten.unbind.int(x, dim): one select per item (timm's attention: q, k, v = qkv.unbind(0)), made when read."""
+    x = b.arg(n.args[0])
+    dim = _dim(n, 1) % (x.torch_rank or len(b.shape(x)))
+    size = b.shape(x)[b.axis(x, dim)]
+    _pieces(b)[n.name] = (x, dim, [(i, i + 1) for i in range(size)], "unbind")
+
+
 def _pieces(b) -> dict:
     if not hasattr(b, PIECES):
         setattr(b, PIECES, {})
@@ -184,6 +192,10 @@ def _getitem(b, n) -> None:
     named = layer_name(split) != split.name  # in a module: '<layer>_chunk1'; at the top: 'chunk_1'
     v = slice_value(b, x, dim, start, stop, 1, suffix=f"_{kind}{n.args[1]}" if named else f"_{n.args[1]}")
     b.current = n
+    if kind == "unbind":  # the item drops the axis, as select does
+        v = b.squeezed(v, (dim,), tuple(int(d) for d in n.meta["val"].shape))
+        b.bind(n, v.name, v.nhwc, v.torch_rank)
+        return
     _check_shape(b, n, v)
     b.values[n.name] = v
 
@@ -194,4 +206,5 @@ CONVERTERS = {
     "aten.select.int": _select,
     str(operator.getitem): _getitem,
     **{name: _split for name in SPLITS},
+    "aten.unbind.int": _unbind,
 }
