@@ -1,4 +1,4 @@
-"""Command line: tinyaot compile | run | report | profile | eval | export | demo.
+"""Command line: tinyaot compile | run | report | profile | eval | export | ops | demo.
 
 Every argument is checked before the compile starts. Every error the user can fix is one line on stderr
 (`tinyaot: error: ...`; with --json also {"error": {"type", "message", "exit_code"}} on stdout) and an exit code;
@@ -23,6 +23,7 @@ import io
 import json
 import os
 import sys
+import textwrap
 import traceback
 import warnings
 from pathlib import Path
@@ -764,6 +765,31 @@ def _confusion_table(m: np.ndarray):
     return t
 
 
+def supported_op_lists() -> dict:
+    """What each front end compiles: PyTorch ATen ops by family, TFLite builtin operators."""
+    from tinyaot.frontend.pytorch import supported_ops
+    from tinyaot.frontend.refusals import by_family
+    from tinyaot.frontend.tflite import CONVERTERS as TFLITE
+
+    return {"pytorch": by_family(supported_ops()), "tflite": sorted(TFLITE),
+            "pt2e": "the PyTorch ops (BatchNorm folded by convert_pt2e), between quantize / dequantize pairs"}
+
+
+def cmd_ops(args) -> int:
+    ops = supported_op_lists()
+    if args.json:
+        print(json.dumps(ops, indent=2))
+        return EXIT_OK
+    print(f"PyTorch (torch.export ATen ops, {sum(map(len, ops['pytorch'].values()))}):")
+    for family, names in ops["pytorch"].items():
+        print(f"  {family}:")
+        print(textwrap.fill(", ".join(names), width=116, initial_indent="    ", subsequent_indent="    "))
+    print(f"PT2E: {ops['pt2e']}")
+    print(f"TFLite (builtin operators, {len(ops['tflite'])}):")
+    print(textwrap.fill(", ".join(ops["tflite"]), width=116, initial_indent="    ", subsequent_indent="    "))
+    return EXIT_OK
+
+
 def cmd_demo(args) -> int:
     from tinyaot.demo import demo_tables, run_demo, run_seed_mistake
 
@@ -875,6 +901,11 @@ def build_parser() -> argparse.ArgumentParser:
                     f"interpreter on the first {EVAL_LAYER_SAMPLES} samples)")
     ev.set_defaults(func=cmd_eval)
 
+    o = sub.add_parser("ops", help="the operations each front end compiles (PyTorch ops by family, TFLite "
+                       "operators)", epilog=EXIT_CODES)
+    o.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    o.set_defaults(func=cmd_ops, spinner=False)
+
     d = sub.add_parser("demo", help="the Pico 2 MNIST demo done right (no arguments needed)", epilog=EXIT_CODES)
     d.add_argument("--out", default="out/demo", help="where to write the C sources and the report")
     d.add_argument("--no-m33", action="store_true", help="skip the emulated Cortex-M33")
@@ -909,14 +940,14 @@ def _os_message(exc: OSError) -> str:
 
 def _classify(exc: BaseException) -> tuple[int, str] | None:
     """(exit code, message) for what the user or their machine can fix; None for a bug in tinyaot."""
-    from tinyaot.errors import PlanError
+    from tinyaot.errors import InternalCompilerError
     from tinyaot.targets.host import HostCompilerMissing
     from tinyaot.targets.m33 import M33Error
     from tinyaot.targets.toolchain import ToolchainMissing
 
     if isinstance(exc, (ToolchainMissing, HostCompilerMissing, M33Error)):
         return EXIT_TOOL, str(exc)
-    if isinstance(exc, PlanError):  # a planner broke its own rules: never the user's fault
+    if isinstance(exc, InternalCompilerError):  # a stage broke its own rules, or crashed: never the user's fault
         return None
     if isinstance(exc, TinyAOTError):
         return EXIT_USER, str(exc)
@@ -940,10 +971,15 @@ def _report(json_mode: bool, kind: str, message: str, code: int) -> int:
 
 def _report_bug(json_mode: bool, exc: BaseException) -> int:
     """Keep the traceback (it is what a maintainer needs) and say plainly that this is tinyaot's fault."""
-    traceback.print_exception(type(exc), exc, exc.__traceback__)
-    message = (f"internal error ({type(exc).__name__}: {exc}). This is a bug in tinyaot {__version__}, not a "
-               "problem with your input: please report it to the tinyaot maintainers with the command you ran "
-               "and the traceback above")
+    from tinyaot.errors import InternalCompilerError
+
+    traceback.print_exception(type(exc), exc, exc.__traceback__)  # the chain too: the original crash first
+    if isinstance(exc, InternalCompilerError) and str(exc).startswith("internal compiler error"):
+        message = f"{exc}; the traceback is printed above"  # guard.py's words: the stage, the layer, what to send
+    else:
+        message = (f"internal error ({type(exc).__name__}: {exc}). This is a bug in tinyaot {__version__}, not a "
+                   "problem with your input: please report it to the tinyaot maintainers with the command you ran "
+                   "and the traceback above")
     return _report(json_mode, "InternalError", message, EXIT_BUG)
 
 

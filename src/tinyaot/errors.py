@@ -21,5 +21,15 @@ class ArenaTooSmallError(TinyAOTError):
     """A caller-provided arena is smaller than the plan needs."""
 
 
-class PlanError(TinyAOTError):
+class InternalCompilerError(TinyAOTError):
+    """A bug in tinyaot, never the user's fault: a stage broke its own rules, or an unexpected exception escaped it
+    (then chained as __cause__, its traceback kept). `stage` and `layer` say where, when known."""
+
+    def __init__(self, message: str, stage: str | None = None, layer: str | None = None) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.layer = layer
+
+
+class PlanError(InternalCompilerError):
     """A memory plan failed verification (a bug in a planner, never the user's fault)."""

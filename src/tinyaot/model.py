@@ -248,12 +248,13 @@ class CompiledModel:
         if len(tensors) > 1:
             return [self._shape_like(o, form, [t]) for o, t in zip(out, tensors)]
         per = self.graph.tensor(tensors[0]).shape
+        sample = per[1:] if per[:1] == (1,) else per  # an output whose dim 0 a reshape filled is one sample whole
         if form == "one":
             return out.reshape(per)
         if form == "sample":
-            return out.reshape(per[1:])
+            return out.reshape(sample)
         if form == "batch-of-samples":
-            return out.reshape((len(out),) + per[1:])
+            return out.reshape((len(out),) + sample)
         return out.reshape((len(out),) + per)
 
     def run(self, x, engine: str = "reference", arena_bytes: int | None = None):

@@ -8,6 +8,7 @@ import warnings
 
 from tinyaot.diagnostics import raise_or_warn
 from tinyaot.errors import CalibrationError, ModelError
+from tinyaot.guard import enter_stage, guarded, user_code
 from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
 from tinyaot.ir.verify import verify_graph
@@ -133,8 +134,14 @@ def codegen_stage(g: Graph, memory, name: str, progress=None):
 
 
 def _say(progress, message: str) -> None:
+    """A stage starts: tell the caller's progress callback, and the guard (an internal error names the stage)."""
+    enter_stage(message)
     if progress is not None:
-        progress(message)
+        try:
+            progress(message)
+        except Exception as exc:  # the caller's own code: it leaves as it came, not as tinyaot's bug
+            user_code(exc)
+            raise
 
 
 def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: Contract | None = None,
@@ -183,6 +190,7 @@ def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: i
 
 def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
     """Rewrites on the float graph, in order; each reads the previous one's output."""
+    enter_stage("rewriting the float graph (BatchNorm folding, activation fusion)")
     g = fold_batch_norm(g)
     g = fold_flatten_transpose(g)
     g = fold_affine_chains(g)
@@ -238,7 +246,19 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     each causal conv keeping its past frames and each recurrent layer its hidden (and cell) state in the state
     region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream). A streamed model's invoke
     leaves its input frame as it was (preserve_input is implied: a caller may keep its own frames there).
+
+    Every error is a TinyAOTError; an unexpected exception inside a stage (a tinyaot bug) leaves as an
+    InternalCompilerError naming the stage and the layer, the original chained (guard.py).
     """
+    with guarded("checking the arguments"):
+        return _compile_model(model, example_input, calibration, data, name, alignment, input_layout, input_dtype,
+                              observer, layer_observers, strict, float_model, preserve_input, separate_output,
+                              optimize, stream, int16, progress)
+
+
+def _compile_model(model, example_input, calibration, data, name, alignment, input_layout, input_dtype, observer,
+                   layer_observers, strict, float_model, preserve_input, separate_output, optimize, stream, int16,
+                   progress) -> CompiledModel:
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
                     Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
                     bool(stream), _check_int16(int16))
@@ -328,6 +348,7 @@ def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledM
 
 def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> CompiledModel:
     """samples/batch: one input's SampleSet and model-layout batch, or lists of them (several inputs)."""
+    enter_stage("checking the calibration samples")
     if isinstance(samples, list):
         findings = [f for i, s in enumerate(samples) for f in check_samples(s, float_graph, f"calibration input {i}")]
     else:

@@ -7,14 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
-from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
 from tinyaot.frontend.pytorch_attention import decompose_attention
 from tinyaot.frontend.pytorch_ops import CONVERTERS, Builder, Value
+from tinyaot.frontend.refusals import LIST_COMMAND, Refusals
 from tinyaot.ir import Graph
+
+# Converters that exist only to refuse with a better message than "unsupported operation".
+REFUSED_WITH_ADVICE = {"aten.upsample_bicubic2d.vec"}
 
 
 def supported_ops() -> list[str]:
-    return sorted(CONVERTERS)
+    return sorted(set(CONVERTERS) - REFUSED_WITH_ADVICE)
 
 
 # Layers with state or control flow that have no integer kernel; caught before export for a clear message.
@@ -31,20 +34,10 @@ def check_modules(model):
             raise UnsupportedOpError(
                 f"layer '{path}' is an nn.{kind}, which tinyaot cannot compile to integer kernels "
                 f"(nn.LSTM, nn.GRU, loops over nn.LSTMCell / nn.GRUCell and nn.MultiheadAttention are; RNN, "
-                f"RNNCell, Transformer modules and embeddings are not: write the layer with supported modules). "
-                f"Supported PyTorch ops: "
-                f"{', '.join(supported_ops())}."
+                f"RNNCell, Transformer modules and embeddings are not: write the layer with supported modules); "
+                f"{LIST_COMMAND}."
             )
     return decompose_attention(model)
-
-
-def _unsupported(n) -> UnsupportedOpError:
-    where = source_location(n) or "(no source location recorded)"
-    return UnsupportedOpError(
-        f"unsupported operation {n.target} in layer '{layer_name(n)}'{layer_type(n)} at {where}.\n"
-        f"tinyaot never falls back to float. Supported PyTorch ops: {', '.join(supported_ops())}.\n"
-        "Rewrite the layer with supported ops, or open an issue asking for this one."
-    )
 
 
 def _export(model, example_input):
@@ -105,6 +98,8 @@ def from_torch(model, example_input) -> Graph:
     b = Builder()
     const_of_input = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
     const_of_input.update(getattr(sig, "inputs_to_lifted_tensor_constants", {}) or {})
+    refusals = Refusals(frozenset(supported_ops()))
+    skipped: set[str] = set()  # nodes refused, and the nodes that read them
     for n in ep.graph.nodes:
         if n.op == "placeholder":
             if n.name in const_of_input:
@@ -113,20 +108,42 @@ def from_torch(model, example_input) -> Graph:
             else:
                 b.add_input(n)
         elif n.op == "call_function":
-            key = str(n.target)
-            if key not in CONVERTERS:
-                raise _unsupported(n)
-            b.current = n
-            CONVERTERS[key](b, n)
-        elif n.op == "output":
+            _convert(b, n, refusals, skipped)
+        elif n.op == "output" and not refusals:
             outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
             for o in outs:
                 b.graph.outputs.append(_output_tensor(b, o))
+    if refusals:
+        raise refusals.error()
     if not b.graph.inputs:
         raise ModelError("the model takes no tensor input; tinyaot compiles models of one or more tensors")
     _check_finite_constants(b.graph)
     b.graph.prune()
     return b.graph
+
+
+def _convert(b: Builder, n, refusals: Refusals, skipped: set[str]) -> None:
+    """Convert one FX node; a refusal is noted and converting goes on, so the model's refusals are said at once.
+    An op with no converter is refused wherever it is; a supported one reading a refused value is skipped (it
+    cannot be converted without it, and would be refused only for that)."""
+    key = str(n.target)
+    if key not in CONVERTERS:
+        refusals.unknown(n)
+        skipped.add(n.name)
+        return
+    if skipped and any(a.name in skipped for a in n.all_input_nodes):
+        skipped.add(n.name)
+        return
+    b.current = n
+    try:
+        CONVERTERS[key](b, n)
+    except TinyAOTError as exc:
+        refusals.refused(n, exc)
+        skipped.add(n.name)
+    except Exception:
+        if not refusals:
+            raise
+        skipped.add(n.name)  # a converter confused by an earlier refusal (its look-ahead saw a skipped node)
 
 
 def _output_tensor(b: Builder, o) -> str:

@@ -174,7 +174,9 @@ class Builder:
     def error(self, what: str) -> UnsupportedOpError:
         n = self.current
         where = source_location(n) or "(no source location recorded)"
-        return UnsupportedOpError(f"{n.target} in layer '{layer_name(n)}'{layer_type(n)} at {where}: {what}")
+        exc = UnsupportedOpError(f"{n.target} in layer '{layer_name(n)}'{layer_type(n)} at {where}: {what}")
+        exc.what = what  # the reason alone: the model's refusals group by it (frontend/refusals.py)
+        return exc
 
     # ---- layout changes ---------------------------------------------------------------------
     def to_torch_order(self, v: Value) -> Value:
@@ -678,6 +680,9 @@ def _common_layout(b: Builder, x: Value, y: Value) -> tuple[Value, Value]:
 def _cat(b: Builder, n) -> None:
     """A constant input (a class token) stays a constant of the concat, in flash; constants only are folded."""
     vals = [b.arg(a) for a in n.args[0]]
+    if len(vals) == 1:  # torch.cat([x]) (DenseNet's first layer of a block): x itself
+        b.values[n.name] = vals[0]
+        return
     dim = n.args[1] if len(n.args) > 1 else 0
     consts = [b.graph.tensor(v.name).data for v in vals]
     if all(c is not None for c in consts):

@@ -5,12 +5,12 @@ beats a wrong answer or a crash three stages later.
 """
 from __future__ import annotations
 
-from tinyaot.errors import TinyAOTError
+from tinyaot.errors import InternalCompilerError
 from tinyaot.ir.graph import Graph
 from tinyaot.ir.ops import INHERIT, OPS
 
 
-class IRError(TinyAOTError):
+class IRError(InternalCompilerError):
     """A stage produced a graph that breaks the IR's rules (a bug in tinyaot, never the user's fault)."""
 
 

@@ -1,12 +1,19 @@
 """Fold BatchNorm into the conv/linear before it; a BatchNorm with no such producer becomes a 1x1 depthwise conv.
 
 y = scale * (conv(x) + b) + shift = conv'(x) + b' with w' = w * scale[o], b' = b * scale + shift.
+
+A standalone BatchNorm (on the input, after an activation, a concat or a reshape: DenseNet, pre-activation ResNets,
+RepGhost / MobileOne identity branches) is a per-channel affine. Its cheapest exact integer form is a 1x1
+depthwise conv: one rounding, per-channel int8 weights that hold each scale exactly (+-127 times its own weight
+scale) and an int32 bias, and a following ReLU fuses into it like into any conv. A tensor that is not a 4-D
+feature map (BatchNorm1d on (N, C) features) goes through it as a (N, 1, L, C) view, which costs no bytes.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from tinyaot.errors import UnsupportedOpError
 from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.ir.ops import OPS, WEIGHTED, ops_where
 
@@ -40,18 +47,37 @@ def _fold_into(g: Graph, producer: Node, scale: np.ndarray, shift: np.ndarray) -
 
 
 def _as_depthwise(g: Graph, bn: Node, scale: np.ndarray, shift: np.ndarray) -> None:
-    shape = g.tensor(bn.inputs[0]).shape
-    if len(shape) != 4:
-        raise UnsupportedOpError(
-            f"BatchNorm '{bn.name}' ({bn.source or 'no source location'}) does not follow a Linear/conv it can fold "
-            "into; a standalone BatchNorm1d on features is not supported"
-        )
-    w = g.add_tensor(Tensor(f"{bn.name}_dw_weight", (1, 1, 1, len(scale)), "float32",
+    """Replace `bn` (channels on its last axis, as every front end gives it) by a 1x1 depthwise conv, between two
+    views when its tensor is not (N, H, W, C)."""
+    x, y = g.tensor(bn.inputs[0]), g.tensor(bn.outputs[0])
+    channels = len(scale)
+    w = g.add_tensor(Tensor(_fresh(g.tensors, f"{bn.name}_dw_weight"), (1, 1, 1, channels), "float32",
                             data=scale.reshape(1, 1, 1, -1).astype(np.float32)))
-    b = g.add_tensor(Tensor(f"{bn.name}_dw_bias", (len(shift),), "float32", data=shift.astype(np.float32)))
-    bn.op = "depthwise_conv2d"
-    bn.inputs = [bn.inputs[0], w.name, b.name]
-    bn.attrs = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "depth_multiplier": 1}
+    b = g.add_tensor(Tensor(_fresh(g.tensors, f"{bn.name}_dw_bias"), (channels,), "float32",
+                            data=shift.astype(np.float32)))
+    attrs = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "depth_multiplier": 1}
+    at = g.nodes.index(bn)
+    if len(x.shape) == 4:
+        g.nodes[at] = Node("depthwise_conv2d", bn.name, [x.name, w.name, b.name], [y.name], attrs, bn.source)
+        return
+    shape4 = (x.shape[0], 1, math.prod(x.shape[1:-1]), channels)
+    x4 = g.add_tensor(Tensor(_fresh(g.tensors, f"{bn.name}_in4d"), shape4, x.dtype))
+    y4 = g.add_tensor(Tensor(_fresh(g.tensors, f"{bn.name}_out4d"), shape4, y.dtype))
+    taken = {n.name for n in g.nodes}
+    g.nodes[at:at + 1] = [
+        Node("reshape", _fresh(taken, f"{bn.name}_view"), [x.name], [x4.name], source=bn.source),
+        Node("depthwise_conv2d", bn.name, [x4.name, w.name, b.name], [y4.name], attrs, bn.source),
+        Node("reshape", _fresh(taken, f"{bn.name}_unview"), [y4.name], [y.name], source=bn.source),
+    ]
+
+
+def _fresh(taken, base: str) -> str:
+    """`base`, or `base_k` with the first k that no name in `taken` has."""
+    name, k = base, 1
+    while name in taken:
+        name = f"{base}_{k}"
+        k += 1
+    return name
 
 
 def _replace_uses(g: Graph, old: str, new: str) -> None:

@@ -17,10 +17,11 @@ def fold_flatten_transpose(g: Graph) -> Graph:
         reshape = users[0]
         fc_users = g.consumers(reshape.outputs[0])
         out_shape = g.tensor(reshape.outputs[0]).shape
-        if (len(out_shape) != 2 or not fc_users or any(u.op != "fully_connected" or u.inputs[0] != reshape.outputs[0]
-                                                         for u in fc_users) or reshape.outputs[0] in g.outputs):
-            continue
         n, h, w, c = g.tensor(t.inputs[0]).shape
+        flattens = out_shape == (n, h * w * c)  # each sample's (C, H, W) into one row, not the batch folded in
+        if (not flattens or not fc_users or any(u.op != "fully_connected" or u.inputs[0] != reshape.outputs[0]
+                                                 for u in fc_users) or reshape.outputs[0] in g.outputs):
+            continue
         for fc in fc_users:
             weight = g.tensor(fc.inputs[1])
             o = weight.data.shape[0]

@@ -269,9 +269,8 @@ def real_batch_matmul(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarra
 
 
 def real_reshape(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
-    x = args[0]
-    out_shape = g.tensor(node.outputs[0]).shape
-    return x.reshape((x.shape[0],) + tuple(out_shape[1:]))
+    """Batched, (N, ...) for (1, ...); one sample at a time (a graph that folds its batch dim), the shape itself."""
+    return args[0].reshape((-1,) + tuple(g.tensor(node.outputs[0]).shape[1:]))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -341,11 +340,32 @@ def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], n
 FLOAT_OPS = _real_definitions()
 
 
+def folds_batch(g: Graph) -> bool:
+    """A reshape moves values across dim 0 (x.view(-1, H, W) of a (1, C, H, W) map): dim 0 of some tensor is
+    not the sample, so samples stacked on it would mix."""
+    return any(n.op == "reshape" and g.tensor(n.inputs[0]).shape[:1] != g.tensor(n.outputs[0]).shape[:1]
+               for n in g.nodes)
+
+
 def evaluate(g: Graph, x) -> dict[str, np.ndarray]:
-    """Run the float graph on a batch (dim 0 is the batch); return every tensor's value. A model with several
-    inputs takes a list with one batch per input, in the graph's input order."""
-    values: dict[str, np.ndarray] = {name: np.asarray(v, dtype=np.float64)
-                                     for name, v in zip(g.inputs, g.per_input(x))}
+    """Run the float graph on a batch (dim 0 is the batch); return every tensor's value, each with the samples on
+    its first axis: (N, ...) for a tensor shaped (1, ...), and (N, *shape) for one whose dim 0 holds something
+    else (a graph that folds its batch dim runs one sample at a time). A model with several inputs takes a list
+    with one batch per input, in the graph's input order."""
+    inputs = [np.asarray(v, dtype=np.float64) for v in g.per_input(x)]
+    if not folds_batch(g):
+        return _run(g, inputs)
+    runs = [_run(g, [v[s : s + 1] for v in inputs]) for s in range(len(inputs[0]))]
+    values = {t.name: t.data.astype(np.float64) for t in g.constants()}
+    for k in runs[0] if runs else ():
+        if k not in values:
+            each = [r[k] for r in runs]
+            values[k] = np.concatenate(each) if each[0].shape[:1] == (1,) else np.stack(each)
+    return values
+
+
+def _run(g: Graph, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    values: dict[str, np.ndarray] = dict(zip(g.inputs, inputs))
     for t in g.constants():
         values[t.name] = t.data.astype(np.float64)
     for node in g.nodes:
