@@ -301,7 +301,36 @@ def test_a_bug_keeps_its_traceback_and_says_it_is_a_bug(capsys, monkeypatch):
     assert json.loads(out)["error"]["type"] == "InternalError"
 
 
+def test_an_internal_compiler_error_is_exit_code_4_with_the_stage_and_the_original_traceback(capsys, monkeypatch):
+    from tinyaot.quantize import float_eval
+
+    def crash(node, args, g):
+        raise IndexError("index 3 is out of bounds")
+
+    monkeypatch.setitem(float_eval.FLOAT_OPS, "fully_connected", crash)  # stands for a bug in any stage
+    rc, out, err = cli(capsys, "compile", "nets.py:mlp", "--calibration", "noise.npy", "--json")
+    assert rc == 4 and "Traceback" in err and "IndexError: index 3 is out of bounds" in err  # the original's
+    lines = [ln for ln in err.splitlines() if ln.startswith("tinyaot: error: ")]
+    assert len(lines) == 1 and lines[0].startswith("tinyaot: error: internal compiler error while calibrating on 64 "
+                                                   "samples at layer '1' (fully_connected")
+    assert "please report it" in lines[0] and lines[0].endswith("the traceback is printed above")
+    assert json.loads(out)["error"]["type"] == "InternalError"
+
+
 # ---- warnings, layout, export, options ----------------------------------------------------------------------
+
+
+def test_ops_lists_every_supported_op_once_by_family(capsys):
+    from tinyaot.frontend.pytorch import supported_ops
+
+    rc, out, _ = cli(capsys, "ops")
+    listed = [op for line in out.splitlines() if line.startswith("    ") for op in line.strip(" ,").split(", ")]
+    assert rc == 0 and "  activations:" in out and "  convolution, linear, matmul, attention:" in out
+    assert sorted(op for op in listed if op.startswith(("aten.", "<"))) == supported_ops()
+    assert "CONV_2D" in listed and "aten.upsample_bicubic2d.vec" not in listed  # refused with advice, not listed
+    rc, out, _ = cli(capsys, "ops", "--json")
+    families = json.loads(out)["pytorch"]
+    assert sorted(op for ops in families.values() for op in ops) == supported_ops()
 
 
 @pytest.mark.arm

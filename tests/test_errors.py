@@ -8,7 +8,13 @@ import torch.nn as nn
 from conftest import make_mlp
 
 import tinyaot
-from tinyaot.errors import ArenaTooSmallError, CalibrationError, ModelError, UnsupportedOpError
+from tinyaot.errors import (
+    ArenaTooSmallError,
+    CalibrationError,
+    InternalCompilerError,
+    ModelError,
+    UnsupportedOpError,
+)
 
 
 class WithRNN(nn.Module):
@@ -31,14 +37,72 @@ class WithSort(nn.Module):
         return torch.sort(self.fc(x), dim=-1).values  # tinyaot has no sort
 
 
-def test_unsupported_op_names_op_location_and_supported_list():
+def test_unsupported_op_names_op_location_and_where_the_supported_list_is():
     with pytest.raises(UnsupportedOpError) as exc:
         tinyaot.compile(WithSort(), torch.zeros(1, 6), calibration=torch.randn(10, 6))
     msg = str(exc.value)
-    assert "aten.sort" in msg
-    assert "test_errors.py:" in msg and "torch.sort(self.fc(x)" in msg  # where in the user's code
-    assert "aten.linear.default" in msg  # the supported list
-    assert "never falls back to float" in msg
+    first = msg.splitlines()[0]
+    assert first.startswith("unsupported operation aten.sort")
+    assert "test_errors.py:" in first and "torch.sort(self.fc(x)" in first  # where in the user's code
+    assert "never falls back to float" in msg and "`tinyaot ops`" in msg  # the supported list, by family
+    assert "aten.linear.default" not in msg and len(msg) < 600  # was 2,400 characters, mostly that list
+
+
+class Softplus2(nn.Module):
+    """An op with no kernel, in a layer of a submodule (not the top-level forward)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.act = nn.Softplus()
+
+    def forward(self, x):
+        return self.act(torch.sort(self.fc(x), dim=-1).values)
+
+
+class ManyUnsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Softplus2()
+        self.fc = nn.Linear(6, 6)
+        self.grouped = nn.ConvTranspose2d(2, 2, 3, groups=2)
+
+    def forward(self, x):
+        up = self.grouped(x.view(1, 2, 3, 1))
+        y = torch.sort(self.fc(self.block(x)), dim=-1).values
+        return (y + x.abs_()).div_(2), up
+
+
+def _refusal_lines(msg: str) -> list[str]:
+    return [line[len("  - "):] for line in msg.splitlines() if line.startswith("  - ")]
+
+
+def test_every_unsupported_op_of_the_model_is_said_at_once_with_count_and_first_line():
+    with pytest.raises(UnsupportedOpError) as exc:
+        tinyaot.compile(ManyUnsupported(), torch.zeros(1, 6), calibration=torch.randn(10, 6))
+    msg = str(exc.value)
+    assert msg.splitlines()[0] == "this model uses 5 operations tinyaot cannot compile (6 uses in all):"
+    lines = _refusal_lines(msg)
+    assert [line.split()[0] for line in lines] == ["aten.conv_transpose2d.input", "aten.sort.default",
+                                                   "aten.softplus.default", "aten.abs_.default", "aten.div_.Tensor"]
+    grouped, sort, softplus, abs_, div_ = lines
+    # counted, and placed at the first use: the submodule's own line, not the top-level forward that calls it
+    assert sort.startswith("aten.sort.default (2 uses), first in layer 'block' (Softplus2) at ")
+    assert sort.endswith("return self.act(torch.sort(self.fc(x), dim=-1).values)")
+    assert "in layer 'block.act' (Softplus) at " in softplus and "test_errors.py:" in softplus
+    # in place: the out-of-place twin compiles (div) or does not either (abs)
+    assert "in-place form of aten.div" in div_ and "inplace=False" in div_ and "x = x.div(...)" in div_
+    assert "x.abs_()" in abs_ and "aten.abs has no integer kernel in tinyaot either" in abs_
+    # a supported op used in a way tinyaot cannot compile: its converter's reason
+    assert "in layer 'grouped' (ConvTranspose2d)" in grouped and "groups=2" in grouped
+    assert msg.splitlines()[-1].startswith("tinyaot never falls back to float")
+    assert "aten.linear.default" not in msg
+
+
+def test_one_refusal_of_a_supported_op_keeps_its_own_message():
+    with pytest.raises(UnsupportedOpError) as exc:
+        tinyaot.compile(GroupedConv(), torch.zeros(1, 3, 8, 8), calibration=torch.randn(4, 3, 8, 8))
+    assert str(exc.value).startswith("aten.conv_transpose2d.input in layer 'grouped' (ConvTranspose2d) at ")
 
 
 def test_unsupported_layer_rnn_is_named():
@@ -184,3 +248,42 @@ def test_a_long_name_is_refused_with_the_limit():
     model, cal = _mlp_cal()
     with pytest.raises(ModelError, match="32 or fewer"):
         tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, name="m" * 300)
+
+
+# ---- the guard: tinyaot's own bugs leave as InternalCompilerError ------------------------------------------
+
+
+def _crash(node, args, g):
+    raise IndexError("index 3 is out of bounds")
+
+
+def test_a_crash_inside_a_stage_names_the_stage_and_the_layer_and_keeps_the_original(monkeypatch):
+    from tinyaot.quantize import float_eval
+
+    monkeypatch.setitem(float_eval.FLOAT_OPS, "fully_connected", _crash)  # stands for any bug in any stage
+    model, cal = _mlp_cal()
+    with pytest.raises(InternalCompilerError) as exc:
+        tinyaot.compile(model, torch.zeros(1, 8), calibration=cal)
+    e = exc.value
+    assert isinstance(e, tinyaot.TinyAOTError) and isinstance(e.__cause__, IndexError)
+    assert e.stage == "calibrating on 64 samples" and e.layer == "'0' (fully_connected)"
+    assert str(e).startswith("internal compiler error while calibrating on 64 samples at layer '0' "
+                             "(fully_connected): IndexError: index 3 is out of bounds. This is a bug in tinyaot")
+    assert "please report it" in str(e)
+
+
+def test_the_callers_own_exception_passes_the_guard_unchanged():
+    def progress(stage):
+        if stage.startswith("calibrating"):
+            raise KeyError("the caller's own bug")
+
+    model, cal = _mlp_cal()
+    with pytest.raises(KeyError, match="the caller's own bug"):
+        tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, progress=progress)
+
+
+def test_a_stage_that_breaks_the_ir_or_the_plan_is_an_internal_error():
+    from tinyaot.errors import PlanError
+    from tinyaot.ir.verify import IRError
+
+    assert issubclass(IRError, InternalCompilerError) and issubclass(PlanError, InternalCompilerError)

@@ -23,6 +23,7 @@ import numpy as np
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
 from tinyaot.frontend.pytorch_ops import CHANNEL_OPS, CONVERTERS, Builder, Value
+from tinyaot.frontend.refusals import LIST_COMMAND
 from tinyaot.ir import Graph, QParams
 
 _NS = "quantized_decomposed."
@@ -119,7 +120,7 @@ def _unsupported(n, why: str = "") -> UnsupportedOpError:
     return UnsupportedOpError(
         f"unsupported operation {n.target} in layer '{layer_name(n)}'{layer_type(n)} at {_where(n)}"
         f"{': ' + why if why else ''}.\ntinyaot lowers each dequantize -> op -> quantize pattern of a PT2E graph "
-        f"to one integer kernel and never runs float math. Supported ops: {', '.join(supported_ops())}."
+        f"to one integer kernel and never runs float math; {LIST_COMMAND}."
     )
 
 
