@@ -91,12 +91,30 @@ def test_every_unsupported_op_of_the_model_is_said_at_once_with_count_and_first_
     assert sort.endswith("return self.act(torch.sort(self.fc(x), dim=-1).values)")
     assert "in layer 'block.act' (Softplus) at " in softplus and "test_errors.py:" in softplus
     # in place: the out-of-place twin compiles (div) or does not either (abs)
-    assert "in-place form of aten.div" in div_ and "inplace=False" in div_ and "x = x.div(...)" in div_
+    assert "in-place form of aten.div.Tensor" in div_ and "inplace=False" in div_ and "x = x.div(...)" in div_
     assert "x.abs_()" in abs_ and "aten.abs has no integer kernel in tinyaot either" in abs_
     # a supported op used in a way tinyaot cannot compile: its converter's reason
     assert "in layer 'grouped' (ConvTranspose2d)" in grouped and "groups=2" in grouped
     assert msg.splitlines()[-1].startswith("tinyaot never falls back to float")
     assert "aten.linear.default" not in msg
+
+
+class ThreeGrouped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Sequential(*(nn.ConvTranspose2d(4, 4, 3, groups=2) for _ in range(3)))
+
+    def forward(self, x):
+        return self.up(x)
+
+
+def test_refusals_after_a_refusal_are_counted_too():
+    """A refused layer's output stands in for what it would be, so the layers after it are judged on their own."""
+    with pytest.raises(UnsupportedOpError) as exc:
+        tinyaot.compile(ThreeGrouped(), torch.zeros(1, 4, 5, 5), calibration=torch.randn(4, 4, 5, 5))
+    first = str(exc.value).splitlines()[0]
+    assert first.startswith("unsupported operation aten.conv_transpose2d.input (3 uses), first in layer 'up.0'")
+    assert "groups=2" in first
 
 
 def test_one_refusal_of_a_supported_op_keeps_its_own_message():
@@ -287,3 +305,58 @@ def test_a_stage_that_breaks_the_ir_or_the_plan_is_an_internal_error():
     from tinyaot.ir.verify import IRError
 
     assert issubclass(IRError, InternalCompilerError) and issubclass(PlanError, InternalCompilerError)
+
+
+# ---- what tinyaot.compile is given: every mistake a TinyAOTError that says what to pass ---------------------
+
+
+class Twice(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def _script():
+    return torch.jit.script(Twice())
+
+
+@pytest.mark.parametrize("model,kwargs,error,expect", [
+    (None, {}, ModelError, "model must be a PyTorch nn.Module, a PT2E-converted GraphModule or a .tflite model"),
+    ("model.pt", {}, ModelError, "load a PyTorch checkpoint into its nn.Module"),
+    (_script, {}, ModelError, "TorchScript"),
+    (lambda: torch.export.export(Twice(), (torch.zeros(1, 8),)), {}, ModelError, "pass the nn.Module it came from"),
+    (Twice, {"calibrate": 3}, ModelError, "no option 'calibrate' (did you mean 'calibration'?)"),
+    (Twice, {"progress": 5}, ModelError, "progress must be a function"),
+    (Twice, {"input_layout": None}, ModelError, "input_layout must be 'NHWC' (default) or 'NCHW', got None"),
+    (Twice, {"int16": 5}, ModelError, "int16 must be a list of layer names or 'auto', got 5"),
+    (Twice, {"layer_observers": ["fc"]}, CalibrationError, "layer_observers must be a dict"),
+])
+def test_a_wrong_argument_to_compile_is_a_tinyaot_error(model, kwargs, error, expect):
+    model = model() if callable(model) else model
+    _, cal = _mlp_cal()
+    kwargs = {"calibration": cal, **kwargs} if "calibrate" not in kwargs else kwargs
+    with pytest.raises(error) as exc:
+        tinyaot.compile(model, torch.zeros(1, 8), **kwargs)
+    assert expect in str(exc.value)
+
+
+def test_labels_that_do_not_match_the_data_are_refused():
+    model, cal = _mlp_cal()
+    with pytest.raises(ModelError, match="data has 5 inputs but 3 labels"):
+        tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, data=(cal[:5], np.arange(3)))
+
+
+class FoldsThenPermutes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x).reshape(4, 8, 8).permute(1, 0, 2).reshape(1, -1)
+
+
+def test_an_op_on_a_batch_dim_a_reshape_filled_says_so():
+    with pytest.raises(UnsupportedOpError) as exc:
+        tinyaot.compile(FoldsThenPermutes(), torch.zeros(1, 3, 8, 8), calibration=torch.randn(8, 3, 8, 8))
+    msg = str(exc.value)
+    assert "permutations that move the batch dimension" in msg and "dim 0 here holds 4 values" in msg
+    assert "keep a leading 1 in that reshape" in msg

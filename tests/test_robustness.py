@@ -176,6 +176,28 @@ class BCBlocks(nn.Module):
         return self.blocks(self.stem(x))
 
 
+class StdConv(nn.Conv2d):
+    """timm's StdConv2d: the weight standardized in forward() by F.batch_norm over it (folded at compile time)."""
+
+    def forward(self, x):
+        w = F.batch_norm(self.weight.reshape(1, self.out_channels, -1), None, None, training=True, momentum=0.0,
+                         eps=1e-6).reshape_as(self.weight)
+        return F.conv2d(x, w, self.bias, self.stride, self.padding)
+
+
+class ComputedWeights(nn.Module):
+    """Weights computed from parameters in forward(): weight standardization and ConvNeXt's layer scale
+    (x * gamma.reshape(1, -1, 1, 1))."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = StdConv(3, 6, 3, padding=1)
+        self.gamma = nn.Parameter(torch.linspace(0.5, 1.5, 6))
+
+    def forward(self, x):
+        return F.relu(self.conv(x)).mul(self.gamma.reshape(1, -1, 1, 1))
+
+
 CASES = {  # name: (module, input shape without the batch)
     "bn_on_input": (BNOnInput, (3, 8, 8)),
     "bn_after_relu": (BNAfterReLU, (3, 8, 8)),
@@ -188,6 +210,7 @@ CASES = {  # name: (module, input shape without the batch)
     "folded_rows": (FoldedRows, (3, 4, 4)),
     "sub_spectral_norm": (SSN, (1, 10, 6)),
     "bc_blocks": (BCBlocks, (1, 20, 12)),
+    "computed_weights": (ComputedWeights, (3, 6, 6)),
 }
 
 
@@ -243,6 +266,17 @@ def test_a_batch_norm_on_features_runs_on_a_view_of_them():
         assert bn.op == "depthwise_conv2d" and len(g.tensor(bn.inputs[0]).shape) == 4
         assert g.producer(bn.inputs[0]).op == "reshape"  # a view: no bytes move
     assert g.tensor(g.outputs[0]).shape == (1, 7)
+
+
+def test_weights_computed_from_parameters_are_folded_at_compile_time():
+    model, cm, _ = _compile_case("computed_weights")
+    # no batch_norm or reshape of weights on the device; the positive layer scale folds through the ReLU too
+    assert [n.op for n in cm.graph.nodes] == ["conv2d"]
+    w = cm.float_graph.tensor(cm.float_graph.nodes[0].inputs[1]).data  # OHWI
+    raw = model.conv.weight.detach().reshape(6, -1).double()
+    standardized = (raw - raw.mean(1, keepdim=True)) / (raw.var(1, unbiased=False, keepdim=True) + 1e-6).sqrt()
+    want = standardized * model.gamma.detach().double()[:, None]  # the layer scale, folded into the rows
+    np.testing.assert_allclose(w.transpose(0, 3, 1, 2).reshape(6, -1), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_a_folded_batch_dim_calibrates_one_sample_at_a_time():

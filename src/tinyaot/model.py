@@ -413,10 +413,23 @@ class CompiledModel:
             x = [s.batch for s in as_sample_batches(data, shapes, "data")]
         if not model_layout:
             x = self.to_model_layout(x)
+        if labels is not None:
+            labels = _labels(labels, len(x[0]) if isinstance(x, list) else len(x))
         report = self.layer_errors(x, labels=labels)
         if float_model is not None:
             report.extra["float .tflite"] = compare_float_tflite(self, float_model, x)
         return report
+
+
+def _labels(labels, n: int) -> np.ndarray:
+    """One integer class per data sample."""
+    from tinyaot.quantize.calibrate import as_real_array
+
+    y = as_real_array(labels, "labels", ModelError).reshape(-1)
+    if len(y) != n or not np.array_equal(y, np.round(y)):
+        what = f"{len(y)} labels" if len(y) != n else "labels that are not whole numbers"
+        raise ModelError(f"data has {n} inputs but {what}: give one class index per input")
+    return y.astype(np.int64)
 
 
 def _real(x) -> np.ndarray:

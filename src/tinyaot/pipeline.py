@@ -72,6 +72,7 @@ def check_batch_one(example_input, what: str = "example_input") -> None:
 
 def import_float_model(model, example_input) -> Graph:
     """Front end: PyTorch nn.Module -> float Graph."""
+    model = _as_torch_module(model)
     if example_input is None:
         raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1; a tuple of them "
                          "when forward() takes several)")
@@ -79,6 +80,27 @@ def import_float_model(model, example_input) -> Graph:
     from tinyaot.frontend.pytorch import from_torch
 
     return from_torch(model, example_input)
+
+
+def _as_torch_module(model):
+    """The nn.Module to export; what is neither a .tflite, a PT2E graph nor an nn.Module torch.export can trace
+    is refused by name."""
+    import torch
+
+    if isinstance(model, torch.export.ExportedProgram):
+        raise ModelError("the model is a float torch.export ExportedProgram: pass the nn.Module it came from "
+                         "(tinyaot exports it itself, in eval mode, with the example input)")
+    if isinstance(model, torch.jit.ScriptModule):
+        raise ModelError("the model is TorchScript (torch.jit.script / trace), which torch.export cannot trace: "
+                         "pass the original nn.Module")
+    if isinstance(model, torch.nn.Module):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        raise ModelError(f"model {os.fspath(model)!r} is a path, and tinyaot reads .tflite files only: load a "
+                         "PyTorch checkpoint into its nn.Module (model.load_state_dict(torch.load(path))) and pass "
+                         "the module")
+    raise ModelError(f"model must be a PyTorch nn.Module, a PT2E-converted GraphModule or a .tflite model (its "
+                     f"path or bytes), got {type(model).__name__}")
 
 
 def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory"):
@@ -259,6 +281,11 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
 def _compile_model(model, example_input, calibration, data, name, alignment, input_layout, input_dtype, observer,
                    layer_observers, strict, float_model, preserve_input, separate_output, optimize, stream, int16,
                    progress) -> CompiledModel:
+    if progress is not None and not callable(progress):
+        raise ModelError(f"progress must be a function taking the stage's name (e.g. print), got "
+                         f"{type(progress).__name__}")
+    if not isinstance(input_layout, str) or input_layout.upper() not in ("NHWC", "NCHW"):
+        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
                     Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
                     bool(stream), _check_int16(int16))
@@ -377,7 +404,8 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
 def _check_int16(int16):
     if int16 is None or int16 == "auto":
         return int16 or ()
-    if isinstance(int16, str) or not all(isinstance(n, str) for n in int16):
+    if isinstance(int16, str) or not isinstance(int16, (list, tuple, set, frozenset)) \
+            or not all(isinstance(n, str) for n in int16):
         raise ModelError(f"int16 must be a list of layer names or 'auto', got {int16!r}")
     return tuple(int16)
 

@@ -46,7 +46,7 @@ def supported_ops() -> list[str]:
 def _targets(model) -> set[str]:
     graph = getattr(model, "graph", None)
     nodes = getattr(graph, "nodes", None)
-    if nodes is None:
+    if nodes is None or callable(nodes):  # none, or a TorchScript graph's nodes()
         return set()
     return {str(n.target) for n in nodes if n.op in ("call_function", "call_module")}
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
+from tinyaot.frontend.fx_util import layer_name
 from tinyaot.frontend.pytorch_attention import decompose_attention
-from tinyaot.frontend.pytorch_ops import CONVERTERS, Builder, Value
+from tinyaot.frontend.pytorch_ops import CONVERTERS, Builder, Value, torch_to_ir_shape
 from tinyaot.frontend.refusals import LIST_COMMAND, Refusals
 from tinyaot.ir import Graph
 
@@ -99,7 +100,7 @@ def from_torch(model, example_input) -> Graph:
     const_of_input = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
     const_of_input.update(getattr(sig, "inputs_to_lifted_tensor_constants", {}) or {})
     refusals = Refusals(frozenset(supported_ops()))
-    skipped: set[str] = set()  # nodes refused, and the nodes that read them
+    stubs: set[str] = set()  # refused nodes (and what reads part of their tuples), converted no further
     for n in ep.graph.nodes:
         if n.op == "placeholder":
             if n.name in const_of_input:
@@ -108,7 +109,7 @@ def from_torch(model, example_input) -> Graph:
             else:
                 b.add_input(n)
         elif n.op == "call_function":
-            _convert(b, n, refusals, skipped)
+            _convert(b, n, refusals, stubs)
         elif n.op == "output" and not refusals:
             outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
             for o in outs:
@@ -122,28 +123,69 @@ def from_torch(model, example_input) -> Graph:
     return b.graph
 
 
-def _convert(b: Builder, n, refusals: Refusals, skipped: set[str]) -> None:
+def _convert(b: Builder, n, refusals: Refusals, stubs: set[str]) -> None:
     """Convert one FX node; a refusal is noted and converting goes on, so the model's refusals are said at once.
-    An op with no converter is refused wherever it is; a supported one reading a refused value is skipped (it
-    cannot be converted without it, and would be refused only for that)."""
+    A refused node's value is a stub (a float activation of its shape), so the ops after it convert, and are
+    refused, on their own account: three ceil_mode poolings in a row are counted three times."""
     key = str(n.target)
+    if _fold_constants(b, n):
+        return
     if key not in CONVERTERS:
         refusals.unknown(n)
-        skipped.add(n.name)
+        _stub(b, n, stubs)
         return
-    if skipped and any(a.name in skipped for a in n.all_input_nodes):
-        skipped.add(n.name)
+    if stubs and any(a.name in stubs and a.name not in b.values for a in n.all_input_nodes):
+        _stub(b, n, stubs)  # reads part of a refused op's tuple (getitem): nothing to convert
         return
     b.current = n
     try:
         CONVERTERS[key](b, n)
     except TinyAOTError as exc:
         refusals.refused(n, exc)
-        skipped.add(n.name)
+        _stub(b, n, stubs)
     except Exception:
         if not refusals:
             raise
-        skipped.add(n.name)  # a converter confused by an earlier refusal (its look-ahead saw a skipped node)
+        _stub(b, n, stubs)  # a converter confused by a stub (its look-ahead met a refused node): said already
+
+
+def _fold_constants(b: Builder, n) -> bool:
+    """An op whose tensor arguments are all parameters (or folded already) runs now, in torch, and its result is a
+    parameter too: weight standardization (timm's StdConv2d: F.batch_norm over the weight), a reshaped layer
+    scale (ConvNeXt's gamma.reshape(1, -1, 1, 1)). Nothing of it is left for the device."""
+    import torch
+    import torch.fx
+
+    names: list[str] = []
+    torch.fx.node.map_arg((n.args, n.kwargs), lambda a: names.append(a.name))
+    consts = {k: b.values.get(k) for k in names}
+    if not names or any(v is None or v.nhwc or not b.graph.tensor(v.name).is_const for v in consts.values()):
+        return False
+    args, kwargs = torch.fx.node.map_arg(
+        (n.args, n.kwargs), lambda a: torch.from_numpy(b.graph.tensor(consts[a.name].name).data.copy()))
+    try:
+        with torch.no_grad():
+            value = n.target(*args, **kwargs)
+    except Exception:  # noqa: BLE001 -- not computable here (an op on other arguments): its converter decides
+        return False
+    if not isinstance(value, torch.Tensor) or not value.dtype.is_floating_point:
+        return False
+    data = value.detach().to(torch.float32).numpy()
+    b.values[n.name] = Value(b.const(f"{layer_name(n)}.constant", data), False, data.ndim)
+    return True
+
+
+def _stub(b: Builder, n, stubs: set[str]) -> None:
+    """Stand-in value for a refused node: its exported shape, channels-last when it is a feature map; none for a
+    tuple (its getitem readers become stubs of their own)."""
+    stubs.add(n.name)
+    shape = getattr(n.meta.get("val"), "shape", None)
+    if shape is None:
+        return
+    shape = tuple(int(s) for s in shape)
+    nhwc = len(shape) in (3, 4)
+    name = b.activation(f"{n.name}_refused", torch_to_ir_shape(shape) if nhwc else shape)
+    b.values[n.name] = Value(name, nhwc, len(shape))
 
 
 def _output_tensor(b: Builder, o) -> str:

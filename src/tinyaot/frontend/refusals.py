@@ -91,7 +91,7 @@ class Refusals:
         if len(refusals) == 1 and refusals[0].error is not None and len(refusals[0].nodes) == 1:
             return refusals[0].error  # one converter refusal: its own message (and type) says it all
         uses = sum(len(r.nodes) for r in refusals)
-        if len(refusals) == 1 and refusals[0].error is None:
+        if len(refusals) == 1:
             head = f"unsupported operation {self._line(refusals[0])}"
         else:
             head = (f"this model uses {len(refusals)} operations tinyaot cannot compile ({uses} uses in all):\n  - "
@@ -117,7 +117,9 @@ class Refusals:
         base = base_name(target)
         if not base.endswith("_") or base.startswith("_"):
             return ""
-        twin = [op for op in self.supported if base_name(op) == base[:-1]]
+        overload = target.rsplit(".", 1)[-1]
+        twin = sorted((op for op in self.supported if base_name(op) == base[:-1]),
+                      key=lambda op: op.rsplit(".", 1)[-1] != overload)  # aten.div_.Tensor -> aten.div.Tensor
         if twin:
             return (f": the in-place form of {twin[0]}, which tinyaot compiles: build the layer with inplace=False "
                     f"(e.g. nn.ReLU(inplace=False)) or write x = x.{base[:-1]}(...) instead of x.{base}(...)")

@@ -180,6 +180,9 @@ def _as_float(x: np.ndarray, what: str, index: int = 0) -> np.ndarray:
 def _resolve_overrides(g: Graph, layer_observers: dict | None) -> dict[str, str]:
     """Layer or tensor name -> observer, as tensor name -> observer; unknown names are an error."""
     out: dict[str, str] = {}
+    if layer_observers is not None and not isinstance(layer_observers, dict):
+        raise CalibrationError(f"layer_observers must be a dict of layer name -> observer (e.g. {{'fc3': 'minmax'}}), "
+                               f"got {type(layer_observers).__name__}")
     by_layer = {n.name: n.outputs[0] for n in g.nodes}
     tensors = {t.name for t in g.activations()}
     for key, obs in (layer_observers or {}).items():
