@@ -31,7 +31,7 @@ def check_modules(model):
     decomposed (in a copy) into ops that have them (frontend/pytorch_attention.py)."""
     for path, module in model.named_modules():
         kind = type(module).__name__
-        if kind in UNSUPPORTED_MODULES:
+        if kind in UNSUPPORTED_MODULES and type(module).__module__.startswith("torch.nn."):  # not timm's Transformer
             raise UnsupportedOpError(
                 f"layer '{path}' is an nn.{kind}, which tinyaot cannot compile to integer kernels "
                 f"(nn.LSTM, nn.GRU, loops over nn.LSTMCell / nn.GRUCell and nn.MultiheadAttention are; RNN, "
@@ -176,14 +176,16 @@ def _fold_constants(b: Builder, n) -> bool:
 
 
 def _stub(b: Builder, n, stubs: set[str]) -> None:
-    """Stand-in value for a refused node: its exported shape, channels-last when it is a feature map; none for a
-    tuple (its getitem readers become stubs of their own)."""
+    """Stand-in value for a refused node: its exported shape, channels-last when it is a feature map read from one
+    (the layout the node's converter would most likely have given it); none for a tuple (its getitem readers
+    become stubs of their own)."""
     stubs.add(n.name)
     shape = getattr(n.meta.get("val"), "shape", None)
     if shape is None:
         return
     shape = tuple(int(s) for s in shape)
-    nhwc = len(shape) in (3, 4)
+    ins = [b.values[a.name] for a in n.all_input_nodes if a.name in b.values]
+    nhwc = any(v.nhwc and v.torch_rank == len(shape) for v in ins)
     name = b.activation(f"{n.name}_refused", torch_to_ir_shape(shape) if nhwc else shape)
     b.values[n.name] = Value(name, nhwc, len(shape))
 
