@@ -343,20 +343,3 @@ def test_labels_that_do_not_match_the_data_are_refused():
     model, cal = _mlp_cal()
     with pytest.raises(ModelError, match="data has 5 inputs but 3 labels"):
         tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, data=(cal[:5], np.arange(3)))
-
-
-class FoldsThenPermutes(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 4, 3, padding=1)
-
-    def forward(self, x):
-        return self.conv(x).reshape(4, 8, 8).permute(1, 0, 2).reshape(1, -1)
-
-
-def test_an_op_on_a_batch_dim_a_reshape_filled_says_so():
-    with pytest.raises(UnsupportedOpError) as exc:
-        tinyaot.compile(FoldsThenPermutes(), torch.zeros(1, 3, 8, 8), calibration=torch.randn(8, 3, 8, 8))
-    msg = str(exc.value)
-    assert "permutations that move the batch dimension" in msg and "dim 0 here holds 4 values" in msg
-    assert "keep a leading 1 in that reshape" in msg

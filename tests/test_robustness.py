@@ -293,12 +293,32 @@ def test_a_folded_batch_dim_calibrates_one_sample_at_a_time():
     np.testing.assert_allclose(out, _torch_per_sample(model, x[:3])[:, 0], atol=1e-4)
 
 
-def test_an_output_whose_dim_0_is_folded_keeps_its_shape_per_sample():
-    _, cm, x = _compile_case("folded_rows")
-    assert cm.graph.tensor(cm.graph.outputs[0]).shape == (8, 5)
+class FoldedConvOut(nn.Module):
+    """A conv over a batch a reshape made of channels, as the model's output: its dim 0 is those channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.per_channel = nn.Conv2d(1, 2, 3, padding=1)
+
+    def forward(self, x):
+        return self.per_channel(self.conv(x).reshape(4, 1, 8, 8))
+
+
+@pytest.mark.host
+def test_an_output_whose_dim_0_a_reshape_filled_keeps_it_per_sample():
+    torch.manual_seed(7)
+    model = FoldedConvOut().eval()
+    x = _inputs((3, 8, 8), 40, seed=5)
+    cm = tinyaot.compile(model, x[:1], calibration=x, name="folded_out")
+    assert cm.graph.tensor(cm.graph.outputs[0]).shape == (4, 8, 8, 2)  # the per-channel conv's batch of 4
     xq = cm.quantize_input(cm.to_model_layout(x[:3].numpy()))
-    assert cm.run(xq).shape == (3, 8, 5)
-    assert cm.run(xq[0]).shape == (8, 5)
+    want = cm.run(xq)
+    assert want.shape == (3, 4, 8, 8, 2) and cm.run(xq[0]).shape == (4, 8, 8, 2)
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), want)
+    got = cm.dequantize_output(want).transpose(0, 1, 4, 2, 3)  # each sample's NHWC -> torch's NCHW
+    ref = _torch_per_sample(model, x[:3])
+    assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max()  # measured 1.1 %
 
 
 @pytest.mark.slow

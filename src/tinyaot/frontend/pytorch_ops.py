@@ -217,10 +217,21 @@ class Builder:
         name = t.name if self.shape(t) == shape else self.emit("reshape", [t.name], shape, suffix="_view")
         return Value(name, False, len(torch_shape), len(shape) == len(torch_shape) + 1)
 
+    def unlead(self, v: Value) -> Value:
+        """The tensor in torch's own shape: a view dropping the leading 1 of a tensor into whose first axis torch
+        folded the batch. An op that takes torch's first axis as its batch (conv, BatchNorm, pooling) then runs
+        that axis as its kernel's batch; calibration runs such a graph one sample at a time
+        (quantize/float_eval.py)."""
+        if not v.lead:
+            return v
+        shape = self.shape(v)[1:]
+        return Value(self.emit("reshape", [v.name], shape, suffix="_unbatched"), False, v.torch_rank)
+
     def to_channels_last(self, v: Value) -> Value:
         """A channels-first torch tensor (rank 3 or 4, plain in the IR) converted to NHWC."""
         if v.nhwc:
             return v
+        v = self.unlead(v)
         shape = self.shape(v)
         if len(shape) not in (3, 4):
             raise self.error(f"expected a 3-D or 4-D tensor, got shape {shape}")
@@ -345,7 +356,7 @@ def _batch_norm(b: Builder, n) -> None:
     beta = b.const_data(bias_arg) if bias_arg is not None else np.zeros_like(mean)
     scale = gamma / np.sqrt(var.astype(np.float64) + eps)
     shift = beta - mean * scale
-    x = b.arg(x_arg)
+    x = b.unlead(b.arg(x_arg))  # BatchNorm1d on (B * C, L): torch's first axis is its batch
     layer = layer_name(n)
     if len(b.shape(x)) == 2:  # BatchNorm1d on features: folded into the Linear before it (see passes)
         inputs = [x.name, b.const(f"{layer}.scale", scale), b.const(f"{layer}.shift", shift)]
