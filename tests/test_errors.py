@@ -343,3 +343,17 @@ def test_labels_that_do_not_match_the_data_are_refused():
     model, cal = _mlp_cal()
     with pytest.raises(ModelError, match="data has 5 inputs but 3 labels"):
         tinyaot.compile(model, torch.zeros(1, 8), calibration=cal, data=(cal[:5], np.arange(3)))
+
+
+class IntCast(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x).to(torch.int32)
+
+
+def test_a_cast_to_another_dtype_is_refused_naming_it():
+    with pytest.raises(UnsupportedOpError, match="a cast to torch.int32 is not supported"):
+        tinyaot.compile(IntCast(), torch.zeros(1, 8), calibration=_mlp_cal()[1])

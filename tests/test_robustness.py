@@ -198,6 +198,19 @@ class ComputedWeights(nn.Module):
         return F.relu(self.conv(x)).mul(self.gamma.reshape(1, -1, 1, 1))
 
 
+class PositionTable(nn.Module):
+    """A table made in forward() from torch.arange (folded at compile time), .to(torch.float32) and type_as
+    (identities on float32; export adds an assertion node after each .to())."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        pos = torch.arange(1, 9, device=x.device).to(torch.float32).sin().unsqueeze(0)
+        return F.relu(self.fc(x).to(torch.float32) * pos).type_as(x)
+
+
 CASES = {  # name: (module, input shape without the batch)
     "bn_on_input": (BNOnInput, (3, 8, 8)),
     "bn_after_relu": (BNAfterReLU, (3, 8, 8)),
@@ -211,6 +224,7 @@ CASES = {  # name: (module, input shape without the batch)
     "sub_spectral_norm": (SSN, (1, 10, 6)),
     "bc_blocks": (BCBlocks, (1, 20, 12)),
     "computed_weights": (ComputedWeights, (3, 6, 6)),
+    "position_table": (PositionTable, (8,)),
 }
 
 

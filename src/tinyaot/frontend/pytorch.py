@@ -10,7 +10,7 @@ from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
 from tinyaot.frontend.fx_util import layer_name
 from tinyaot.frontend.pytorch_attention import decompose_attention
 from tinyaot.frontend.pytorch_ops import CONVERTERS, Builder, Value, torch_to_ir_shape
-from tinyaot.frontend.refusals import LIST_COMMAND, Refusals
+from tinyaot.frontend.refusals import LIST_COMMAND, Refusals, base_name
 from tinyaot.ir import Graph
 
 # Converters that exist only to refuse with a better message than "unsupported operation".
@@ -128,6 +128,8 @@ def _convert(b: Builder, n, refusals: Refusals, stubs: set[str]) -> None:
     A refused node's value is a stub (a float activation of its shape), so the ops after it convert, and are
     refused, on their own account: three ceil_mode poolings in a row are counted three times."""
     key = str(n.target)
+    if key in EXPORT_ASSERTIONS:
+        return  # torch.export's own checks on a tensor (after .to()): they compute nothing
     if _fold_constants(b, n):
         return
     if key not in CONVERTERS:
@@ -149,17 +151,26 @@ def _convert(b: Builder, n, refusals: Refusals, stubs: set[str]) -> None:
         _stub(b, n, stubs)  # a converter confused by a stub (its look-ahead met a refused node): said already
 
 
+# torch.export's assertion nodes (no value); ops that make a tensor from nothing, deterministically.
+EXPORT_ASSERTIONS = {"aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten._assert_async.msg",
+                     "aten.sym_constrain_range_for_size.default"}
+CREATION_OPS = {"arange", "ones", "full", "linspace", "eye", "scalar_tensor", "zeros"}
+
+
 def _fold_constants(b: Builder, n) -> bool:
     """An op whose tensor arguments are all parameters (or folded already) runs now, in torch, and its result is a
     parameter too: weight standardization (timm's StdConv2d: F.batch_norm over the weight), a reshaped layer
-    scale (ConvNeXt's gamma.reshape(1, -1, 1, 1)). Nothing of it is left for the device."""
+    scale (ConvNeXt's gamma.reshape(1, -1, 1, 1)), a position table from torch.arange. Nothing of it is left for
+    the device."""
     import torch
     import torch.fx
 
     names: list[str] = []
     torch.fx.node.map_arg((n.args, n.kwargs), lambda a: names.append(a.name))
     consts = {k: b.values.get(k) for k in names}
-    if not names or any(v is None or v.nhwc or not b.graph.tensor(v.name).is_const for v in consts.values()):
+    if not names and (str(n.target) in CONVERTERS or base_name(str(n.target)) not in CREATION_OPS):
+        return False
+    if any(v is None or v.nhwc or not b.graph.tensor(v.name).is_const for v in consts.values()):
         return False
     args, kwargs = torch.fx.node.map_arg(
         (n.args, n.kwargs), lambda a: torch.from_numpy(b.graph.tensor(consts[a.name].name).data.copy()))
@@ -168,7 +179,8 @@ def _fold_constants(b: Builder, n) -> bool:
             value = n.target(*args, **kwargs)
     except Exception:  # noqa: BLE001 -- not computable here (an op on other arguments): its converter decides
         return False
-    if not isinstance(value, torch.Tensor) or not value.dtype.is_floating_point:
+    if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or value.is_complex() \
+            or (not value.dtype.is_floating_point and value.abs().max() > 1 << 24):  # float32 holds it exactly
         return False
     data = value.detach().to(torch.float32).numpy()
     b.values[n.name] = Value(b.const(f"{layer_name(n)}.constant", data), False, data.ndim)

@@ -976,6 +976,16 @@ def _identity(b: Builder, n) -> None:
     b.values[n.name] = b.arg(n.args[0])
 
 
+def _cast(b: Builder, n) -> None:
+    """x.to(torch.float32), x.float(), x.type_as(y) of a float32 tensor: the tensor itself. Another dtype is a
+    computation on integers or halves that tinyaot's real-valued graph does not hold."""
+    dtype = str(getattr(n.meta.get("val"), "dtype", ""))
+    if dtype != "torch.float32":
+        raise b.error(f"a cast to {dtype or 'another dtype'} is not supported; tinyaot compiles float32 models "
+                      "(it quantizes them itself): keep the tensor float32")
+    _identity(b, n)
+
+
 CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.linear.default": _linear,
     "aten.conv2d.default": _conv2d,
@@ -1074,6 +1084,11 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.alias.default": _identity,
     "aten.detach.default": _identity,
     "aten.identity.default": _identity,
+    "aten.to.dtype": _cast,
+    "aten.to.device": _cast,
+    "aten.to.dtype_layout": _cast,
+    "aten._to_copy.default": _cast,
+    "aten.type_as.default": _cast,
 }
 
 # LayerNorm, matmul of two activations and attention (frontend/pytorch_attention.py).
