@@ -180,8 +180,8 @@ def _fold_constants(b: Builder, n) -> bool:
     except Exception:  # noqa: BLE001 -- not computable here (an op on other arguments): its converter decides
         return False
     if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or value.is_complex() \
-            or (not value.dtype.is_floating_point and value.abs().max() > 1 << 24):  # float32 holds it exactly
-        return False
+            or (not value.dtype.is_floating_point and value.numel() and value.abs().max() > 1 << 24):
+        return False  # a mask, or integers float32 cannot hold exactly: left to the op's converter
     data = value.detach().to(torch.float32).numpy()
     b.values[n.name] = Value(b.const(f"{layer_name(n)}.constant", data), False, data.ndim)
     return True
@@ -197,9 +197,10 @@ def _stub(b: Builder, n, stubs: set[str]) -> None:
         return
     shape = tuple(int(s) for s in shape)
     ins = [b.values[a.name] for a in n.all_input_nodes if a.name in b.values]
-    nhwc = any(v.nhwc and v.torch_rank == len(shape) for v in ins)
-    name = b.activation(f"{n.name}_refused", torch_to_ir_shape(shape) if nhwc else shape)
-    b.values[n.name] = Value(name, nhwc, len(shape))
+    nhwc = len(shape) in (3, 4) and any(v.nhwc and v.torch_rank == len(shape) for v in ins)
+    ir_shape = torch_to_ir_shape(shape) if nhwc else b.plain_shape(shape, *ins)
+    b.values[n.name] = Value(b.activation(f"{n.name}_refused", ir_shape), nhwc, len(shape),
+                             not nhwc and len(ir_shape) == len(shape) + 1)
 
 
 def _output_tensor(b: Builder, o) -> str:
