@@ -13,11 +13,10 @@ from tinyaot.errors import (  # noqa: E402
 def compile(model, example_input=None, calibration=None, name: str = "model", **options):
     """Compile a model to int8; see tinyaot.pipeline.compile_model for the options."""
     import difflib
-    import inspect
 
+    from tinyaot.pipeline import COMPILE_OPTIONS as known
     from tinyaot.pipeline import compile_model
 
-    known = [p for p in inspect.signature(compile_model).parameters if p not in ("model", "example_input")]
     for key in options:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)

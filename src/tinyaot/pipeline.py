@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import re
 import warnings
@@ -338,6 +339,9 @@ def _compile_model(model, example_input, calibration, data, name, alignment, inp
     if len(sets) == 1:
         return _quantize_and_plan(float_graph, sets[0], batches[0], data, opts)
     return _quantize_and_plan(float_graph, sets, batches, data, opts)
+
+
+COMPILE_OPTIONS = tuple(inspect.signature(compile_model).parameters)[2:]  # after model, example_input
 
 
 @dataclasses.dataclass(frozen=True)
