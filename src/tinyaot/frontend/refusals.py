@@ -20,16 +20,20 @@ LIST_COMMAND = "run `tinyaot ops` for the ops tinyaot compiles, by family"
 FAMILIES = (
     ("convolution, linear, matmul, attention",
      ("conv", "linear", "matmul", "bmm", "scaled_dot_product_attention")),
-    ("normalization", ("batch_norm", "layer_norm")),
+    ("normalization", ("batch_norm", "layer_norm", "group_norm")),
     ("recurrent", ("lstm", "gru")),
     ("activations", ("relu", "hardtanh", "clamp", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "gelu",
                      "softmax", "_softmax")),
-    ("pooling, mean, resize", ("max_pool", "avg_pool", "adaptive_avg_pool", "mean", "upsample", "_upsample")),
+    ("pooling, mean, sum, resize", ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "mean", "sum",
+                                    "upsample", "_upsample")),
     ("element-wise arithmetic", ("add", "sub", "rsub", "mul", "div", "minimum", "maximum", "max", "min")),
+    ("slicing", ("slice", "narrow", "select", "split", "split_with_sizes", "chunk", "tensor_split", "unbind",
+                 "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "getitem")),
     ("shape, layout, padding", ("reshape", "view", "_unsafe_view", "flatten", "squeeze", "unsqueeze", "permute",
-                                "transpose", "t", "cat", "stack", "select", "getitem", "pad", "constant_pad_nd",
+                                "transpose", "t", "cat", "stack", "expand", "expand_as", "pad", "constant_pad_nd",
                                 "reflection_pad", "replication_pad", "zeros")),
-    ("no-ops at inference", ("dropout", "feature_dropout", "clone", "contiguous", "alias", "detach", "identity")),
+    ("no-ops at inference", ("dropout", "feature_dropout", "clone", "contiguous", "alias", "detach", "identity", "to",
+                             "_to_copy", "type_as")),
 )
 
 
