@@ -29,6 +29,7 @@ CAL_SEED, EVAL_SEED = 1, 2
 class Entry:
     """One corpus model. `model()` gives what tinyaot.compile takes (a .tflite path or an nn.Module);
     `inputs(n, seed)` float inputs in the model's own layout (None for an int8 .tflite: random int8 is used);
+    a PyTorch model's builder takes the library's own keyword arguments (e.g. num_classes=10, for a short test);
     `example` the shape of one input for a PyTorch model."""
     name: str
     source: str  # "tflm_examples", "mlperf_tiny", "torchvision", "timm", "paper"
@@ -107,27 +108,27 @@ def _vision(res: int):
 
 
 def _torchvision(builder: str, res: int, **kwargs) -> Entry:
-    def build():
+    def build(**overrides):
         from vision_models import import_torchvision
 
-        return getattr(import_torchvision().models, builder)(**kwargs).eval()
+        return getattr(import_torchvision().models, builder)(**{**kwargs, **overrides}).eval()
     label = builder + "".join(f" {k}={v}" for k, v in kwargs.items())
     return Entry(f"{label} {res}x{res}", "torchvision", build, _vision(res), (1, 3, res, res))
 
 
 def _timm(name: str, res: int, **kwargs) -> Entry:
-    def build():
+    def build(**overrides):
         from vision_models import import_timm
 
-        return import_timm().create_model(name, pretrained=False, **kwargs).eval()
+        return import_timm().create_model(name, pretrained=False, **{**kwargs, **overrides}).eval()
     return Entry(f"{name} {res}x{res}", "timm", build, _vision(res), (1, 3, res, res))
 
 
 def _bc_resnet() -> Entry:
-    def build():
+    def build(num_classes: int | None = None):
         import bc_resnet
 
-        return bc_resnet.BCResNet().eval()
+        return (bc_resnet.BCResNet() if num_classes is None else bc_resnet.BCResNet(classes=num_classes)).eval()
 
     def inputs(n: int, seed: int) -> np.ndarray:  # log-mel-like: smooth over time and frequency
         return smooth_images(n, (1, 40, 101), seed)

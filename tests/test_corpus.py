@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import have_host_cc
-from model_corpus import CAL_SEED, EVAL_SEED, SHARED, tflite_entries
+from model_corpus import CAL_SEED, EVAL_SEED, SHARED, pytorch_entries, smooth_images, tflite_entries
 
 import tinyaot
 
@@ -81,3 +81,37 @@ def test_float_tflite_quantizes(entry):
     got = cm.dequantize_output(ref).reshape(len(x), -1)
     sqnr = 10 * np.log10(np.sum(want**2) / np.sum((want - got) ** 2))
     assert sqnr > 15, f"int8 output tracks float at only {sqnr:.1f} dB"
+
+
+# A bounded slice, one model per path the corpus needed that no other test file covers with a library's own model
+# (ceil-mode pooling; MobileViT-v2's GroupNorm, 6-D unfold and linear attention; BC-ResNet's SubSpectralNorm and
+# frequency mean; in-place hardswish in torchvision's own MobileNetV3), at a test's resolution and with a 10-class
+# head so each builds in seconds. benchmarks/corpus.py runs every corpus model as listed. (ShuffleNetV2:
+# test_slicing.py; timm's ViT: test_vision_transformers.py; standalone BatchNorm: test_robustness.py.)
+VISION = {"squeezenet1_1 96x96": 64, "mobilevitv2_050 96x96": 64, "bc_resnet-1 40x101": None,
+          "mobilenet_v3_small 96x96": 64}
+
+
+@pytest.mark.parametrize("name", list(VISION))
+def test_pytorch_model_compiles_as_the_library_builds_it(name):
+    """Random init (eval mode), calibrated on smooth image-like inputs: reference == host C on every byte, and
+    the int8 logits follow the float ones (a loose floor: the logits of random weights are close together)."""
+    torch = pytest.importorskip("torch")
+    entry = next(e for e in pytorch_entries() if e.name == name)
+    try:
+        torch.manual_seed(0)
+        model = entry.model(num_classes=10)
+    except ImportError as e:
+        pytest.skip(f"{entry.source} is not importable here: {e}")
+    res = VISION[name]
+    inputs = entry.inputs if res is None else (lambda n, seed: smooth_images(n, (3, res, res), seed))
+    cal = torch.from_numpy(inputs(16, CAL_SEED))
+    cm = tinyaot.compile(model, cal[:1], calibration=cal, name="m")
+    x = inputs(2, EVAL_SEED)
+    q = cm.quantize_input(cm.to_model_layout(x))
+    ref = cm.run(q, engine="reference")
+    np.testing.assert_array_equal(cm.run(q, engine="host"), ref)
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy().reshape(len(x), -1)
+    got = np.asarray(cm.dequantize_output(ref)).reshape(len(x), -1)
+    assert np.corrcoef(want.ravel(), got.ravel())[0, 1] > 0.5
