@@ -335,6 +335,42 @@ def test_an_output_whose_dim_0_a_reshape_filled_keeps_it_per_sample():
     assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max()  # measured 1.1 %
 
 
+class FreshlyInitialised(nn.Module):
+    """What a random init leaves and training does not: a residual branch whose last BatchNorm starts at zero
+    (timm's EfficientViT), a zero attention bias added to scores of 1e-9 (LeViT), a layer scale of ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.branch = nn.Sequential(nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8))
+        nn.init.zeros_(self.branch[0].bias)
+        nn.init.zeros_(self.branch[1].weight)  # BatchNorm's bias and running mean start at zero too
+        self.q = nn.Linear(8, 8)
+        self.bias = nn.Parameter(torch.zeros(8))
+        self.layer_scale = nn.Parameter(torch.ones(8))
+
+    def forward(self, x):
+        y = F.relu(self.conv(x))
+        y = y + self.branch(y)
+        scores = self.q(y.mean((2, 3))) * 1e-7 + self.bias
+        return torch.softmax(scores * self.layer_scale, -1)
+
+
+@pytest.mark.host
+def test_what_a_random_init_leaves_compiles():
+    """x + 0 and x * 1 are x (an add with a zero-range operand broke the add kernel's multiplier rule), and the
+    scores of 1e-9 reach the softmax at the kernel's finest input step (they round to one value: uniform)."""
+    torch.manual_seed(7)
+    model = FreshlyInitialised().eval()
+    x = _inputs((3, 6, 6), 40, seed=5)
+    cm = tinyaot.compile(model, x[:1], calibration=x, name="fresh")
+    assert [n.op for n in cm.graph.nodes] == ["conv2d", "mean", "fully_connected", "lut", "softmax"]
+    xq = cm.quantize_input(cm.to_model_layout(x[32:].numpy()))
+    want = cm.run(xq)
+    np.testing.assert_array_equal(cm.run(xq, engine="host"), want)
+    np.testing.assert_array_equal(cm.dequantize_output(want), np.full((8, 8), 0.125))  # float: 0.125 +- 1e-8
+
+
 @pytest.mark.slow
 @pytest.mark.host
 def test_bc_resnet1_compiles_whole_and_is_bit_exact():

@@ -4,6 +4,8 @@ Only this module (and the demo/tests) imports torch, so the rest of the compiler
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
@@ -99,17 +101,18 @@ def from_torch(model, example_input) -> Graph:
     b = Builder()
     const_of_input = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
     const_of_input.update(getattr(sig, "inputs_to_lifted_tensor_constants", {}) or {})
-    refusals = Refusals(frozenset(supported_ops()))
-    stubs: set[str] = set()  # refused nodes (and what reads part of their tuples), converted no further
+    run = _Run(Refusals(frozenset(supported_ops())))
+    refusals = run.refusals
     for n in ep.graph.nodes:
         if n.op == "placeholder":
             if n.name in const_of_input:
                 target = const_of_input[n.name]
+                run.exact[n.name] = params[target].detach()
                 b.values[n.name] = Value(b.const(target, params[target].detach().cpu().numpy()), False, 0)
             else:
                 b.add_input(n)
         elif n.op == "call_function":
-            _convert(b, n, refusals, stubs)
+            _convert(b, n, run)
         elif n.op == "output" and not refusals:
             outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
             for o in outs:
@@ -123,14 +126,24 @@ def from_torch(model, example_input) -> Graph:
     return b.graph
 
 
-def _convert(b: Builder, n, refusals: Refusals, stubs: set[str]) -> None:
+@dataclass
+class _Run:
+    """One conversion's state beside the Builder's."""
+
+    refusals: Refusals
+    stubs: set = field(default_factory=set)  # refused nodes (and what reads part of their tuples)
+    exact: dict = field(default_factory=dict)  # FX node -> torch tensor of a parameter or folded value, its dtype kept
+
+
+def _convert(b: Builder, n, run: _Run) -> None:
     """Convert one FX node; a refusal is noted and converting goes on, so the model's refusals are said at once.
     A refused node's value is a stub (a float activation of its shape), so the ops after it convert, and are
     refused, on their own account: three ceil_mode poolings in a row are counted three times."""
+    refusals, stubs = run.refusals, run.stubs
     key = str(n.target)
     if key in EXPORT_ASSERTIONS:
         return  # torch.export's own checks on a tensor (after .to()): they compute nothing
-    if _fold_constants(b, n):
+    if _fold_constants(b, n, run.exact):
         return
     if key not in CONVERTERS:
         refusals.unknown(n)
@@ -157,34 +170,48 @@ EXPORT_ASSERTIONS = {"aten._assert_tensor_metadata.default", "aten._assert_scala
 CREATION_OPS = {"arange", "ones", "full", "linspace", "eye", "scalar_tensor", "zeros"}
 
 
-def _fold_constants(b: Builder, n) -> bool:
+def _fold_constants(b: Builder, n, exact: dict) -> bool:
     """An op whose tensor arguments are all parameters (or folded already) runs now, in torch, and its result is a
     parameter too: weight standardization (timm's StdConv2d: F.batch_norm over the weight), a reshaped layer
-    scale (ConvNeXt's gamma.reshape(1, -1, 1, 1)), a position table from torch.arange. Nothing of it is left for
-    the device."""
+    scale (ConvNeXt's gamma.reshape(1, -1, 1, 1)), a position table from torch.arange and masks. Nothing of it is
+    left for the device. `exact` keeps each value's own dtype (a bool mask, an integer index) for the next fold;
+    the IR holds it as float32."""
     import torch
     import torch.fx
 
     names: list[str] = []
     torch.fx.node.map_arg((n.args, n.kwargs), lambda a: names.append(a.name))
-    consts = {k: b.values.get(k) for k in names}
     if not names and (str(n.target) in CONVERTERS or base_name(str(n.target)) not in CREATION_OPS):
         return False
-    if any(v is None or v.nhwc or not b.graph.tensor(v.name).is_const for v in consts.values()):
+    tensors = {k: _exact(b, k, exact) for k in names}
+    if any(t is None for t in tensors.values()):
         return False
-    args, kwargs = torch.fx.node.map_arg(
-        (n.args, n.kwargs), lambda a: torch.from_numpy(b.graph.tensor(consts[a.name].name).data.copy()))
+    args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: tensors[a.name])
     try:
         with torch.no_grad():
             value = n.target(*args, **kwargs)
     except Exception:  # noqa: BLE001 -- not computable here (an op on other arguments): its converter decides
         return False
-    if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or value.is_complex() \
-            or (not value.dtype.is_floating_point and value.numel() and value.abs().max() > 1 << 24):
-        return False  # a mask, or integers float32 cannot hold exactly: left to the op's converter
+    if not isinstance(value, torch.Tensor) or value.is_complex() or (
+            value.dtype != torch.bool and not value.dtype.is_floating_point and value.numel()
+            and value.abs().max() > 1 << 24):
+        return False  # integers float32 cannot hold exactly: left to the op's converter
+    exact[n.name] = value.detach()
     data = value.detach().to(torch.float32).numpy()
     b.values[n.name] = Value(b.const(f"{layer_name(n)}.constant", data), False, data.ndim)
     return True
+
+
+def _exact(b: Builder, name: str, exact: dict):
+    """The torch tensor of a constant FX value (its own dtype when known), or None for an activation."""
+    import torch
+
+    if name in exact:
+        return exact[name]
+    v = b.values.get(name)
+    if v is None or v.nhwc or not b.graph.tensor(v.name).is_const:
+        return None
+    return torch.from_numpy(b.graph.tensor(v.name).data.copy())
 
 
 def _stub(b: Builder, n, stubs: set[str]) -> None:

@@ -1064,6 +1064,8 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.gelu_.default": _lut("gelu"),
     "aten.reshape.default": _reshape,
     "aten.view.default": _reshape,
+    "aten.reshape_as.default": _reshape,
+    "aten.view_as.default": _reshape,
     "aten._unsafe_view.default": _reshape,
     "aten.flatten.using_ints": _reshape,
     "aten.squeeze.dim": _reshape,

@@ -42,10 +42,73 @@ def fold_affine_chains(g: Graph) -> Graph:
             g.nodes.remove(first)
             changed = True
             break
-    while any(_fold_channel_constant(g, node) for node in list(g.nodes)):
+    while any(_fold_channel_constant(g, node) or _drop_identity(g, node) for node in list(g.nodes)):
         pass
+    _drop_unread(g)
     g.prune()
     return g
+
+
+def _drop_identity(g: Graph, node: Node) -> bool:
+    """x + 0, x - 0, x * 1 (an all-zero or all-one constant, or a zero branch, that does not grow x's shape, as a
+    freshly initialised attention bias, layer scale or residual branch is) and an affine table of 1 x + 0 are x
+    itself. Left as ops, the constant's own
+    qparams (of a range of zero) could make the add kernel's multiplier impossible (TFLite's rule)."""
+    if node.attrs.get("clamp") or node.outputs[0] in g.outputs:
+        return False
+    if _affine(node):
+        x = node.inputs[0] if node.attrs["scale_by"] == 1.0 and node.attrs["offset"] == 0.0 else None
+    elif node.op in (ADD, SUB, MUL) and len(node.inputs) == 2:
+        x = _identity_operand(g, node)
+    else:
+        return False
+    if x is None:
+        return False
+    y = node.outputs[0]
+    for reader in g.nodes:
+        reader.inputs = [x if i == y else i for i in reader.inputs]
+    g.nodes.remove(node)
+    return True
+
+
+def _identity_operand(g: Graph, node: Node) -> str | None:
+    """The activation operand of add / sub / mul when the other leaves it unchanged: a constant of zeros (add,
+    sub) or ones (mul), or, for add / sub, a layer whose weights and bias are all zero (a residual branch whose
+    last BatchNorm starts at zero, as EfficientViT initialises it)."""
+    a, b = (g.tensor(n) for n in node.inputs)
+    y = g.tensor(node.outputs[0])
+    if node.op == MUL:
+        if a.is_const == b.is_const:
+            return None
+        x, c = (a, b) if b.is_const else (b, a)
+        return x.name if x.shape == y.shape and np.all(np.asarray(c.data) == 1.0) else None
+    for x, other in ((a, b), (b, a)) if node.op == ADD else ((a, b),):
+        if not x.is_const and x.shape == y.shape and _all_zero(g, other):
+            return x.name
+    return None
+
+
+def _all_zero(g: Graph, t) -> bool:
+    """`t` is zero everywhere, whatever the input: a constant of zeros, or the output of a conv / linear with zero
+    weights and bias whose clamp lets 0 through."""
+    if t.is_const:
+        return bool(np.all(np.asarray(t.data) == 0.0))
+    p = g.producer(t.name)
+    if p is None or p.op not in FOLDABLE:
+        return False
+    lo, hi = p.attrs.get("clamp") or (0.0, 0.0)
+    return lo <= 0.0 <= hi and all(not np.any(g.tensor(c).data) for c in p.inputs[1:3])
+
+
+def _drop_unread(g: Graph) -> None:
+    """Layers nothing reads any more (a zero branch once its add is gone)."""
+    while True:
+        read = {i for n in g.nodes for i in n.inputs} | set(g.outputs)
+        dead = [n for n in g.nodes if not read & set(n.outputs)]
+        if not dead:
+            return
+        for n in dead:
+            g.nodes.remove(n)
 
 
 def _per_channel(g: Graph, node: Node) -> tuple[int, np.ndarray] | None:

@@ -40,12 +40,14 @@ OWN = ops_where(qparams=ops.OWN)
 SOFTMAX = ops_where(qparams=ops.SOFTMAX)
 INT8_CONSTANTS = ops_where(int8_constants=True)
 RECURRENT = ops_where(qparams=ops.RECURRENT)
+SOFTMAX_MIN_STEP = 2.0**-26  # TFLite Micro's softmax input resolution (beta * scale, Q5.26)
 
 
 def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, list[Finding]]:
     """The int8 graph, and what had to be clamped on the way (a bias beyond int32, a multiplier out of range).
     `int16`: layers given int16 activations (quantize/mixed.py); their readers run 16x8 kernels."""
     findings: list[Finding] = []
+    ranges = _softmax_input_floor(g, ranges)
     q = g.replace(tensors={}, nodes=[])
     mix = plan_mixed(g, int16)
     convert = Converter(q, ranges)
@@ -138,6 +140,27 @@ def _lower_int16_constants(g: Graph, q: Graph, inputs: list[str]) -> list[str]:
             q.add_tensor(Tensor(twin, t.shape, "int16", data=quantize_array(data, qp, "int16"), qparams=qp))
         out.append(twin)
     return out
+
+
+def _softmax_input_floor(g: Graph, ranges: dict[str, Range]) -> dict[str, Range]:
+    """TFLite Micro's softmax reads beta * (x - max) in Q5.26, so its input step must be at least 2**-26 / beta. A
+    narrower range (attention scores of a freshly initialised model span 1e-9) rounds every input to one value,
+    where the softmax is uniform, as it is in float to within that range: it is widened to 255 such steps, with
+    the tensors it takes its qparams from."""
+    ranges = dict(ranges)
+    for node in (n for n in g.nodes if n.op in SOFTMAX):
+        width = 255 * SOFTMAX_MIN_STEP / float(node.attrs.get("beta", 1.0))
+        name = node.inputs[0]
+        while True:
+            r = ranges.get(name)
+            if r is not None and r.hi - r.lo < width:
+                mid = (r.lo + r.hi) / 2
+                ranges[name] = Range(mid - width / 2, mid + width / 2)
+            producer = g.producer(name)
+            if producer is None or producer.op not in INHERIT or OPS[producer.op].rescales:
+                break
+            name = producer.inputs[0]  # a view or a move keeps its input's qparams
+    return ranges
 
 
 def _qparams_for(ranges: dict[str, Range], name: str) -> QParams:
