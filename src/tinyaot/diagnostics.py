@@ -35,7 +35,8 @@ class Finding:
     advice: str  # what to do
 
     def __str__(self) -> str:
-        return f"{self.message}. {self.advice[0].upper()}{self.advice[1:]}."
+        """One sentence: what is wrong, with its numbers, then what to do."""
+        return f"{self.message}; {self.advice}."
 
     def to_dict(self) -> dict:
         return asdict(self)
