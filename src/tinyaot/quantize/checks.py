@@ -138,22 +138,24 @@ def _outliers(g: Graph, calib: Calibration, observer: str) -> list[Finding]:
     samples = sorted({i for s in hit for i in s.outliers})
     first = next((s for s in hit if s.name in g.inputs), hit[0])
     where = "the input" if first.name in g.inputs else f"tensor '{first.name}'"
-    others = f" and {len(hit) - 1} more tensor(s)" if len(hit) > 1 else ""
+    more = f" ({len(hit) - 1} more tensor(s) see it too)" if len(hit) > 1 else ""
     inner = max(abs(first.inlier_lo), abs(first.inlier_hi))
     used = steps_used(first.inlier_lo, first.inlier_hi, first.lo, first.hi)
     idx = ", ".join(map(str, samples[:8])) + (" ..." if len(samples) > 8 else "")
-    head = (f"{len(samples)} of {calib.samples} calibration samples (index {idx}) reach "
-            f"{max(abs(first.lo), abs(first.hi)):.4g} at {where}{others}, {first.outlier_factor:.1f}x the "
-            f"{inner:.4g} every other sample stays within")
+    one = len(samples) == 1
+    it, they = ("it", "it was") if one else ("them", "they were")
+    head = (f"{len(samples)} of {calib.samples} calibration samples (index {idx}) {'reaches' if one else 'reach'} "
+            f"{max(abs(first.lo), abs(first.hi)):.4g} at {where}{more}, {first.outlier_factor:.1f}x the {inner:.4g} "
+            "that every other sample stays within")
     if any(calib.overrides.get(s.name, observer) == "minmax" for s in hit):
         return [Finding("outlier_range", first.name,
-                        f"{head}, and with observer 'minmax' they set the range, leaving the other samples "
-                        f"{used:.0f} of the 256 int8 steps",
-                        "remove or fix those samples, or use observer='auto' (the default), which leaves them out")]
+                        f"{head}, and with observer 'minmax' {it} {'sets' if one else 'set'} the range, leaving the "
+                        f"other samples {used:.0f} of the 256 int8 steps",
+                        f"remove or fix {it}, or use observer='auto' (the default), which leaves outliers out")]
     return [Finding("outlier_samples", first.name,
-                    f"{head}, so they were left out of the range (keeping them would leave the other samples "
-                    f"{used:.0f} of the 256 int8 steps) and inputs like them will saturate",
-                    "check them for a glitch or a wrong scale and remove or fix them, or calibrate on more such "
+                    f"{head}, so {they} left out of the range (keeping {it} would leave the other samples "
+                    f"{used:.0f} of the 256 int8 steps) and inputs like {it} will saturate",
+                    f"check {it} for a glitch or a wrong scale and remove or fix {it}, or calibrate on more such "
                     "inputs if they are real")]
 
 
