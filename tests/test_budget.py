@@ -55,10 +55,9 @@ def test_the_pico2_budget_is_4mb_and_512kb_less_the_firmware():
     assert PICO2.flash_bytes == 4 * 1024 * 1024 - 64 * 1024 and PICO2.ram_bytes == 512 * 1024 - 16 * 1024
     from tinyaot.targets import pico2
 
-    # the allowances cover what was measured of the Pico SDK runtime, with room for the model's code and the app
-    assert pico2.SDK_FLASH_BYTES + 15_568 < 4 * 1024 * 1024 - PICO2.flash_bytes
-    assert pico2.SDK_RAM_BYTES < 512 * 1024 - PICO2.ram_bytes
-    assert pico2.RP2350_MAIN_SRAM_BYTES == 512 * 1024 and pico2.PICO2_FLASH_BYTES == 4 * 1024 * 1024
+    # the allowances hold what was measured of the Pico SDK runtime, with room for the model's code and the app
+    assert pico2.SDK_FLASH_BYTES + 15_568 < pico2.PICO2_FLASH_BYTES - PICO2.flash_bytes
+    assert pico2.SDK_RAM_BYTES < pico2.RP2350_MAIN_SRAM_BYTES - PICO2.ram_bytes
 
 
 def test_a_model_that_does_not_fit_the_pico2_warns_with_the_numbers(big_linear):

@@ -17,18 +17,16 @@ from dataclasses import asdict, dataclass
 
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import ModelError
+from tinyaot.targets.pico2 import PICO2_FLASH_BYTES, RP2350_MAIN_SRAM_BYTES
 
 KIB, MIB = 1024, 1024 * 1024
-# Pico 2 (RP2350): 4 MB of flash, 520 KB of SRAM of which 2 x 4 KB are the scratch banks that hold the stacks.
-PICO2_FLASH_BYTES = 4 * MIB
-PICO2_MAIN_SRAM_BYTES = 512 * KIB
 # Flash the firmware takes besides the model's constants: the Pico SDK runtime with USB and UART stdio
-# (30,904 B measured with Pico SDK 2.2.0, targets/pico2.SDK_FLASH_BYTES), the model's own code (at most
-# 15,568 B on the MLPerf Tiny models, speed mode) and the application's, rounded up to 64 KB.
+# (SDK_FLASH_BYTES, 30,904 B measured with Pico SDK 2.2.0), the model's own code (at most 15,568 B on the MLPerf
+# Tiny models, speed mode) and the application's, rounded up to 64 KB.
 PICO2_FIRMWARE_FLASH_BYTES = 64 * KIB
 # Main SRAM the firmware takes besides the arena and state: the SDK runtime's vector table, .data, .bss and heap
-# reservation (9,776 B measured, targets/pico2.SDK_RAM_BYTES), the model's instance and the application's own
-# variables, rounded up to 16 KB.
+# reservation (SDK_RAM_BYTES, 9,776 B measured), the model's instance and the application's own variables, rounded
+# up to 16 KB. The stacks live in the RP2350's two 4 KB scratch banks, outside the 512 KB of main SRAM.
 PICO2_FIRMWARE_RAM_BYTES = 16 * KIB
 
 
@@ -46,7 +44,7 @@ class TargetMemory:
 
 
 PICO2 = TargetMemory(
-    PICO2_FLASH_BYTES - PICO2_FIRMWARE_FLASH_BYTES, PICO2_MAIN_SRAM_BYTES - PICO2_FIRMWARE_RAM_BYTES,
+    PICO2_FLASH_BYTES - PICO2_FIRMWARE_FLASH_BYTES, RP2350_MAIN_SRAM_BYTES - PICO2_FIRMWARE_RAM_BYTES,
     "the Pico 2 (RP2350)",
     "4 MB of flash less 64 KB for the Pico SDK runtime and the code; 512 KB of main SRAM less 16 KB for the SDK "
     "runtime and the application (the stacks have their own 8 KB)")
@@ -117,12 +115,14 @@ class Budget:
                 f"flash, arena and state {self.ram_bytes:,} of {self.target.ram_bytes:,} B of RAM")
 
     def rows(self) -> list[tuple[str, str, str]]:
-        """(what, bytes, note) lines for the report's RAM and flash table."""
-        def row(what, used, avail):
-            verdict = "fits" if used <= avail else f"DOES NOT FIT: {used / avail:.2f}x"
-            return (f"{what} budget", f"{avail:,}", f"available on {self.target.name}; uses {used:,} ({verdict})")
-        return [row("flash", self.flash_bytes, self.target.flash_bytes), row("RAM", self.ram_bytes,
-                                                                             self.target.ram_bytes)]
+        """(what, bytes available, note) lines for the report's RAM and flash table."""
+        return [_row("flash budget", self.flash_bytes, self.target.flash_bytes, self.target.name),
+                _row("RAM budget", self.ram_bytes, self.target.ram_bytes, self.target.name)]
+
+
+def _row(what: str, used: int, available: int, target: str) -> tuple[str, str, str]:
+    verdict = "fits" if used <= available else f"DOES NOT FIT: {used / available:.2f}x"
+    return what, f"{available:,}", f"available on {target}; uses {used:,} ({verdict})"
 
 
 def check_budget(cm, target: TargetMemory) -> Budget:
