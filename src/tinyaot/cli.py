@@ -160,6 +160,10 @@ def _add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "compile time (about twice their weight flash; convs use a small work buffer in the arena); "
                    "size: int8 weights, a fast conv kernel that widens them as it reads; memory: the plain int8 "
                    "kernels and the smallest arena")
+    p.add_argument("--target-memory", metavar="FLASH,RAM", help="the flash and RAM the target leaves the model "
+                   "(its constants; its arena and state), e.g. 2MB,264KB (K = 1024 bytes): a model that does not fit "
+                   "is warned about, with what would help (default pico2: the Raspberry Pi Pico 2's 4 MB less 64 KB, "
+                   "512 KB less 16 KB)")
     p.add_argument("--int16", action="append", metavar="LAYER", help="give this layer int16 activations (16x8; "
                    "repeat for more layers), or 'auto' for the layers whose int8 kernel loses the most on the "
                    "calibration samples; input and output stay int8")
@@ -229,6 +233,10 @@ def _validate_options(args) -> None:
         args.shapes = [parse_shape(s) for s in args.input_shapes]
         args.shape = args.shapes[0]
     _validate_calibration_given(args)
+    if getattr(args, "target_memory", None):
+        from tinyaot.report.budget import parse_target_memory
+
+        args.memory = parse_target_memory(args.target_memory)  # checked before the compile
     if _is_tflite(args) and args.layout == "torch":
         raise ModelError("--layout torch: a .tflite model has no PyTorch layout, its inputs are in its own "
                          "(channels last): drop --layout torch")
@@ -399,6 +407,8 @@ def _compile_options(args) -> dict:
         options["optimize"] = args.optimize
     if getattr(args, "int16", None):
         options["int16"] = "auto" if args.int16 == ["auto"] else list(args.int16)
+    if getattr(args, "memory", None) is not None:
+        options["target_memory"] = args.memory
     if _accepts(compile_model, "progress"):
         options["progress"] = lambda stage: _stage(args, f"compiling {args.model}: {stage}")
     return options
@@ -528,6 +538,7 @@ def _summary_one(cm) -> dict:
         "input": first_in,
         "output": first_out,
         **({"int16_layers": dict(cm.int16_layers)} if getattr(cm, "int16_layers", None) else {}),
+        **({"budget": cm.budget.to_dict()} if getattr(cm, "budget", None) is not None else {}),
     }
 
 
@@ -565,9 +576,16 @@ def cmd_compile(args) -> int:
     _print_contract(c, info)
     for layer, why in info.get("int16_layers", {}).items():
         c.print(f"int16 activations: {layer} ({why})")
+    _print_budget(c, cm)
     c.print(f"wrote {len(files)} files to {out}/")
     _print_trust(c, cm)
     return 0
+
+
+def _print_budget(c, cm) -> None:
+    """The verdict in one line (what does not fit was a warning on stderr already, with what would help)."""
+    if getattr(cm, "budget", None) is not None:
+        c.print(cm.budget.summary(), markup=False, highlight=False)
 
 
 def _trust(cm) -> dict:
@@ -677,6 +695,7 @@ def cmd_export(args) -> int:
     c.print(f"exported [bold]{cm.name}[/] for target {args.target}: arena {cm.arena_bytes:,} B, "
             f"{_flash(cm)}; wrote {len(files)} files to {out}/")
     _print_contract(c, info)
+    _print_budget(c, cm)
     if note:
         c.print(note)
     if args.target == "pico2":

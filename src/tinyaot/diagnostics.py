@@ -13,8 +13,18 @@ from dataclasses import asdict, dataclass
 from tinyaot.errors import CalibrationError
 
 
-class CalibrationWarning(UserWarning):
+class TinyAOTWarning(UserWarning):
+    """Base class of tinyaot's warnings: `warnings.filterwarnings("error", category=TinyAOTWarning)` makes them
+    all errors."""
+
+
+class CalibrationWarning(TinyAOTWarning):
     """The calibration (or the quantized model checked on data) looks wrong; the message says what to do."""
+
+
+class MemoryBudgetWarning(TinyAOTWarning):
+    """The compiled model does not fit the target's flash or RAM (report/budget.py); the message says by how much
+    and what would help."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,8 @@ class Finding:
     advice: str  # what to do
 
     def __str__(self) -> str:
-        return f"{self.message}. {self.advice[0].upper()}{self.advice[1:]}."
+        """One sentence: what is wrong, with its numbers, then what to do."""
+        return f"{self.message}; {self.advice}."
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -37,9 +48,14 @@ def raise_or_warn(findings: list[Finding], strict: bool, model: str) -> None:
     if strict:
         lines = "\n".join(f"- {f}" for f in findings)
         raise CalibrationError(f"model '{model}': {len(findings)} calibration problem(s) (strict=True):\n{lines}")
+    warn(findings, model, CalibrationWarning)
+
+
+def warn(findings: list[Finding], model: str | None, category: type[Warning]) -> None:
+    """Each finding as one warning pointing at the user's call; `model` prefixes it unless the message names it."""
     level = _caller_level()
     for f in findings:
-        warnings.warn(f"model '{model}': {f}", CalibrationWarning, stacklevel=level)
+        warnings.warn(f"model '{model}': {f}" if model else str(f), category, stacklevel=level)
 
 
 def _caller_level() -> int:

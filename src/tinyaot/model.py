@@ -29,6 +29,7 @@ class CompiledModel:
         self.calibration = calibration  # quantize.observers.Calibration (PTQ only)
         self.findings: list = []  # diagnostics.Finding: what compilation noticed
         self.check = None  # report.quant_error.QuantReport of the data= samples
+        self.budget = None  # report.budget.Budget: does the model fit its target's flash and RAM?
         self.graph = graph
         self.plan = plan
         self.float_plan = float_plan

@@ -7,7 +7,7 @@ import os
 import re
 import warnings
 
-from tinyaot.diagnostics import raise_or_warn
+from tinyaot.diagnostics import MemoryBudgetWarning, raise_or_warn, warn
 from tinyaot.errors import CalibrationError, ModelError
 from tinyaot.guard import enter_stage, guarded, user_code
 from tinyaot.ir import Graph
@@ -28,6 +28,7 @@ from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
+from tinyaot.report.budget import PICO2, TargetMemory, check_budget, check_target_memory
 
 # C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
 # ("_instance_invoke", "_ERROR_ARENA_MISALIGNED" is a macro), so names stay short enough for any linker.
@@ -236,7 +237,8 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
                   alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
                   observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
                   float_model=None, preserve_input: bool = False, separate_output: bool = False,
-                  optimize: str = "speed", stream: bool = False, int16=None, progress=None) -> CompiledModel:
+                  optimize: str = "speed", stream: bool = False, int16=None, target_memory=None,
+                  progress=None) -> CompiledModel:
     """Compile a model to int8 C.
 
     example_input and calibration are in PyTorch's layout (e.g. NCHW); for a float .tflite, in its own (NHWC).
@@ -261,6 +263,11 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     (the names of the report), or "auto" for the layers whose int8 kernel loses the most on the calibration
     samples (local SQNR below 30 dB); the layers reading them run 16x8 kernels too, and the model's input and
     output stay int8. cm.int16_layers says which were chosen and why.
+
+    target_memory=(flash_bytes, ram_bytes) is what the target leaves the model: flash for its constants, RAM for
+    its arena and state region (default: the Raspberry Pi Pico 2, report/budget.py). A model that does not fit
+    is still compiled, with a MemoryBudgetWarning that gives the numbers and what would help; cm.budget holds
+    the verdict.
 
     stream=True (a PyTorch causal Conv1d / TCN model, or one with nn.LSTM / nn.GRU layers; example and
     calibration full windows): calibrated and quantized as the full-window model, then converted to a step
@@ -289,7 +296,7 @@ def _compile_model(model, example_input, calibration, data, name, alignment, inp
         raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
     opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
                     Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
-                    bool(stream), _check_int16(int16))
+                    bool(stream), _check_int16(int16), check_target_memory(target_memory))
     if input_dtype not in ("int8", "uint8"):
         raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
     if stream and (is_tflite(model) or _is_pt2e(model)):
@@ -359,6 +366,7 @@ class _Options:
     optimize: str = "speed"
     stream: bool = False  # convert to a one-frame step function (passes/streaming.py)
     int16: object = ()  # layer names, or "auto" (quantize/mixed.py)
+    target_memory: TargetMemory = PICO2  # what the target leaves the model (report/budget.py)
 
 
 def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
@@ -448,8 +456,9 @@ def _is_pt2e(model) -> bool:
 
 
 def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model=None, said=()) -> CompiledModel:
-    """Findings become warnings (errors when strict); data= runs the trust check. `said`: findings already
-    raised as warnings by an earlier stage, kept in cm.findings."""
+    """Findings become warnings (errors when strict); data= runs the trust check; the budget check says whether
+    the model fits its target. `said`: findings already raised as warnings by an earlier stage, kept in
+    cm.findings."""
     new = list(findings)
     cm.findings = list(said) + new  # before the check: its diagnosis reads them (noise-like samples, ...)
     if data is not None:
@@ -458,4 +467,6 @@ def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model
         new += cm.check.findings
         cm.findings += cm.check.findings
     raise_or_warn(new, opts.strict, cm.name)
+    cm.budget = check_budget(cm, opts.target_memory)
+    warn(list(cm.budget.findings), None, MemoryBudgetWarning)
     return cm

@@ -21,11 +21,12 @@ def c_array(name: str, data: np.ndarray, per_line: int = 16, indent: str = "    
     ctype = C_TYPES[str(data.dtype)]
     flat = data.reshape(-1)
     dims = " * ".join(str(d) for d in data.shape) if data.ndim > 1 else str(flat.size)
-    width = max(len(str(int(v))) for v in flat) if flat.size else 1
-    lines = []
-    for i in range(0, flat.size, per_line):
-        chunk = ", ".join(f"{int(v):>{width}}" for v in flat[i : i + per_line])
-        lines.append(f"{indent}{chunk},")
+    values = flat.tolist()  # Python ints: %-formatting a line at a time (megabytes of weights take seconds)
+    width = max(len(str(min(values))), len(str(max(values)))) if values else 1
+    full = f"{indent}{', '.join([f'%{width}d'] * per_line)},"
+    lines = [full % tuple(values[i : i + per_line]) if len(values) - i >= per_line else
+             f"{indent}{', '.join([f'%{width}d'] * (len(values) - i))}," % tuple(values[i:])
+             for i in range(0, len(values), per_line)]
     body = "\n".join(lines) if lines else f"{indent}0"
     return f"static const {ctype} {name}[{dims}] = {{\n{body}\n}};\n"
 

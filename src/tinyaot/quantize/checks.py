@@ -11,7 +11,7 @@ import numpy as np
 from tinyaot.diagnostics import Finding
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS
-from tinyaot.quantize.observers import Calibration
+from tinyaot.quantize.observers import Calibration, steps_used
 
 MIN_SAMPLES = 32  # fewer and the ranges are a guess
 NOISE_CORRELATION = 0.15  # |lag-1 autocorrelation| below this: neighbouring values are unrelated
@@ -29,14 +29,14 @@ def check_samples(samples, g: Graph, what: str = "calibration") -> list[Finding]
     if len(x) < MIN_SAMPLES:
         out.append(Finding(
             "too_few_samples", "input",
-            f"only {len(x)} {what} sample(s): ranges estimated from so few samples are a guess",
+            f"only {len(x)} {what} sample(s), and ranges estimated from so few are a guess",
             f"pass a few hundred representative inputs (at least {MIN_SAMPLES}), e.g. a slice of the training set"))
     with np.errstate(all="ignore"):
         noise = noise_like(x, _signal_axes(x.shape[1:], g))
     if noise:
         out.append(Finding(
             "noise_like", "input",
-            f"the {what} samples look like random noise ({noise}), not data: ranges set by noise clip real "
+            f"the {what} samples look like random noise, not data ({noise}), and ranges set by noise clip real "
             "inputs (the seed's 4 for a 7)",
             "calibrate on real samples of what the model will see, e.g. a few hundred training inputs"))
     out += _constant_samples(x, what)
@@ -81,7 +81,7 @@ def noise_like(x: np.ndarray, axes: tuple[int, ...]) -> str:
         shape = "uniform"
     else:
         return ""
-    return f"{shape} values with no correlation between neighbours: lag-1 autocorrelation {max(corr, key=abs):+.2f}"
+    return f"{shape} values whose neighbours are uncorrelated: lag-1 autocorrelation {max(corr, key=abs):+.2f}"
 
 
 def _constant_samples(x: np.ndarray, what: str) -> list[Finding]:
@@ -97,11 +97,11 @@ def _constant_samples(x: np.ndarray, what: str) -> list[Finding]:
     if len(const) == len(x):
         kind = "all zeros" if zeros == len(x) else "each one a single repeated value"
         return [Finding("constant_samples", "input",
-                        f"every {what} sample is constant ({kind}): the ranges of every layer are meaningless",
+                        f"every {what} sample is constant ({kind}), so the ranges of every layer are meaningless",
                         "calibrate on real inputs; zeros are what torch.zeros gives, not what a sensor sends")]
     return [Finding("constant_samples", "input",
                     f"{len(const)} of {len(x)} {what} samples are constant ({zeros} all zeros; first: sample "
-                    f"{int(const[0])}): they teach the ranges nothing",
+                    f"{int(const[0])}) and teach the ranges nothing",
                     "drop blank samples, or make sure they are really part of the data")]
 
 
@@ -129,50 +129,57 @@ def check_ranges(g: Graph, calib: Calibration, observer: str) -> list[Finding]:
     return _outliers(g, calib, observer) + _dead(g, calib)
 
 
-def steps_used(lo: float, hi: float, full_lo: float, full_hi: float) -> float:
-    """How many of the 256 int8 steps of [full_lo, full_hi] the span [lo, hi] covers."""
-    span = max(full_hi, 0.0) - min(full_lo, 0.0)
-    return 256.0 * (max(hi, 0.0) - min(lo, 0.0)) / span if span > 0 else 256.0
-
-
 def _outliers(g: Graph, calib: Calibration, observer: str) -> list[Finding]:
+    """One finding for every sample an observer calls an outlier (quantize/observers.py find_outliers): named by
+    index, with what it reaches against every other sample, and what keeping it would cost them."""
     hit = [s for s in calib.stats.values() if s.outliers]
     if not hit:
         return []
     samples = sorted({i for s in hit for i in s.outliers})
     first = next((s for s in hit if s.name in g.inputs), hit[0])
-    reach = max(abs(first.lo), abs(first.hi))
     where = "the input" if first.name in g.inputs else f"tensor '{first.name}'"
+    more = f" ({len(hit) - 1} more tensor(s) see it too)" if len(hit) > 1 else ""
+    inner = max(abs(first.inlier_lo), abs(first.inlier_hi))
     used = steps_used(first.inlier_lo, first.inlier_hi, first.lo, first.hi)
-    names = ", ".join(f"'{s.name}'" for s in hit[:4]) + (f" and {len(hit) - 4} more" if len(hit) > 4 else "")
-    kept = [s for s in hit if calib.overrides.get(s.name, observer) == "minmax"]
     idx = ", ".join(map(str, samples[:8])) + (" ..." if len(samples) > 8 else "")
-    head = (f"{len(samples)} of {calib.samples} calibration samples (index {idx}) are outliers: at {where} they "
-            f"reach {reach:.4g}, {first.outlier_factor:.1f}x what every other sample reaches (ranges of {names})")
-    if kept:
+    one = len(samples) == 1
+    it, they = ("it", "it was") if one else ("them", "they were")
+    head = (f"{len(samples)} of {calib.samples} calibration samples (index {idx}) {'reaches' if one else 'reach'} "
+            f"{max(abs(first.lo), abs(first.hi)):.4g} at {where}{more}, {first.outlier_factor:.1f}x the {inner:.4g} "
+            "that every other sample stays within")
+    if any(calib.overrides.get(s.name, observer) == "minmax" for s in hit):
         return [Finding("outlier_range", first.name,
-                        f"{head}; with observer 'minmax' they set the range, and the other samples use only "
-                        f"{used:.0f} of the 256 int8 steps",
-                        "remove or fix those samples, or use observer='auto' (the default), which leaves them out")]
+                        f"{head}, and with observer 'minmax' {it} {'sets' if one else 'set'} the range, leaving the "
+                        f"other samples {used:.0f} of the 256 int8 steps",
+                        f"remove or fix {it}, or use observer='auto' (the default), which leaves outliers out")]
     return [Finding("outlier_samples", first.name,
-                    f"{head}; they were left out of those ranges, so inputs like them will saturate",
-                    "check those samples (a glitch, a wrong scale?) and remove or fix them; if such inputs are real, "
-                    "calibrate on more of them")]
+                    f"{head}, so {they} left out of the range (keeping {it} would leave the other samples "
+                    f"{used:.0f} of the 256 int8 steps) and inputs like {it} will saturate",
+                    f"check {it} for a glitch or a wrong scale and remove or fix {it}, or calibrate on more such "
+                    "inputs if they are real")]
 
 
 def _dead(g: Graph, calib: Calibration) -> list[Finding]:
+    """Layers that output 0 for every sample although their weights could have made them fire: a layer whose
+    weights are all zero outputs its bias whatever the data (timm zero-initializes the last BatchNorm of a
+    residual block), which is no calibration problem."""
     out = []
     for node in g.nodes:
         s = calib.stats.get(node.outputs[0])
-        if s is None or OPS[node.op].moves_only or not (s.lo == 0.0 and s.hi == 0.0):
+        if s is None or OPS[node.op].moves_only or not (s.lo == 0.0 and s.hi == 0.0) or _zero_weights(g, node):
             continue
         why = " (its ReLU never fires)" if node.attrs.get("clamp") and node.attrs["clamp"][0] == 0 else ""
         out.append(Finding("dead_activation", node.name,
-                           f"layer '{node.name}' outputs 0 for every calibration sample{why}: everything after it "
-                           "sees a constant",
+                           f"layer '{node.name}' outputs 0 for every one of the {calib.samples} calibration "
+                           f"samples{why}, so everything after it sees a constant",
                            "check that the calibration samples exercise this layer, or that the layer is not dead "
                            "in the trained model"))
     return out
+
+
+def _zero_weights(g: Graph, node) -> bool:
+    w = g.tensors.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    return w is not None and w.is_const and w.data is not None and not np.any(w.data)
 
 
 def check_pt2e_example(example_input, cm) -> list[Finding]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from tinyaot.ir.ops import OPS
 from tinyaot.plan.contract import ContractReport
 from tinyaot.plan.lifetimes import busiest_step_text
+from tinyaot.report.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class MemoryReport:
     outputs: tuple[dict, ...] = ()
     state_bytes: int = 0  # the state region (kept between invokes: streamed layers' state), apart from the arena
     int16_layers: dict = field(default_factory=dict)  # layer -> why it has int16 activations (quantize/mixed.py)
+    budget: Budget | None = None  # the flash and RAM the target leaves the model, and whether it fits
 
     @property
     def ram_bytes(self) -> int | None:
@@ -92,12 +94,14 @@ class MemoryReport:
             float_tensors=tensor_rows(cm.float_plan, float_graph),
             float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
             contract=cm.contract, state_bytes=cm.state_bytes, int16_layers=dict(getattr(cm, "int16_layers", {})),
+            budget=getattr(cm, "budget", None),
         )
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["ram_bytes"] = self.ram_bytes
         d["contract"] = self.contract.to_dict() if self.contract is not None else None  # with its cost
+        d["budget"] = self.budget.to_dict() if self.budget is not None else None  # with its verdict
         return d
 
     # ---- text --------------------------------------------------------------------------------
@@ -139,7 +143,11 @@ class MemoryReport:
         s.add_row("flash: constants", f"{self.constant_bytes:,}", "int8 weights, int32 bias, multipliers")
         s.add_row("flash: code", _opt(self.code_bytes), "Cortex-M33 -O2 .text of model + kernels")
         s.add_row("fp32 weights", f"{self.float_weight_bytes:,}", "what the float model's parameters take")
+        for row in self.budget.rows() if self.budget is not None else ():
+            s.add_row(*row)
         yield s
+        for f in self.budget.findings if self.budget is not None else ():
+            yield f"does not fit: {f}"
 
     def comparison_table(self):
         """int8 vs fp32 side by side, with the reasons."""
@@ -183,7 +191,8 @@ class MemoryReport:
                *([["state region", f"{self.state_bytes:,}"]] if self.state_bytes else []),
                ["static state", _opt(self.static_state_bytes)], ["stack", _opt(self.stack_bytes)],
                ["RAM total", _opt(self.ram_bytes)], ["flash: constants", f"{self.constant_bytes:,}"],
-               ["flash: code", _opt(self.code_bytes)]]
+               ["flash: code", _opt(self.code_bytes)],
+               *([f"{what} ({note})", avail] for what, avail, note in (self.budget.rows() if self.budget else ()))]
         notes = ["lower bound = " + self.busiest_step] + ([self.overlap_note] if self.overlap_note else [])
         if compare_float:
             notes += list(self.float_reasons)

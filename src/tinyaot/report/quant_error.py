@@ -21,10 +21,11 @@ import numpy as np
 
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import ModelError
-from tinyaot.ir import Graph, Node
-from tinyaot.ir.ops import OPS, state_family
+from tinyaot.ir import Graph, Node, ops
+from tinyaot.ir.ops import OPS, ops_where, state_family
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
+FIXED_RANGE = ops_where(qparams=ops.SOFTMAX)  # output qparams set by the scheme, whatever the data
 CRUSHED_STEPS = 16  # data spanning fewer of the 256 steps is crushed
 JUMP_DB = 10.0  # a cumulative SQNR drop this large at one layer is where it went wrong
 LOW_SQNR_DB = 15.0  # a layer whose own kernel is this noisy is at fault
@@ -240,7 +241,10 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
     scale, zp = out.qparams.scale[0], out.qparams.zero_point[0]
     info = np.iinfo(out.dtype)
     lo, hi = scale * (info.min - zp), scale * (info.max - zp)
-    saturated = float(np.mean((ref < lo - scale / 2) | (ref > hi + scale / 2)))
+    # A softmax's range is fixed by the scheme, not calibrated: it stops one step short of 1 (255 / 256 in int8),
+    # so a probability of 1 is the scheme's rounding, not clipping.
+    edge = scale if getattr(node, "op", "") in FIXED_RANGE else scale / 2
+    saturated = float(np.mean((ref < lo - edge) | (ref > hi + edge)))
     steps = np.abs(deq - ref) / scale
     f_lo, f_hi = float(ref.min()), float(ref.max())
     used = min(float(info.max - info.min + 1), (max(min(f_hi, hi), 0.0) - min(max(f_lo, lo), 0.0)) / scale + 1)
