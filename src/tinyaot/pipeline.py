@@ -283,12 +283,12 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     with guarded("checking the arguments"):
         return _compile_model(model, example_input, calibration, data, name, alignment, input_layout, input_dtype,
                               observer, layer_observers, strict, float_model, preserve_input, separate_output,
-                              optimize, stream, int16, progress)
+                              optimize, stream, int16, target_memory, progress)
 
 
 def _compile_model(model, example_input, calibration, data, name, alignment, input_layout, input_dtype, observer,
                    layer_observers, strict, float_model, preserve_input, separate_output, optimize, stream, int16,
-                   progress) -> CompiledModel:
+                   target_memory, progress) -> CompiledModel:
     if progress is not None and not callable(progress):
         raise ModelError(f"progress must be a function taking the stage's name (e.g. print), got "
                          f"{type(progress).__name__}")
