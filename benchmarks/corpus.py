@@ -154,9 +154,7 @@ def measure(entry, use_m33: bool) -> dict:
                state_bytes=cm.state_bytes, lower_bound_bytes=cm.lower_bound_bytes, constant_bytes=cm.constant_bytes,
                warnings=sorted({type(w.message).__name__ + ": " + str(w.message).split(".")[0][:90] for w in caught}))
     row["n_warnings"] = len(row["warnings"])
-    fit = getattr(cm, "fits", None)
-    if fit is not None:
-        row["fits_pico2"] = fit.ok if hasattr(fit, "ok") else bool(fit)
+    row["fits_pico2"] = cm.budget.fits  # report/budget.py: constants and RAM against the Pico 2's
     row.update(_outputs(entry, cm, model))
     if use_m33:
         x = _random_int8(cm, 1, 0)
