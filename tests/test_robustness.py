@@ -199,8 +199,8 @@ class ComputedWeights(nn.Module):
 
 
 class PositionTable(nn.Module):
-    """A table made in forward() from torch.arange (folded at compile time), .to(torch.float32) and type_as
-    (identities on float32; export adds an assertion node after each .to())."""
+    """Tables made in forward() from torch.arange and a bool mask (folded at compile time, each in its dtype),
+    .to(torch.float32) and type_as (identities on float32; export adds an assertion node after each .to())."""
 
     def __init__(self):
         super().__init__()
@@ -208,7 +208,8 @@ class PositionTable(nn.Module):
 
     def forward(self, x):
         pos = torch.arange(1, 9, device=x.device).to(torch.float32).sin().unsqueeze(0)
-        return F.relu(self.fc(x).to(torch.float32) * pos).type_as(x)
+        mask = ~torch.zeros(1, 8, dtype=torch.bool)  # EdgeNeXt's positional encoding starts from a bool mask
+        return F.relu(self.fc(x).to(torch.float32) * pos * mask.cumsum(1).float()).type_as(x)
 
 
 CASES = {  # name: (module, input shape without the batch)

@@ -43,7 +43,8 @@ def user_code(exc: BaseException) -> BaseException:
 
 @contextmanager
 def guarded(stage: str):
-    """Run a compile; an exception other than PASS_THROUGH leaves as an InternalCompilerError."""
+    """Run a compile; an exception other than PASS_THROUGH leaves as an InternalCompilerError. Also a decorator
+    (ContextDecorator: the function keeps its signature)."""
     where = _Where(stage)
     token = _CURRENT.set(where)
     try:

@@ -233,6 +233,7 @@ def input_layout_pass(g: Graph, input_layout: str) -> Graph:
     return g
 
 
+@guarded("checking the arguments")
 def compile_model(model, example_input=None, *, calibration=None, data=None, name: str = "model",
                   alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
                   observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
@@ -280,15 +281,6 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     Every error is a TinyAOTError; an unexpected exception inside a stage (a tinyaot bug) leaves as an
     InternalCompilerError naming the stage and the layer, the original chained (guard.py).
     """
-    with guarded("checking the arguments"):
-        return _compile_model(model, example_input, calibration, data, name, alignment, input_layout, input_dtype,
-                              observer, layer_observers, strict, float_model, preserve_input, separate_output,
-                              optimize, stream, int16, target_memory, progress)
-
-
-def _compile_model(model, example_input, calibration, data, name, alignment, input_layout, input_dtype, observer,
-                   layer_observers, strict, float_model, preserve_input, separate_output, optimize, stream, int16,
-                   target_memory, progress) -> CompiledModel:
     if progress is not None and not callable(progress):
         raise ModelError(f"progress must be a function taking the stage's name (e.g. print), got "
                          f"{type(progress).__name__}")

@@ -179,11 +179,11 @@ def _fold_constants(b: Builder, n, exact: dict) -> bool:
     import torch
     import torch.fx
 
-    names: list[str] = []
-    torch.fx.node.map_arg((n.args, n.kwargs), lambda a: names.append(a.name))
-    if not names and (str(n.target) in CONVERTERS or base_name(str(n.target)) not in CREATION_OPS):
+    nodes: list = []
+    torch.fx.node.map_arg((n.args, n.kwargs), nodes.append)
+    if not nodes and (str(n.target) in CONVERTERS or base_name(str(n.target)) not in CREATION_OPS):
         return False
-    tensors = {k: _exact(b, k, exact) for k in names}
+    tensors = {a.name: _exact(b, a, exact) for a in nodes}
     if any(t is None for t in tensors.values()):
         return False
     args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: tensors[a.name])
@@ -202,16 +202,17 @@ def _fold_constants(b: Builder, n, exact: dict) -> bool:
     return True
 
 
-def _exact(b: Builder, name: str, exact: dict):
-    """The torch tensor of a constant FX value (its own dtype when known), or None for an activation."""
+def _exact(b: Builder, a, exact: dict):
+    """The torch tensor of a constant FX value `a` in its own dtype, or None for an activation."""
     import torch
 
-    if name in exact:
-        return exact[name]
-    v = b.values.get(name)
+    if a.name in exact:
+        return exact[a.name]
+    v = b.values.get(a.name)
     if v is None or v.nhwc or not b.graph.tensor(v.name).is_const:
         return None
-    return torch.from_numpy(b.graph.tensor(v.name).data.copy())
+    dtype = getattr(a.meta.get("val"), "dtype", torch.float32)  # a converter's constant (aten.zeros) is float32
+    return torch.from_numpy(b.graph.tensor(v.name).data.copy()).to(dtype)
 
 
 def _stub(b: Builder, n, stubs: set[str]) -> None:
