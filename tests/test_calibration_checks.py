@@ -139,6 +139,21 @@ def test_dead_activation():
     assert "dead_activation" in codes and "never fires" in str(cm.findings)
 
 
+def test_a_layer_with_all_zero_weights_is_no_dead_activation():
+    """A layer whose weights and bias are all zero outputs 0 whatever the data (a zero-initialized layer of an
+    untrained model, as timm's residual BatchNorms leave their convolution): no calibration could make it fire,
+    so the calibration check says nothing of it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2)).eval()
+    with torch.no_grad():
+        model[2].weight.zero_()
+        model[2].bias.zero_()
+    cal = np.random.default_rng(0).uniform(0, 1, size=(64, 16))
+    codes, cm = _codes(model, cal)
+    assert cm.calibration.stats["2_out"].lo == cm.calibration.stats["2_out"].hi == 0.0  # it does output 0
+    assert "dead_activation" not in codes
+
+
 def _tiny_weights_model(bias: float, fan_in: int = 8):
     model = nn.Sequential(nn.Linear(fan_in, 4)).eval()
     with torch.no_grad():
