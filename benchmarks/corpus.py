@@ -207,13 +207,50 @@ def _fmt(v) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
+def _cell(r: dict, key: str) -> str:
+    v = r.get(key)
+    if v is None:
+        return ""
+    if key == "top1_agreement":
+        return f"{v:.0%}"
+    if key == "fits_pico2":
+        return "yes" if v else "**no**"
+    if key in ("ref_equals_host",):
+        return "equal" if v else "**differs**"
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
+def markdown(rows: list[dict]) -> str:
+    """The README's corpus table: one row per model; a refused model's row gives the refusal."""
+    cols = [("model", "model"), ("source", "source"), ("arena B", "arena_bytes"), ("state B", "state_bytes"),
+            ("bound B", "lower_bound_bytes"), ("TFLM arena B", "tflm_min_arena_bytes"),
+            ("constants B", "constant_bytes"), ("fits Pico 2", "fits_pico2"), ("= TFLM", "tflm_bit_exact"),
+            ("ref = host", "ref_equals_host"), ("SQNR dB", "sqnr_db"), ("top-1 agree", "top1_agreement"),
+            ("M33 instr", "m33_instructions")]
+    cols = [c for c in cols if any(r.get(c[1]) is not None for r in rows)]
+    lines = ["| " + " | ".join(t for t, _ in cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"| {r['model']} | {r['source']} | refused: {r['reason']} |" + " |" * (len(cols) - 3))
+            continue
+        lines.append("| " + " | ".join(_cell(r, k) for _, k in cols) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=[], help="models whose name contains one of these")
     ap.add_argument("--source", nargs="*", default=[], help="only these sources")
     ap.add_argument("--m33", action="store_true", help="also run one input on the emulated Cortex-M33")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="print the README's table (Markdown)")
+    ap.add_argument("--rows", nargs="*", type=Path, default=[],
+                    help="format the rows of earlier --json runs instead of measuring")
     args = ap.parse_args(argv)
+    if args.rows:
+        rows = [r for path in args.rows for r in json.loads(path.read_text())]
+        print(markdown(rows) if args.markdown else json.dumps(rows, indent=2))
+        return 0
     chosen = [e for e in corpus.entries() if (not args.only or any(s in e.name for s in args.only))
               and (not args.source or e.source in args.source)]
     if not corpus.SHARED.is_dir():
@@ -224,8 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(e, args.m33))
         if not args.json:
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    if args.json:
-        print(json.dumps(rows, indent=2))
+    if args.json or args.markdown:
+        print(markdown(rows) if args.markdown else json.dumps(rows, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
