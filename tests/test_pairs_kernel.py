@@ -169,6 +169,21 @@ def test_pairs_kernel_needs_right_shifts_and_word_alignment():
     assert unaligned.chosen == () and "2-byte aligned" in dict(unaligned.kernels[0].rejected)["pairs"]
 
 
+def test_the_kernel_report_says_what_runs_each_layer_and_why_not_the_others():
+    """The plan keeps every variant's reason (plan/choice.py), so a report states it rather than guessing."""
+    from tinyaot.report.kernels import kernel_report
+
+    case = CONVS[1]
+    rep = kernel_report(case.graph, case.plan, case.name)
+    (row,) = rep.rows
+    assert (row.variant, row.c_kernel, row.weight_bytes) == ("pairs", "tinyaot_conv2d_pairs_s8", 2)
+    assert row.work_bytes == case.plan.kernels[0].work_bytes > 0
+    assert dict(row.rejected) == {"pairs_w8": "optimize='speed' does not choose it (it is for size)",
+                                  "ring": "a variant chosen before placement runs it"}
+    assert "pairs_w8: optimize='speed' does not choose it" in str(rep)
+    assert rep.to_dict()["layers"][0]["rejected"]["ring"] == "a variant chosen before placement runs it"
+
+
 @pytest.mark.host
 def test_pairs_reference_equals_host():
     got = run_host(CASES)
