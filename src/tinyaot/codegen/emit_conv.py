@@ -1,10 +1,10 @@
 """C emitters of the weighted ops whose kernel is chosen at compile time (fully_connected, conv2d) and of their
 fast variants, pairs and wide (ir/variants.py); the other CNN ops take the generic call (codegen/ops.py).
 
-Each calls the kernel's `prepare` (the op's reference, or the variant's home in ref/), so the C reads exactly the
-numbers the NumPy reference uses, and passes the Params to the one calling convention (emit.kernel_op): a
-`static const` params struct in flash, the arrays beside it. A conv picks its kernel at compile time
-(`conv_kernel`), the ring emitter too.
+Each calls the op's reference `prepare`, so the C reads exactly the numbers the NumPy reference uses, lays the
+weights out as the chosen kernel reads them (tinyaot_kernels.h names the functions here), and passes the Params to
+the one calling convention (emit.kernel_op): a `static const` params struct in flash, the arrays beside it. A conv
+picks its kernel at compile time (`conv_kernel`), the ring emitter too.
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import numpy as np
 from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op, without_speed_tables
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import conv2d_pairs_s8, conv2d_s8, fully_connected_s8, fully_connected_wide_s8
+from tinyaot.ref import conv2d_add_s8, conv2d_pairs_s8, conv2d_s8, fully_connected_s8
 from tinyaot.ref.conv2d_s8 import ConvParams
+from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT
 
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
 PATCH16_TAPS = kernel_header().define("TINYAOT_CONV_PATCH16_TAPS")
@@ -45,30 +46,155 @@ def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, s
 
 def emit_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
     """The plan's wide kernel for a fully connected layer: bias folded, weights widened to int16 at compile time
-    (or, size mode, int8 in the kernel's order): ref/fully_connected_wide_s8.py."""
-    p = fully_connected_wide_s8.prepare(node, g, variant.weights)
+    (or, size mode, int8 in the kernel's order), as the variant's `weights` say."""
+    p = fully_connected_s8.prepare(node, g)
+    int8 = variant.weights == "int8"
+    weights = wide_fc_w8_weights(p.weights) if int8 else wide_fc_weights(p.weights)
+    right = right_shifts(p.shift)
+    multiplier = p.multiplier if int8 else requant_triples(p.multiplier, right, p.output_offset)
+    p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights, shift=right, multiplier=multiplier)
     return plain_op(node, prefix, offsets, p, variant.c_kernel, variant.c_file)
 
 
 emit_wide_w8 = emit_wide  # the same kernel reading int8 weights: the variant says which
 
 
+def pairs_params(p, int8: bool):
+    """A conv's params as the pairs kernels read them (tinyaot_kernels.h): weights and bias laid out per group,
+    the right shifts positive, and (speed) (multiplier, right, k) per channel, padded to the group. Speed mode
+    doubles weights and bias: the accumulators come out as the 2 * acc the requantization's SMMLAR wants, one
+    instruction less per output (exact: the plan proved |acc| < 2^30, and 2 * int8 fits the int16 halves)."""
+    taps_padded = conv2d_pairs_s8.taps_padded(p.kernel_h, p.kernel_w, p.in_c)
+    right = right_shifts(p.shift)
+    if int8:
+        return replace(p, weights=w8_weights(p.weights, taps_padded), shift=right, bias=pair_bias(p.bias, 2))
+    triples = np.zeros((-(-p.out_c // 4) * 4, 3), dtype=np.int32)
+    triples[: p.out_c] = requant_triples(p.multiplier, right, p.output_offset)
+    doubled = (2 * p.bias.astype(np.int64)).astype(np.int32)
+    return replace(p, weights=pair_weights(2 * p.weights.astype(np.int64), taps_padded), shift=right,
+                   bias=pair_bias(doubled, 4), multiplier=triples.reshape(-1))
+
+
+def pair_bias(bias: np.ndarray, group: int) -> np.ndarray:
+    """The pairs kernels' bias: per group of `group` channels, the group's bias for each of the two pixels, so the
+    microkernel loads its accumulators' start in one LDM ([ceil(out_c / group)][2][group], zero beyond out_c).
+
+    >>> pair_bias(np.array([1, 2, 3], np.int32), 2).tolist()
+    [1, 2, 1, 2, 3, 0, 3, 0]
+    """
+    groups = -(-len(bias) // group)
+    b = np.zeros(groups * group, dtype=np.int32)
+    b[: len(bias)] = bias
+    b = b.reshape(groups, 1, group)
+    return np.ascontiguousarray(np.concatenate([b, b], axis=1)).reshape(-1)
+
+
+def requant_triples(multiplier: np.ndarray, right: np.ndarray, zero_point: int) -> np.ndarray:
+    """The speed-mode wide kernel's per-output (multiplier, right, k): k = 2^(right - 1) + (zero_point << right)
+    rounds and adds the zero point in one step before the shift (exact: a multiple of 2^right).
+
+    >>> requant_triples(np.array([1 << 30]), np.array([3]), -2).tolist()
+    [[1073741824, 3, -12]]
+    """
+    k = (1 << (right.astype(np.int64) - 1)) + (np.int64(zero_point) << right.astype(np.int64))
+    if k.size and np.abs(k).max() >= ACC_LIMIT:
+        raise ValueError(f"requant_triples: a right shift above {FAST_MAX_RIGHT} does not fit; the variant's "
+                         "qualifies (ref/per_channel.py) should have refused the layer")
+    return np.stack([multiplier.astype(np.int64), right.astype(np.int64), k], axis=1).astype(np.int32)
+
+
+def right_shifts(shift: np.ndarray) -> np.ndarray:
+    """The pairs and wide kernels take the right shifts (1..31, the plan checked) positive: one instruction
+    less per output than negating TFLM's shift at run time."""
+    right = -shift.astype(np.int32)
+    if right.size and (right.min() < 1 or right.max() > 31):
+        raise ValueError(f"a fast-requantization kernel got shifts {shift.min()}..{shift.max()}: its variant's "
+                         "qualifies (ref/per_channel.py) should have refused the layer")
+    return right
+
+
+def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
+    """fc weights [out][in] -> the size-mode wide kernel's int8 [ceil(out / 8)][in / 4][8][4] (tinyaot_kernels.h).
+
+    >>> wide_fc_w8_weights(np.arange(1, 9, dtype=np.int8).reshape(1, 8))[0, 1, 0].tolist()
+    [5, 6, 7, 8]
+    """
+    out_f, in_f = weights.shape
+    groups = -(-out_f // 8)
+    w = np.zeros((groups * 8, in_f), dtype=np.int8)
+    w[:out_f] = weights
+    return np.ascontiguousarray(w.reshape(groups, 8, in_f // 4, 4).transpose(0, 2, 1, 3))
+
+
+def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
+    """fc weights [out][in] (in a multiple of 4) -> tinyaot_fully_connected_wide_s8's int32 words
+    [ceil(out / 8)][in / 4][2][8] (layout in tinyaot_kernels.h).
+
+    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8))[0, 0, :, 0].tolist()
+    [196609, -262142]
+    """
+    out_f, in_f = weights.shape
+    groups = -(-out_f // 8)
+    w = np.zeros((groups * 8, in_f), dtype=np.int64)
+    w[:out_f] = weights
+    w = w.reshape(groups, 8, in_f // 4, 4)  # [g][i][j][tap in quad]
+    even = (w[..., 0] & 0xFFFF) | (w[..., 2] << 16)
+    odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
+    return np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1).astype(np.int32)  # [g][j][even/odd][i]
+
+
 def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
-    """The plan's pairs kernel for a conv2d or conv2d_add (ref/conv2d_pairs_s8.py): weights laid out per group
-    at compile time, the work buffer the plan placed for this layer."""
+    """The plan's pairs kernel for a conv2d or conv2d_add (ref/conv2d_pairs_s8.py): weights widened to int16 pairs
+    at compile time (or, size mode, int8 in the kernel's order), the work buffer the plan placed for this layer."""
     work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
     base = layer_base(prefix, node)
-    p = conv2d_pairs_s8.prepare(node, g, variant.weights)
+    int8 = variant.weights == "int8"
     if node.op == "conv2d_add":
+        p = conv2d_add_s8.prepare(node, g)
+        p = p if speed else without_speed_tables(p)
+        p = replace(p, conv=pairs_params(p.conv, int8))
         x, skip = node.inputs[0], node.inputs[3]
-        return kernel_op(p if speed else without_speed_tables(p), base, variant.c_kernel, variant.c_file,
-                         [arena_in(offsets, x), arena_in(offsets, skip)], [work, arena_out(offsets, node.outputs[0])],
+        return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, x), arena_in(offsets, skip)],
+                         [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
+    p = pairs_params(conv2d_s8.prepare(node, g), int8)
     return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, node.inputs[0])],
                      [work, arena_out(offsets, node.outputs[0])])
 
 
 emit_pairs_w8 = emit_pairs  # the same kernels reading int8 weights: the variant says which
+
+
+def w8_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
+    """conv weights [out_c][kh][kw][in_c] -> the size-mode pairs kernel's int8 [out_c / 2][taps_padded / 4][2][4]
+    (layout in tinyaot_kernels.h): per pair of channels and group of four taps, each channel's four bytes.
+
+    >>> w8_weights(np.arange(1, 6, dtype=np.int8).reshape(1, 1, 1, 5), 8).reshape(-1).tolist()
+    [1, 2, 3, 4, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]
+    """
+    out_c, taps = weights.shape[0], int(np.prod(weights.shape[1:]))
+    groups = -(-out_c // 2)
+    w = np.zeros((groups * 2, taps_padded), dtype=np.int8)
+    w[:out_c, :taps] = weights.reshape(out_c, taps)
+    return np.ascontiguousarray(w.reshape(groups, 2, taps_padded // 4, 4).transpose(0, 2, 1, 3))
+
+
+def pair_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
+    """conv weights [out_c][kh][kw][in_c] -> the pairs kernel's int32 words [out_c / 4][taps_padded / 2][4]
+    (layout in tinyaot_kernels.h): word 2j of channel i holds taps 4j and 4j + 2, word 2j + 1 taps 4j + 1 and 4j + 3.
+
+    >>> pair_weights(np.array([[[[1, 2, 3, -4, 5]]]], dtype=np.int8), 8)[0, :, 0].tolist()
+    [196609, -262142, 5, 0]
+    """
+    out_c, taps = weights.shape[0], int(np.prod(weights.shape[1:]))
+    groups = -(-out_c // 4)
+    w = np.zeros((groups * 4, taps_padded), dtype=np.int64)
+    w[:out_c, :taps] = weights.reshape(out_c, taps)
+    w = w.reshape(groups, 4, taps_padded // 4, 4)  # [g][i][j][tap in quad]
+    even = (w[..., 0] & 0xFFFF) | (w[..., 2] << 16)
+    odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
+    words = np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1)  # [g][j][even/odd][i]
+    return words.reshape(groups, taps_padded // 2, 4).astype(np.int32)
 
 
 def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):

@@ -6,11 +6,11 @@ over its own input through a ring of held-back pixels (ring). It is data here; e
 of its stage, found from these fields:
 
 - `home`, ref/<home>.py, the kernel knowledge: `qualifies(node, g, options) -> (bool, reason)` (may this layer
-  take it: its requantization, its shapes, the arena's alignment), `work_bytes(node, g)` (the scratch it needs in
-  the arena; a `placed` variant's is sized by the placement instead) and the Params its C reads (its weight layout);
-  a variant that `runs_in_arena` (its own write order) also has `run(arena, offset_of, node, choice, kernel,
-  params)`, which the reference interpreter calls;
-- `emit`, codegen/<emit>.py `emit_<name>(node, g, prefix, offsets, choice, variant, speed)`;
+  take it: its requantization, its shapes, the arena's alignment) and `work_bytes(node, g)` (the scratch it needs
+  in the arena; a `placed` variant's is sized by the placement instead); a variant that `runs_in_arena` (its own
+  write order) also has `run(arena, offset_of, node, choice, kernel, params)`, which the reference interpreter calls;
+- `emit`, codegen/<emit>.py `emit_<name>(node, g, prefix, offsets, choice, variant, speed)`, which lays the weights
+  out as `layout` says (tinyaot_kernels.h names the functions there);
 - `c_kernel` in c/kernels/<c_file>, which calls the kernels of the files in `c_deps`.
 
 The plan (plan/kernels.py) gives each node the first variant, in its spec's order, that serves the optimize mode
@@ -40,13 +40,13 @@ class KernelOptions:
 @dataclass(frozen=True)
 class KernelVariant:
     name: str  # unique within its op: the plan's records and the reports name the kernel by it
-    home: str  # ref/<home>.py: qualifies, work_bytes, the Params as the C reads them (and run, runs_in_arena)
+    home: str  # ref/<home>.py: qualifies, work_bytes (and run, when it runs_in_arena)
     c_kernel: str  # the C function (its emitter may take a specialisation the Params call for: conv2d's 1x1 ring)
     c_file: str  # c/kernels/<c_file>, copied beside the model when a layer runs this variant
     emit: str  # codegen/<emit>.py: emit_<name>
     modes: tuple[str, ...] = OPTIMIZE_MODES  # the optimize modes that choose it
     weights: str = "int8"  # the weights' type in flash (WEIGHT_BYTES: int16 is widened at compile time)
-    layout: str = "as the plain kernel"  # how its weights are laid out (tinyaot_kernels.h; made by its home)
+    layout: str = "as the plain kernel"  # how its weights are laid out (tinyaot_kernels.h; made by its emitter)
     c_deps: tuple[str, ...] = ()  # kernel files its C file calls into, linked with it
     placed: bool = False  # chosen while placing the arena (where it shrinks it), not before
     runs_in_arena: bool = False  # writes in its own order: the interpreter runs its home's `run` in the arena

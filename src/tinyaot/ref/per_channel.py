@@ -6,8 +6,8 @@ quantizer (quantize/lower.py) ask about a layer's per-channel scales:
 - the (multiplier, shift) per output channel, from double(in_scale) * double(w_scale[c]) / double(out_scale), as
   TFLM's PopulateConvolutionQuantizationParams computes them;
 - whether the fast kernels' requantization (tinyaot_requantize_right: the pairs and wide kernels) gives TFLM's
-  result for them: every shift a right shift of 1..FAST_MAX_RIGHT and every accumulator provably below ACC_LIMIT;
-- those kernels' forms of the numbers: the right shifts positive, and speed mode's (multiplier, right, k) triples.
+  result for them: every shift a right shift of 1..FAST_MAX_RIGHT and every accumulator provably below ACC_LIMIT
+  (codegen/emit_conv.py then hands those kernels the right shifts positive, and speed's (multiplier, right, k)).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tinyaot.errors import ModelError
 from tinyaot.quantize.fixedpoint import quantize_multiplier
 
 ACC_LIMIT = 2**30  # |bias + sum x * w| below this: tinyaot_requantize_right's doubling cannot overflow
-FAST_MAX_RIGHT = 22  # speed's k = 2^(right - 1) + (zero_point << right) must fit in 30 bits (requant_triples)
+FAST_MAX_RIGHT = 22  # speed's k = 2^(right - 1) + (zero_point << right) fits in 30 bits (emit_conv.requant_triples)
 FAST_ALIGNMENT = 4  # the fast kernels load the arena a word pair at a time (LDRD): at least word aligned
 DEAD_BIAS_LIMIT = ACC_LIMIT // 2  # a channel of zero weights keeps |bias| below this (quantize/lower.py): its
 #                                   accumulator is its bias, inside the fast kernels' bound with room to spare
@@ -61,27 +61,3 @@ def accumulators_fit(w, b, x_bound: int) -> np.ndarray:
     weights = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
     bias = np.abs(b.data.astype(np.int64)) if b is not None and b.data is not None else 0
     return bias + x_bound * weights < ACC_LIMIT
-
-
-def right_shifts(shift: np.ndarray) -> np.ndarray:
-    """The fast kernels take the right shifts (1..31, `fast_requantization` checked) positive: one instruction
-    less per output than negating TFLM's shift at run time."""
-    right = -shift.astype(np.int32)
-    if right.size and (right.min() < 1 or right.max() > 31):
-        raise ValueError(f"a fast-requantization kernel got shifts {shift.min()}..{shift.max()}: its variant's "
-                         "qualifies should have refused the layer")
-    return right
-
-
-def requant_triples(multiplier: np.ndarray, right: np.ndarray, zero_point: int) -> np.ndarray:
-    """Speed mode's per-output (multiplier, right, k): k = 2^(right - 1) + (zero_point << right) rounds and adds
-    the zero point in one step before the shift (exact: a multiple of 2^right).
-
-    >>> requant_triples(np.array([1 << 30]), np.array([3]), -2).tolist()
-    [[1073741824, 3, -12]]
-    """
-    k = (1 << (right.astype(np.int64) - 1)) + (np.int64(zero_point) << right.astype(np.int64))
-    if k.size and np.abs(k).max() >= ACC_LIMIT:
-        raise ValueError(f"requant_triples: a right shift above {FAST_MAX_RIGHT} does not fit; the variant's "
-                         "qualifies should have refused the layer")
-    return np.stack([multiplier.astype(np.int64), right.astype(np.int64), k], axis=1).astype(np.int32)
