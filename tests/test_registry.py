@@ -244,7 +244,9 @@ def test_variants_sharing_a_c_file_agree_on_what_it_calls():
 
 
 def test_a_plan_record_names_an_unknown_variant_clearly():
-    with pytest.raises(ModelError, match="conv2d has no kernel variant 'quads'; it has: pairs, pairs_w8, ring"):
+    from tinyaot.errors import PlanError
+
+    with pytest.raises(PlanError, match="conv2d has no kernel variant 'quads'; it has: pairs, pairs_w8, ring"):
         OPS["conv2d"].variant("quads")
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tinyaot.errors import ModelError
+from tinyaot.errors import ModelError, PlanError
 from tinyaot.ir.attrs import PAD_MODES as PAD_MODES  # its users' import path from before attrs.py
 from tinyaot.ir.attrs import (
     AttrError,
@@ -124,14 +124,15 @@ class OpSpec:
         return "clamp" in self.attrs._names()
 
     def variant(self, name: str) -> KernelVariant | None:
-        """The variant a plan's record names; None for PLAIN (the op's own kernel)."""
+        """The variant a plan's record names; None for PLAIN (the op's own kernel). An unknown name is a plan
+        that does not fit this registry: tinyaot's bug."""
         if name == PLAIN:
             return None
         for v in self.variants:
             if v.name == name:
                 return v
-        raise ModelError(f"{self.name} has no kernel variant {name!r}; it has: "
-                         f"{', '.join(v.name for v in self.variants) or 'none'}")
+        raise PlanError(f"{self.name} has no kernel variant {name!r}; it has: "
+                        f"{', '.join(v.name for v in self.variants) or 'none'}")
 
 
 def _spec(name, operands, attrs, doc, qparams, **traits) -> OpSpec:

@@ -23,8 +23,8 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
     """The ring kernels take int8 NHWC; whether a ring pays is the placement's question (plan/inplace.py)."""
     x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
     if x.dtype != "int8" or y.dtype != "int8" or len(x.shape) != 4 or len(y.shape) != 4:
-        return False, f"its tensors are {x.dtype} {list(x.shape)} -> {y.dtype} {list(y.shape)}; the ring kernels " \
-                      "take int8 NHWC"
+        return False, (f"its tensors are {x.dtype} {list(x.shape)} -> {y.dtype} {list(y.shape)}; the ring kernels "
+                       "take int8 NHWC")
     return True, ""
 
 
