@@ -176,7 +176,7 @@ def test_the_kernel_report_says_what_runs_each_layer_and_why_not_the_others():
     case = CONVS[1]
     rep = kernel_report(case.graph, case.plan, case.name)
     (row,) = rep.rows
-    assert (row.variant, row.c_kernel, row.weight_bytes) == ("pairs", "tinyaot_conv2d_pairs_s8", 2)
+    assert (row.variant, row.c_kernel, row.weights) == ("pairs", "tinyaot_conv2d_pairs_s8", "int16")
     assert row.work_bytes == case.plan.kernels[0].work_bytes > 0
     assert dict(row.rejected) == {"pairs_w8": "optimize='speed' does not choose it (it is for size)",
                                   "ring": "a variant chosen before placement runs it"}

@@ -14,8 +14,8 @@ class KernelRow:
     op: str
     variant: str  # the kernel variant the plan chose (ir/variants.py), or "plain"
     c_kernel: str  # its C function ("" for the plain kernel, which its emitter picks: codegen/)
+    weights: str  # the variant's weights in flash (int16: widened at compile time); "" for the plain kernel's
     work_bytes: int  # its scratch in the arena (a pairs work buffer, a ring)
-    weight_bytes: int  # flash per weight of the kernel's layout (2: widened to int16 at compile time)
     rejected: tuple[tuple[str, str], ...]  # (variant, why not)
 
 
@@ -52,6 +52,6 @@ def kernel_report(graph, plan, model: str = "model") -> KernelReport:
     rows = []
     for k in plan.kernels:
         v = OPS[ops[k.node]].variant(k.variant)
-        rows.append(KernelRow(k.node, ops[k.node], k.variant, v.c_kernel if v else "", k.work_bytes,
-                              v.weight_bytes if v else 1, k.rejected))
+        rows.append(KernelRow(k.node, ops[k.node], k.variant, v.c_kernel if v else "", v.weights if v else "",
+                              k.work_bytes, k.rejected))
     return KernelReport(model, plan.optimize, tuple(rows))
