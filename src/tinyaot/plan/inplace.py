@@ -10,8 +10,9 @@ input: a 3x3 depthwise with padding 1 holds one row + one pixel back (TinyEngine
 with a ring), a 1x1 conv with equal channels nothing (a ring of one pixel).
 
 The ring is a scratch buffer in the plan, live only at its node's step, placed by the same planners and
-checked by the same verifier. The compiler picks the variant here, at plan time, and the code generator
-emits a direct call (no run-time dispatch). Numerics are the plain kernels' (same integer results); only where
+checked by the same verifier. The compiler picks the variant here, at plan time, as the node's kernel record
+(plan/choice.py; a node left plain keeps why it has no ring), and the code generator emits a direct call (no
+run-time dispatch). Numerics are the plain kernels' (same integer results); only where
 and when bytes are written differ, and the reference interpreter runs the ring in the arena pixel by pixel
 (ref/inplace.py), so a wrong distance or a misplaced ring changes its answer.
 """
