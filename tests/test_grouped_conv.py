@@ -120,7 +120,9 @@ def test_the_cases_reach_every_conv_kernel():
 @pytest.mark.parametrize("optimize", ["memory", "speed"])
 def test_reference_equals_host(optimize):
     cs = [c for c, _ in cases(optimize)]
-    assert all(not c.plan.kernels for c in cs)  # the pairs kernels take groups = 1 only (plan/kernels.py)
+    assert all(not c.plan.chosen for c in cs)  # the pairs kernels take groups = 1 only, and the plan says so
+    if optimize == "speed":
+        assert all(dict(c.plan.kernels[0].rejected)["pairs"].startswith("a grouped conv") for c in cs)
     bad = mismatches(cs, run_host(cs))
     assert not bad, "host C differs from the NumPy reference: " + "; ".join(bad[:5])
 
@@ -208,7 +210,7 @@ def test_pytorch_grouped_models_are_bit_exact_everywhere(name, optimize):
     grouped = [n for n in cm.graph.nodes if n.op == "conv2d"
                and cm.graph.tensor(n.inputs[1]).shape[3] != cm.graph.tensor(n.inputs[0]).shape[3]]
     assert len(grouped) >= 2
-    assert not {k.node for k in cm.plan.kernels} & {n.name for n in grouped}  # pairs: groups = 1 only
+    assert not {k.node for k in cm.plan.chosen if k.ring is None} & {n.name for n in grouped}  # pairs: groups = 1
     xq = cm.quantize_input(cm.to_model_layout(x[:6].numpy()))
     want = cm.run(xq, engine="reference")
     np.testing.assert_array_equal(cm.run(xq, engine="host"), want)
@@ -263,7 +265,7 @@ def test_grouped_ring_kernels_are_bit_exact():
     model = GroupedChain().eval()
     x = torch.randn(40, 4, 12, 12).cumsum(-1) / 3
     cm = tinyaot.compile(model, x[:1], calibration=x.numpy(), name="grouped_rings", optimize="memory")
-    assert {v.node for v in cm.plan.variants} >= {"b", "c"}  # a 3x3 and a pointwise grouped ring
+    assert {v.node for v in cm.plan.rings} >= {"b", "c"}  # a 3x3 and a pointwise grouped ring
     xq = cm.quantize_input(cm.to_model_layout(x[:4].numpy()))
     want = cm.run(xq, engine="reference")  # the ring emulated pixel by pixel in the planned arena
     np.testing.assert_array_equal(cm.run(xq, engine="host"), want)

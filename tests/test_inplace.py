@@ -15,6 +15,7 @@ import tinyaot
 from tinyaot.codegen import generate_c
 from tinyaot.errors import PlanError
 from tinyaot.plan import MemoryPlan, buffer_overlaps, buffers_of, plan_memory, verify_plan
+from tinyaot.plan.choice import ring_choice
 from tinyaot.plan.inplace import choose_variants, ring_buffer, ring_distance, smallest_delay
 from tinyaot.plan.overlap import window_need
 from tinyaot.ref.interpreter import Interpreter
@@ -45,10 +46,10 @@ def test_kws_fits_one_feature_map_plus_one_ring():
     plan = cm.plan
     assert cm.lower_bound_bytes == 16_000
     assert cm.arena_bytes == 8_000 + 7 * 64 == 8_448
-    rings = {(cm.graph.producer(v.output).op, v.ring_pixels, v.distance) for v in plan.variants}
+    rings = {(cm.graph.producer(v.output).op, v.ring_pixels, v.distance) for v in plan.rings}
     assert rings == {("depthwise_conv2d", 7, 0), ("conv2d", 1, 0)}
-    assert len(plan.variants) == 8
-    for v in plan.variants:  # exactly over the input, the ring beside them only during its step
+    assert len(plan.rings) == 8
+    for v in plan.rings:  # exactly over the input, the ring beside them only during its step
         assert plan.offsets[v.output] == plan.offsets[v.input]
         ring = plan.buffer_of_name(v.scratch)
         assert ring.scratch and ring.first == ring.last == v.step
@@ -63,8 +64,8 @@ def test_kws_speed_plan_runs_the_pointwise_convs_in_place_without_a_ring():
     cm = _kws("speed")
     plan = cm.plan
     assert cm.arena_bytes == 8_448 and cm.lower_bound_bytes == 16_000
-    assert {cm.graph.producer(v.output).op for v in plan.variants} == {"depthwise_conv2d"}
-    pairs = {k.node for k in plan.kernels if k.kernel == "pairs"}
+    assert {cm.graph.producer(v.output).op for v in plan.rings} == {"depthwise_conv2d"}
+    pairs = {k.node for k in plan.kernels if k.variant == "pairs"}
     assert pairs == {n.name for n in cm.graph.nodes if n.op == "conv2d"}
     in_place = [n for n in cm.graph.nodes if n.name in pairs and n.name != "conv2d_0"]
     assert len(in_place) == 4
@@ -86,9 +87,11 @@ def test_ring_distances_follow_the_geometry():
     assert smallest_delay(need, oc, 8000) == 0 and ring_distance(need, oc, 0, 8000) == 0
 
 
-def _with_variant(plan: MemoryPlan, node: str, **changes) -> MemoryPlan:
-    variants = tuple(replace(v, **changes) if v.node == node else v for v in plan.variants)
-    return replace(plan, variants=variants)
+def _with_ring(plan: MemoryPlan, node: str, **changes) -> MemoryPlan:
+    """The plan with the ring of `node` changed (its record's geometry)."""
+    kernels = tuple(replace(k, ring=replace(k.ring, **changes)) if k.node == node and k.ring else k
+                    for k in plan.kernels)
+    return replace(plan, kernels=kernels)
 
 
 def test_a_ring_one_pixel_short_gives_a_wrong_answer_in_the_reference():
@@ -100,7 +103,7 @@ def test_a_ring_one_pixel_short_gives_a_wrong_answer_in_the_reference():
     want = _trace(g, disjoint, x)
     for name in good:
         np.testing.assert_array_equal(good[name], want[name])
-    short = _with_variant(plan, "depthwise_conv2d_3", ring_pixels=6)  # claims distance 0 still: a lie
+    short = _with_ring(plan, "depthwise_conv2d_3", ring_pixels=6)  # claims distance 0 still: a lie
     verify_plan(short)  # the plan itself is consistent; only the kernel's write order exposes the lie
     bad = _trace(g, short, x)
     np.testing.assert_array_equal(bad["conv2d_2"], want["conv2d_2"])
@@ -110,7 +113,7 @@ def test_a_ring_one_pixel_short_gives_a_wrong_answer_in_the_reference():
 def test_verifier_rejects_a_misplaced_ring_and_the_reference_shows_it():
     cm = _kws()
     g, plan = cm.graph, cm.plan
-    v = plan.variant_of("conv2d_4")
+    v = plan.ring_of("conv2d_4")
     offsets = dict(plan.offsets)
     offsets[v.scratch] = plan.offsets[v.output] + 4_000  # inside the map being rewritten
     moved = replace(plan, offsets=offsets)
@@ -122,11 +125,11 @@ def test_verifier_rejects_a_misplaced_ring_and_the_reference_shows_it():
 
 def test_verifier_checks_the_ring_lifetime_size_and_rule():
     plan = _kws().plan
-    v = plan.variant_of("depthwise_conv2d_5")
+    v = plan.ring_of("depthwise_conv2d_5")
     with pytest.raises(PlanError, match="distance"):
-        verify_plan(_with_variant(plan, v.node, distance=-64))
+        verify_plan(_with_ring(plan, v.node, distance=-64))
     with pytest.raises(PlanError, match="writes 8 x 64 B"):
-        verify_plan(_with_variant(plan, v.node, ring_pixels=8))
+        verify_plan(_with_ring(plan, v.node, ring_pixels=8))
     bufs = tuple(replace(b, last=b.last + 1) if b.name == v.scratch else b for b in plan.buffers)
     with pytest.raises(PlanError, match="only"):
         verify_plan(replace(plan, buffers=bufs))
@@ -141,8 +144,9 @@ def test_rings_only_where_they_shrink_the_arena():
     ins, out, attrs, _ = gen_conv(rng, depthwise=True)
     g = one_op_graph("depthwise_conv2d", ins, out, attrs)
     plan = tinyaot.pipeline.plan(g)
-    assert plan.variants == ()
+    assert plan.rings == ()
     assert "ring" not in plan.planner
+    assert plan.kernels[0].rejected == (("ring", "the arena is no smaller with its ring"),)  # what a report says
 
 
 # ---- random layers forced over their own input ------------------------------------------------------------
@@ -164,7 +168,7 @@ def _forced_ring_plan(g) -> MemoryPlan | None:
     offsets = {b.name: 0 for b in bufs} | {ring.name: top}
     arena = -(-(top + ring.nbytes) // 4) * 4
     plan = MemoryPlan(tuple(bufs) + (ring,), offsets, arena, top, 4, "forced ring", len(g.nodes), rules,
-                      variants=(v,))
+                      kernels=(ring_choice(v),))
     verify_plan(plan)
     return plan
 
@@ -198,11 +202,11 @@ def test_random_layers_over_their_own_input_equal_the_plain_kernel(depthwise):
         x = c.samples[0]
         np.testing.assert_array_equal(Interpreter(c.graph, c.plan).run(x), Interpreter(c.graph, disjoint).run(x),
                                       err_msg=c.name)
-        v = c.plan.variants[0]
+        v = c.plan.rings[0]
         if v.delay:
-            short = replace(c.plan, variants=(replace(v, ring_pixels=v.delay),))
+            short = _with_ring(c.plan, v.node, ring_pixels=v.delay)
             wrong += bool((Interpreter(c.graph, short).run(x) != Interpreter(c.graph, disjoint).run(x)).any())
-    delayed = sum(c.plan.variants[0].delay > 0 for c in cases)
+    delayed = sum(c.plan.rings[0].delay > 0 for c in cases)
     assert delayed >= 4 and wrong >= delayed // 2  # one pixel short is usually caught by the emulation
 
 

@@ -11,6 +11,7 @@ from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_
 from tinyaot.codegen import generate_c
 from tinyaot.ir import Node, QParams, Tensor
 from tinyaot.ir.ops import RELU
+from tinyaot.ref.conv2d_pairs_s8 import taps_padded
 
 N_SAMPLES = 3
 
@@ -120,20 +121,22 @@ def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
     for case in FCS:
         (choice,) = case.plan.kernels
         size = case.optimize == "size"
-        assert choice.kernel == ("wide_w8" if size else "wide") and choice.work == ""
+        assert choice.variant == ("wide_w8" if size else "wide") and choice.work == ""
         assert not any(b.scratch for b in case.plan.buffers)
         c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
         assert ("tinyaot_fully_connected_wide_w8_s8(" if size else "tinyaot_fully_connected_wide_s8(") in c
-    assert fc_case(0, c_in=12).plan.kernels == ()  # not a multiple of 8: the plain kernel
+    (plain,) = fc_case(0, c_in=12).plan.kernels  # not a multiple of 8: the plain kernel, and the plan says why
+    assert plain.plain and dict(plain.rejected)["wide"] == "12 input features; the wide kernels read whole groups of 8"
 
 
 def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():
     for case in CONVS + RESIDUAL + SIZE:
         (choice,) = case.plan.kernels
         size = any(case is c for c in SIZE)
-        assert choice.kernel == ("pairs_w8" if size else "pairs")
+        assert choice.variant == ("pairs_w8" if size else "pairs")
         work = case.plan.buffer_of_name(choice.work)
-        assert work.scratch and work.nbytes == choice.work_bytes and choice.work_bytes >= 5 * choice.taps_padded
+        _, kh, kw, in_c = case.graph.tensor(case.graph.nodes[0].inputs[1]).shape
+        assert work.scratch and work.nbytes == choice.work_bytes and choice.work_bytes >= 5 * taps_padded(kh, kw, in_c)
         c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
         assert ("_pairs_w8_s8(" if size else "_pairs_s8(") in c, case.name
     shapes = {(c.graph.nodes[0].attrs["padding"] != (0, 0, 0, 0), c.graph.tensor(c.graph.inputs[0]).shape[3] % 4 == 0,
@@ -148,7 +151,9 @@ def test_memory_mode_keeps_the_plain_int8_kernels():
 
     case = CONVS[1]
     plain = plan(case.graph, optimize="memory")
-    assert plain.kernels == () and "_pairs" not in generate_c(case.graph, plain, "m").files["m.c"]
+    assert plain.chosen == () and "_pairs" not in generate_c(case.graph, plain, "m").files["m.c"]
+    why = dict(plain.kernels[0].rejected)
+    assert why["pairs"] == "optimize='memory' does not choose it (it is for speed)" and "ring" in why
 
 
 def test_pairs_kernel_needs_right_shifts_and_word_alignment():
@@ -158,8 +163,25 @@ def test_pairs_kernel_needs_right_shifts_and_word_alignment():
     g = case.graph
     y = g.tensor("y")
     g.tensors["y"] = Tensor("y", y.shape, "int8", qparams=QParams.per_tensor(1e-6, 0))  # multiplier > 1: left shift
-    assert plan(g, optimize="speed").kernels == ()
-    assert plan(conv_case(1).graph, optimize="speed", alignment=2).kernels == ()
+    left = plan(g, optimize="speed")
+    assert left.chosen == () and "left shift" in dict(left.kernels[0].rejected)["pairs"]
+    unaligned = plan(conv_case(1).graph, optimize="speed", alignment=2)
+    assert unaligned.chosen == () and "2-byte aligned" in dict(unaligned.kernels[0].rejected)["pairs"]
+
+
+def test_the_kernel_report_says_what_runs_each_layer_and_why_not_the_others():
+    """The plan keeps every variant's reason (plan/choice.py), so a report states it rather than guessing."""
+    from tinyaot.report.kernels import kernel_report
+
+    case = CONVS[1]
+    rep = kernel_report(case.graph, case.plan, case.name)
+    (row,) = rep.rows
+    assert (row.variant, row.c_kernel, row.weights) == ("pairs", "tinyaot_conv2d_pairs_s8", "int16")
+    assert row.work_bytes == case.plan.kernels[0].work_bytes > 0
+    assert dict(row.rejected) == {"pairs_w8": "optimize='speed' does not choose it (it is for size)",
+                                  "ring": "a variant chosen before placement runs it"}
+    assert "pairs_w8: optimize='speed' does not choose it" in str(rep)
+    assert rep.to_dict()["layers"][0]["rejected"]["ring"] == "a variant chosen before placement runs it"
 
 
 @pytest.mark.host

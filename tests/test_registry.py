@@ -185,8 +185,10 @@ def test_every_kernel_op_has_a_reference_a_c_kernel_and_an_emitter(op):
     emitted = emitter(OPS[op])(g.nodes[0], g, "m", {t: "0" for t in g.tensors})  # read from the spec
     kernels = resources.files("tinyaot").joinpath("c", "kernels")
     assert kernels.joinpath(emitted.kernel_file).is_file(), emitted.kernel_file
-    if OPS[op].emit is None:  # the generic call: tinyaot_<ref>(inputs, &params, output) in <ref>.c
-        assert emitted.kernel_file == f"{OPS[op].ref}.c" and emitted.call.startswith(f"tinyaot_{OPS[op].ref}(")
+    if OPS[op].emit is None:  # the generic call: tinyaot_<ref>(inputs, &params, output) in <ref>.c, or the
+        #                       function its Params name (a binary op's broadcast kernel)
+        fn = getattr(module.prepare(g.nodes[0], g), "c_kernel", f"tinyaot_{OPS[op].ref}")
+        assert emitted.kernel_file == f"{OPS[op].ref}.c" and emitted.call.startswith(f"{fn}(")
         assert f"&m_{g.nodes[0].name}_params" in emitted.call
 
 
@@ -207,6 +209,45 @@ def test_every_16x8_variant_has_a_reference_and_a_c_kernel(op):
     params = [v for v in vars(module).values() if isinstance(v, type) and v.__name__.endswith("Params")
               and v.__module__ == module.__name__]
     assert params and kernel_header().fields(struct_name(params[0]))  # test_kernel_params checks the members
+
+
+VARIANTS = [(op, v) for op, s in sorted(OPS.items()) for v in s.variants]
+
+
+@pytest.mark.parametrize("op,variant", VARIANTS, ids=[f"{op}-{v.name}" for op, v in VARIANTS])
+def test_every_kernel_variant_has_its_home_c_kernel_and_emitter(op, variant):
+    """A variant's spec names its parts (ir/variants.py): ref/<home>.py with qualifies (work_bytes unless the
+    placement sizes it, run when it writes in its own order), its C function declared in tinyaot_kernels.h and
+    defined in its file, the kernel files that file calls, and codegen/<emit>.py emit_<name>."""
+    from tinyaot.codegen.ops import variant_emitter
+    from tinyaot.ir.variants import OPTIMIZE_MODES, PLAIN, WEIGHT_BYTES
+
+    home = importlib.import_module(f"tinyaot.ref.{variant.home}")
+    assert callable(home.qualifies)
+    assert variant.placed or callable(home.work_bytes)
+    assert not variant.runs_in_arena or callable(home.run)
+    kernels = resources.files("tinyaot").joinpath("c", "kernels")
+    header = resources.files("tinyaot").joinpath("c", "include", "tinyaot_kernels.h").read_text()
+    assert f"{variant.c_kernel}(" in kernels.joinpath(variant.c_file).read_text() and f"{variant.c_kernel}(" in header
+    assert all(kernels.joinpath(dep).is_file() for dep in variant.c_deps)
+    assert callable(variant_emitter(variant))
+    assert set(variant.modes) <= set(OPTIMIZE_MODES) and variant.weights in WEIGHT_BYTES
+    assert [v.name for v in OPS[op].variants].count(variant.name) == 1 and variant.name != PLAIN
+    assert OPS[op].variant(variant.name) is variant and OPS[op].variant(PLAIN) is None
+
+
+def test_variants_sharing_a_c_file_agree_on_what_it_calls():
+    """Kernel files are copied per file: two variants in one file must name the same dependencies."""
+    deps = {}
+    for _, v in VARIANTS:
+        assert deps.setdefault(v.c_file, v.c_deps) == v.c_deps, v.c_file
+
+
+def test_a_plan_record_names_an_unknown_variant_clearly():
+    from tinyaot.errors import PlanError
+
+    with pytest.raises(PlanError, match="conv2d has no kernel variant 'quads'; it has: pairs, pairs_w8, ring"):
+        OPS["conv2d"].variant("quads")
 
 
 @pytest.mark.parametrize("op", sorted(n for n, s in OPS.items() if s.qparams not in (ops.AFTER_LOWERING,

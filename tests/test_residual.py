@@ -52,7 +52,7 @@ def test_resnet8_speed_plan_adds_only_the_work_buffers():
     work buffer at its own step; 752 B more than memory mode (the work buffers that no gap holds)."""
     cm = _resnet("speed")
     assert [n.name for n in cm.graph.nodes if n.op == "conv2d_add"] == ["add_3", "add_7", "add_11"]
-    assert sum(k.kernel == "pairs" for k in cm.plan.kernels) == 9 and cm.plan.variants == ()
+    assert sum(k.variant == "pairs" for k in cm.plan.kernels) == 9 and cm.plan.rings == ()
     assert cm.arena_bytes == 33_520 and cm.lower_bound_bytes == 49_152
     src = cm.c_sources.files["resnet.c"]
     assert src.count("tinyaot_conv2d_add_pairs_s8(") == 3 and src.count("tinyaot_conv2d_pairs_s8(") == 6

@@ -24,10 +24,11 @@ from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
 from tinyaot.plan.kernels import check_optimize
-from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch_len, batch_slice, collect_ranges
+from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch_len, collect_ranges
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
+from tinyaot.quantize.mixed import auto_int16_layers
 from tinyaot.report.budget import PICO2, TargetMemory, check_budget, check_target_memory
 
 # C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
@@ -418,12 +419,7 @@ def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: _Options) 
     """Layer -> why it has int16 activations (int16="auto": its int8 error; or asked for by name)."""
     if opts.int16 != "auto":
         return dict.fromkeys(opts.int16, "chosen by name")
-    from tinyaot.quantize.float_eval import evaluate
-    from tinyaot.quantize.mixed import AUTO_SAMPLES, AUTO_SQNR_DB
-    from tinyaot.report.quant_error import int16_candidates
-
-    values = evaluate(float_graph, batch_slice(batch, 0, AUTO_SAMPLES))
-    return int16_candidates(float_graph, int8_graph, values, AUTO_SQNR_DB)
+    return auto_int16_layers(float_graph, int8_graph, batch)
 
 
 def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompiledModel:

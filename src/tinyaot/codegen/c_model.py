@@ -7,9 +7,8 @@ from pathlib import Path
 
 from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
-from tinyaot.codegen.emit_conv import emit_fc_wide, emit_pairs
-from tinyaot.codegen.emit_inplace import KERNEL_DEPS, emit_ring
-from tinyaot.codegen.ops import EmittedOp, describe, emitter_for
+from tinyaot.codegen.emit_inplace import KERNEL_DEPS
+from tinyaot.codegen.ops import EmittedOp, describe, emitter_for, variant_emitter
 from tinyaot.codegen.params import constant_bytes
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS, state_family
@@ -69,19 +68,15 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
 
 
 def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):
-    """The plan's kernel variant for this node (an in-place ring) or the op's plain kernel; nothing for a slice the
-    plan reads in place."""
+    """The kernel variant the plan recorded for this node (pairs, wide, an in-place ring) or the op's plain
+    kernel; nothing for a slice the plan reads in place."""
     if not OPS[node.op].view and plan.reads_in_place(node):
         return EmittedOp("", "/* a slice read in place: its bytes are a run of its input's, nothing to do */", None)
-    ring = plan.variant_of(node.name)
-    if ring is not None:
-        return emit_ring(node, g, prefix, offsets, ring)
     speed = plan.optimize == "speed"  # tables that only buy speed are flash the other modes keep
     choice = plan.kernel_of(node.name)
-    if choice is not None and choice.kernel in ("wide", "wide_w8"):
-        return emit_fc_wide(node, g, prefix, offsets, choice.kernel == "wide_w8")
-    if choice is not None:
-        return emit_pairs(node, g, prefix, offsets, choice, speed)
+    variant = OPS[node.op].variant(choice.variant) if choice is not None else None
+    if variant is not None:
+        return variant_emitter(variant)(node, g, prefix, offsets, choice, variant, speed=speed)
     return emitter_for(node, g)(node, g, prefix, offsets, speed=speed)
 
 

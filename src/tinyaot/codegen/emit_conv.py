@@ -1,9 +1,10 @@
-"""C emitters of the weighted ops whose kernel is chosen at compile time (fully_connected, conv2d); the other CNN
-ops take the generic call (codegen/ops.py).
+"""C emitters of the weighted ops whose kernel is chosen at compile time (fully_connected, conv2d) and of their
+fast variants, pairs and wide (ir/variants.py); the other CNN ops take the generic call (codegen/ops.py).
 
-Each calls the op's reference `prepare`, so the C reads exactly the numbers the NumPy reference uses, and
-passes the Params to the one calling convention (emit.kernel_op): a `static const` params struct in flash,
-the arrays beside it. A conv picks its kernel at compile time (`conv_kernel`), the ring emitter too.
+Each calls the op's reference `prepare`, so the C reads exactly the numbers the NumPy reference uses, lays the
+weights out as the chosen kernel reads them (tinyaot_kernels.h names the functions here), and passes the Params to
+the one calling convention (emit.kernel_op): a `static const` params struct in flash, the arrays beside it. A conv
+picks its kernel at compile time (`conv_kernel`), the ring emitter too.
 """
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import numpy as np
 from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op, without_speed_tables
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import conv2d_add_s8, conv2d_s8, fully_connected_s8
+from tinyaot.ref import conv2d_add_s8, conv2d_pairs_s8, conv2d_s8, fully_connected_s8
 from tinyaot.ref.conv2d_s8 import ConvParams
+from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT
 
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
 PATCH16_TAPS = kernel_header().define("TINYAOT_CONV_PATCH16_TAPS")
@@ -42,23 +44,27 @@ def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, s
     return plain_op(node, prefix, offsets, p, "tinyaot_fully_connected_s8", "fully_connected_s8.c")
 
 
-def emit_fc_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], int8: bool = False):
+def emit_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
     """The plan's wide kernel for a fully connected layer: bias folded, weights widened to int16 at compile time
-    (or, size mode, int8 in the kernel's order)."""
+    (or, size mode, int8 in the kernel's order), as the variant's `weights` say."""
     p = fully_connected_s8.prepare(node, g)
+    int8 = variant.weights == "int8"
     weights = wide_fc_w8_weights(p.weights) if int8 else wide_fc_weights(p.weights)
     right = right_shifts(p.shift)
     multiplier = p.multiplier if int8 else requant_triples(p.multiplier, right, p.output_offset)
     p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights, shift=right, multiplier=multiplier)
-    fn = "tinyaot_fully_connected_wide_w8_s8" if int8 else "tinyaot_fully_connected_wide_s8"
-    return plain_op(node, prefix, offsets, p, fn, "fully_connected_s8.c")
+    return plain_op(node, prefix, offsets, p, variant.c_kernel, variant.c_file)
 
 
-def pairs_params(p, taps_padded: int, int8: bool):
+emit_wide_w8 = emit_wide  # the same kernel reading int8 weights: the variant says which
+
+
+def pairs_params(p, int8: bool):
     """A conv's params as the pairs kernels read them (tinyaot_kernels.h): weights and bias laid out per group,
     the right shifts positive, and (speed) (multiplier, right, k) per channel, padded to the group. Speed mode
     doubles weights and bias: the accumulators come out as the 2 * acc the requantization's SMMLAR wants, one
     instruction less per output (exact: the plan proved |acc| < 2^30, and 2 * int8 fits the int16 halves)."""
+    taps_padded = conv2d_pairs_s8.taps_padded(p.kernel_h, p.kernel_w, p.in_c)
     right = right_shifts(p.shift)
     if int8:
         return replace(p, weights=w8_weights(p.weights, taps_padded), shift=right, bias=pair_bias(p.bias, 2))
@@ -91,9 +97,9 @@ def requant_triples(multiplier: np.ndarray, right: np.ndarray, zero_point: int) 
     [[1073741824, 3, -12]]
     """
     k = (1 << (right.astype(np.int64) - 1)) + (np.int64(zero_point) << right.astype(np.int64))
-    if k.size and np.abs(k).max() >= 2**30:
-        raise ValueError("requant_triples: a right shift above 22 does not fit; plan/kernels.py should not have "
-                         "chosen the wide kernel")
+    if k.size and np.abs(k).max() >= ACC_LIMIT:
+        raise ValueError(f"requant_triples: a right shift above {FAST_MAX_RIGHT} does not fit; the variant's "
+                         "qualifies (ref/per_channel.py) should have refused the layer")
     return np.stack([multiplier.astype(np.int64), right.astype(np.int64), k], axis=1).astype(np.int32)
 
 
@@ -102,8 +108,8 @@ def right_shifts(shift: np.ndarray) -> np.ndarray:
     less per output than negating TFLM's shift at run time."""
     right = -shift.astype(np.int32)
     if right.size and (right.min() < 1 or right.max() > 31):
-        raise ValueError(f"a fast-requantization kernel got shifts {shift.min()}..{shift.max()}: plan/kernels.py "
-                         "should not have chosen it")
+        raise ValueError(f"a fast-requantization kernel got shifts {shift.min()}..{shift.max()}: its variant's "
+                         "qualifies (ref/per_channel.py) should have refused the layer")
     return right
 
 
@@ -137,25 +143,26 @@ def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
     return np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1).astype(np.int32)  # [g][j][even/odd][i]
 
 
-def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, speed: bool = True):
-    """The plan's pairs kernel (plan/kernels.py) for a conv2d or conv2d_add: weights widened to int16 pairs at
-    compile time, the work buffer the plan placed for this layer."""
+def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
+    """The plan's pairs kernel for a conv2d or conv2d_add (ref/conv2d_pairs_s8.py): weights widened to int16 pairs
+    at compile time (or, size mode, int8 in the kernel's order), the work buffer the plan placed for this layer."""
     work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
     base = layer_base(prefix, node)
-    int8 = choice.kernel == "pairs_w8"
-    suffix = "_w8_s8" if int8 else "_s8"
+    int8 = variant.weights == "int8"
     if node.op == "conv2d_add":
         p = conv2d_add_s8.prepare(node, g)
         p = p if speed else without_speed_tables(p)
-        p = replace(p, conv=pairs_params(p.conv, choice.taps_padded, int8))
+        p = replace(p, conv=pairs_params(p.conv, int8))
         x, skip = node.inputs[0], node.inputs[3]
-        return kernel_op(p, base, f"tinyaot_conv2d_add_pairs{suffix}", "conv2d_pairs_s8.c",
-                         [arena_in(offsets, x), arena_in(offsets, skip)], [work, arena_out(offsets, node.outputs[0])],
+        return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, x), arena_in(offsets, skip)],
+                         [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
-    p = conv2d_s8.prepare(node, g)
-    p = pairs_params(p, choice.taps_padded, int8)
-    return kernel_op(p, base, f"tinyaot_conv2d_pairs{suffix}", "conv2d_pairs_s8.c", [arena_in(offsets, node.inputs[0])],
+    p = pairs_params(conv2d_s8.prepare(node, g), int8)
+    return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, node.inputs[0])],
                      [work, arena_out(offsets, node.outputs[0])])
+
+
+emit_pairs_w8 = emit_pairs  # the same kernels reading int8 weights: the variant says which
 
 
 def w8_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:

@@ -2,8 +2,10 @@
 
 An op's emitter is the generic one (its reference `prepare`, C kernel `tinyaot_<ref>` in `<ref>.c`, called with
 the node's arena inputs, `&<layer>_params` and its output) unless its spec names a module with its own
-`emit_<op>` (a kernel chosen at compile time, constant operands, a pointer array). Either way the C reads the
-compile-time numbers the NumPy reference uses.
+`emit_<op>` (a kernel chosen at compile time, a pointer array). A Params that knows its C function better (a
+binary op's broadcast kernel) says so in its `c_kernel`, and one whose tables deserve a comment in its `c_notes`;
+the generic call reads both. A node the plan runs by a kernel variant gets that variant's emitter
+(`variant_emitter`). Either way the C reads the compile-time numbers the NumPy reference uses.
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from tinyaot.codegen.cformat import c_array
 from tinyaot.codegen.emit import EmittedOp, arena_in, arena_out, kernel_op, layer_base, without_speed_tables
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS, OpSpec, kernel_ref
+from tinyaot.ir.variants import KernelVariant
 
-__all__ = ["EMITTERS", "EmittedOp", "describe", "emitter", "emitter_for"]
+__all__ = ["EMITTERS", "EmittedOp", "describe", "emitter", "emitter_for", "variant_emitter"]
 
 C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t"}
 
@@ -33,8 +36,9 @@ def emit_kernel(spec: OpSpec, node: Node, g: Graph, prefix: str, offsets: dict[s
     base = layer_base(prefix, node)
     consts, inputs = _operands(node, g, p, base, offsets)
     out = g.tensor(node.outputs[0])
-    return kernel_op(p, base, f"tinyaot_{ref}", f"{ref}.c", inputs,
-                     [arena_out(offsets, out.name, C_TYPES.get(out.dtype, "int8_t"))], constants=consts)
+    return kernel_op(p, base, getattr(p, "c_kernel", f"tinyaot_{ref}"), f"{ref}.c", inputs,
+                     [arena_out(offsets, out.name, C_TYPES.get(out.dtype, "int8_t"))], constants=consts,
+                     notes=getattr(p, "c_notes", None))
 
 
 def _operands(node: Node, g: Graph, p, base: str, offsets: dict[str, str]) -> tuple[str, list[str]]:
@@ -66,6 +70,12 @@ def emitter(spec: OpSpec) -> Callable[..., EmittedOp]:
 
 
 EMITTERS: dict[str, Callable[..., EmittedOp]] = {s.name: emitter(s) for s in OPS.values() if s.view or s.ref}
+
+
+def variant_emitter(variant: KernelVariant) -> Callable[..., EmittedOp]:
+    """The emitter of a kernel variant, read from the registry: codegen/<emit>.py emit_<name>(node, g, prefix,
+    offsets, choice, variant, speed)."""
+    return getattr(import_module(f"tinyaot.codegen.{variant.emit}"), f"emit_{variant.name}")
 
 
 def emitter_for(node: Node, g: Graph) -> Callable[..., EmittedOp]:

@@ -27,19 +27,19 @@ HOST_ONLY: dict[str, dict[str, str]] = {
     "MulParams": {
         "a_shape": "read through a_strides",
         "b_shape": "read through b_strides",
-        "broadcast": "chooses tinyaot_mul_s8 or tinyaot_mul_broadcast_s8 at compile time",
+        "broadcast": "chooses tinyaot_mul_s8 or tinyaot_mul_broadcast_s8 at compile time (MulParams.c_kernel)",
         "constants": "constant operands are emitted as arrays and passed as the operand pointers",
     },
     "AddParams": {
         "a_shape": "read through a_strides",
         "b_shape": "read through b_strides",
-        "broadcast": "chooses tinyaot_add_s8 or tinyaot_add_broadcast_s8 at compile time",
+        "broadcast": "chooses tinyaot_add_s8 or tinyaot_add_broadcast_s8 at compile time (AddParams.c_kernel)",
         "constants": "constant operands are emitted as arrays and passed as the operand pointers",
     },
     "MinmaxParams": {
         "a_shape": "read through a_strides",
         "b_shape": "read through b_strides",
-        "broadcast": "chooses tinyaot_minmax_s8 or tinyaot_minmax_broadcast_s8 at compile time",
+        "broadcast": "chooses tinyaot_minmax_s8 or tinyaot_minmax_broadcast_s8 at compile time (MinmaxParams.c_kernel)",
         "constants": "constant operands are emitted as arrays and passed as the operand pointers",
     },
     "Add16Params": {

@@ -1,4 +1,7 @@
 """Static memory planning: op order, lifetimes over the schedule, placement in one arena, verification."""
+from tinyaot.ir.variants import KernelOptions
+from tinyaot.plan.choice import merge
+from tinyaot.plan.kernels import kernel_choices, own_overlap, work_buffers
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
 from tinyaot.plan.overlap import Overlap, OverlapRule, buffer_overlaps, overlap_rules
 from tinyaot.plan.planner import MemoryPlan, plan_memory
@@ -25,18 +28,18 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     verify.
 
     contract (plan.contract.Contract) keeps the input intact across invoke and/or the output apart from it;
-    optimize "speed" gives the convs that qualify the pairs kernel and its work buffer (plan/kernels.py)."""
+    optimize chooses the kernel variants (plan/kernels.py: "speed" gives the convs that qualify the pairs kernel
+    and its work buffer), which the plan records per node (MemoryPlan.kernels)."""
     from dataclasses import replace
 
     from tinyaot.plan.contract import Contract
-    from tinyaot.plan.kernels import kernel_choices
     from tinyaot.plan.schedule import schedule
     from tinyaot.plan.state import plan_state
 
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     graph_buffers = buffers_of(g, alignment)
-    kernels = kernel_choices(g, optimize, {t for b in graph_buffers for t in b.tensors}, alignment)
+    kernels = kernel_choices(g, KernelOptions(optimize, alignment), {t for b in graph_buffers for t in b.tensors})
     plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize)
     plan = replace(plan, state=plan_state(g, alignment))  # the state region, apart from the arena
     if chosen is not None:
@@ -48,7 +51,6 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize) 
     from dataclasses import replace
 
     from tinyaot.plan.contract import Contract
-    from tinyaot.plan.kernels import work_buffers
 
     buffers = graph_buffers + work_buffers(g, kernels)
     owner = {t: b.name for b in buffers for t in b.tensors}
@@ -60,30 +62,30 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize) 
                          f"one has {len(g.inputs)} inputs and {len(g.outputs)} outputs. Compile without them "
                          "(the header's buffer contract says what invoke does to every input)")
     hows = ("output-early", "input-late") if contract.separate_output and not contract.keep_input else ("",)
-    plans = [_place(g, buffers, contract, how, input_buf, output_buf, alignment, exact) for how in hows]
+    plans = [_place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact) for how in hows]
     if contract.any:  # the plain plan may meet the contract by itself, and then costs nothing
-        plain = _place(g, buffers, Contract(), "", input_buf, output_buf, alignment, exact)
+        plain = _place(g, buffers, kernels, Contract(), "", input_buf, output_buf, alignment, exact)
         plain = replace(plain, keep_input=contract.keep_input, separate_output=contract.separate_output)
         if not contract_problems(plain):
             plans.insert(0, plain)
     plan = min(plans, key=lambda p: p.arena_bytes)  # the first wins ties
-    rings = {v.node for v in plan.variants}
-    plan = replace(plan, kernels=tuple(k for k in kernels if k.node not in rings), optimize=optimize)
+    plan = replace(plan, kernels=merge(kernels, plan.kernels), optimize=optimize)  # rings replace plain records
     verify_plan(plan)
     return plan
 
 
-def _place(g, buffers, contract, how, input_buf, output_buf, alignment, exact) -> MemoryPlan:
+def _place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact) -> MemoryPlan:
     from dataclasses import replace
 
     from tinyaot.plan.contract import with_contract
     from tinyaot.plan.inplace import plan_with_rings
 
     buffers, pinned = with_contract(buffers, len(g.nodes), input_buf, output_buf, contract, how or "output-early")
-    pairs = frozenset(b.producer for b in buffers if b.scratch)  # the nodes with a pairs kernel's work buffer
+    pairs = own_overlap(g, kernels, "pairs")  # the nodes whose variant reads a pixel pair before writing it
     plan = plan_memory(buffers, len(g.nodes), alignment=alignment,
                        overlaps=buffer_overlaps(g, buffers, pinned, pairs), exact=exact)
-    plan = plan_with_rings(g, buffers, plan, exact=exact, keep=pairs)  # ring kernels where they shrink the arena
+    keep = frozenset(k.node for k in kernels if not k.plain)  # a variant runs them: no ring
+    plan = plan_with_rings(g, buffers, plan, exact=exact, keep=keep)  # ring kernels where they shrink the arena
     plan = replace(plan, input_buffer=input_buf, output_buffer=output_buf, keep_input=contract.keep_input,
                    separate_output=contract.separate_output)
     verify_plan(plan)

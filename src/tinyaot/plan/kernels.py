@@ -1,46 +1,28 @@
-"""Kernel choices the plan makes per layer, and the working memory they need as arena buffers.
+"""Kernel choices the plan makes per layer, before placement, and the working memory they need as arena buffers.
 
-`optimize="speed"` gives every conv2d / conv2d_add that qualifies the pairs kernel (c/kernels/conv2d_pairs_s8.c):
-two output pixels at a time through an int16 microkernel, with weights widened at compile time (twice their
-int8 flash) and the two windows widened into a work buffer live only at the layer's step; fully connected
-layers get the wide kernel (int16 weights, eight outputs at a time, no work buffer). `optimize="size"` gives
-both the same kernels with int8 weights widened as they are read (no more flash than the int8 model).
-`optimize="memory"` keeps the plain int8 kernels, whose ring variants give the smallest arena.
-A layer qualifies when its requantization can take the fast exact path: every channel's shift is a right
-shift (of at most 22, so the speed kernels can fold the zero point into one int32 beside it) and every
-accumulator provably fits in 31 bits (tinyaot_requantize_right), and the arena is at least word aligned (LDRD).
-A pairs layer is never given a ring (plan/inplace.py): its kernel reads a pair's windows
-before writing either pixel, so its own overlap rule (plan/overlap.py, pairs=True) already lets its output
-start closer to its input than the plain kernel's.
+Every node whose op lists kernel variants (ir/variants.py) gets one record (plan/choice.py KernelChoice): the first
+variant, in its spec's order, that serves the optimize mode and qualifies (its home's `qualifies`, ref/<home>.py),
+else its plain kernel; with why each other variant was not chosen. `optimize="speed"` so gives the convs that
+qualify the pairs kernel (two output pixels at a time, int16 weights widened at compile time, a work buffer live
+only at the layer's step) and fully connected layers the wide kernel (int16 weights, no work buffer);
+`optimize="size"` the same kernels reading int8 weights (no more flash than the int8 model); `optimize="memory"`
+the plain int8 kernels, whose ring variants give the smallest arena. A layer qualifies when its requantization can
+take the fast exact path (ref/per_channel.py) and the arena is at least word aligned. Variants chosen while
+placing (rings) are left to plan/inplace.py, which never gives a ring to a node that has a variant already.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
+from dataclasses import replace
+from importlib import import_module
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
+from tinyaot.ir.variants import OPTIMIZE_MODES, PLAIN, KernelOptions, KernelVariant
+from tinyaot.plan.choice import KernelChoice
 from tinyaot.plan.lifetimes import Buffer
-from tinyaot.quantize.fixedpoint import quantize_multiplier
 
-OPTIMIZE = ("speed", "size", "memory")
-PAIRS = "pairs"  # conv2d / conv2d_add: c/kernels/conv2d_pairs_s8.c, int16 weights, with a work buffer
-PAIRS_W8 = "pairs_w8"  # the same kernel with int8 weights (size mode)
-WIDE = "wide"  # fully_connected: tinyaot_fully_connected_wide_s8, int16 weights, no work buffer
-WIDE_W8 = "wide_w8"  # the same with int8 weights (size mode)
-
-
-@dataclass(frozen=True)
-class KernelChoice:
-    """A layer run by a kernel other than its op's plain one, with its work buffer (the plan places it)."""
-
-    node: str
-    kernel: str  # PAIRS | PAIRS_W8 | WIDE | WIDE_W8
-    work: str  # the work buffer's name ("" when the kernel needs none)
-    work_bytes: int
-    taps_padded: int
+OPTIMIZE = OPTIMIZE_MODES
 
 
 def check_optimize(optimize: str) -> str:
@@ -52,33 +34,52 @@ def check_optimize(optimize: str) -> str:
     return optimize
 
 
-def taps_padded(node: Node, g: Graph) -> int:
-    _, kh, kw, in_c = g.tensor(node.inputs[1]).shape
-    return -(-kh * kw * in_c // 8) * 8
+def home(variant: KernelVariant):
+    """The variant's kernel knowledge: ref/<home>.py (qualifies, work_bytes, its Params)."""
+    return import_module(f"tinyaot.ref.{variant.home}")
 
 
-def kernel_choices(g: Graph, optimize: str, taken: set[str], alignment: int) -> list[KernelChoice]:
-    """The pairs kernel for every conv that qualifies (int16 weights for speed, int8 for size) and the wide
-    fully connected kernel (speed), in graph order; none when the arena's alignment is below the word
-    alignment the kernels' LDRD needs."""
-    speed = check_optimize(optimize) == "speed"
-    if optimize == "memory" or alignment < 4:
-        return []
+def kernel_choices(g: Graph, options: KernelOptions, taken: set[str]) -> list[KernelChoice]:
+    """One record per node whose op has variants, in graph order; a chosen variant's work buffer gets a name not
+    in `taken` (which it then joins)."""
+    check_optimize(options.optimize)
     out = []
     for node in g.nodes:
-        if OPS[node.op].macs == "dense" and _fc_qualifies(node, g):
-            out.append(KernelChoice(node.name, WIDE if speed else WIDE_W8, "", 0, 0))
-        if OPS[node.op].macs != "conv" or not _qualifies(node, g):  # conv2d, conv2d_add
+        variants = OPS[node.op].variants
+        if not variants:
             continue
-        name = f"{node.name}_work"
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        taps = taps_padded(node, g)
-        out_c = g.tensor(node.outputs[0]).shape[-1]
-        extra = 2 * out_c if node.op == "conv2d_add" else 0  # the conv's own int8 output of the pair
-        out.append(KernelChoice(node.name, PAIRS if speed else PAIRS_W8, name, 5 * taps + extra, taps))
+        chosen, rejected = None, []
+        for v in (v for v in variants if not v.placed):
+            why = _why_not(v, node, g, options, chosen)
+            if why:
+                rejected.append((v.name, why))
+            else:
+                chosen = v
+        out.append(_record(node, g, chosen, tuple(rejected), taken))
     return out
+
+
+def _why_not(v: KernelVariant, node: Node, g: Graph, options: KernelOptions, chosen: KernelVariant | None) -> str:
+    """Why `v` does not run `node` ("" when it may)."""
+    if not v.serves(options.optimize):
+        return f"optimize={options.optimize!r} does not choose it (it is for {' / '.join(v.modes)})"
+    if chosen is not None:
+        return f"{chosen.name} comes first"
+    ok, why = home(v).qualifies(node, g, options)
+    return "" if ok else why
+
+
+def _record(node: Node, g: Graph, chosen: KernelVariant | None, rejected, taken: set[str]) -> KernelChoice:
+    if chosen is None:
+        return KernelChoice(node.name, PLAIN, rejected=rejected)
+    nbytes = home(chosen).work_bytes(node, g)
+    if not nbytes:
+        return KernelChoice(node.name, chosen.name, rejected=rejected)
+    name = f"{node.name}_work"
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return KernelChoice(node.name, chosen.name, name, nbytes, rejected)
 
 
 def work_buffers(g: Graph, choices: list[KernelChoice]) -> list[Buffer]:
@@ -88,41 +89,23 @@ def work_buffers(g: Graph, choices: list[KernelChoice]) -> list[Buffer]:
             for c in choices if c.work]
 
 
-def _right_shifts_only(x_scale: float, w_qp, out_scale: float, n: int, most: int = 31) -> bool:
-    """Every channel's QuantizeMultiplier shift (TFLM's per-channel rule) is a right shift of 1..`most`."""
-    scales = list(w_qp.scale) if len(w_qp.scale) > 1 else [w_qp.scale[0]] * n
-    shifts = [quantize_multiplier(float(x_scale) * float(s) / float(out_scale))[1] for s in scales]
-    return max(shifts) <= -1 and min(shifts) >= -most
+def own_overlap(g: Graph, choices, overlap: str) -> frozenset[str]:
+    """The nodes whose chosen variant has its own in-place rule `overlap` (plan/overlap.py), e.g. "pairs"."""
+    ops = {n.name: n.op for n in g.nodes}
+    return frozenset(c.node for c in choices if not c.plain
+                     and OPS[ops[c.node]].variant(c.variant).overlap == overlap)
 
 
-def _accumulators_fit(w, b, x_bound: int) -> bool:
-    """|bias| + x_bound * sum |w| < 2^30 for every output channel: the bound tinyaot_requantize_right needs."""
-    weights = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1)
-    bias = np.abs(b.data.astype(np.int64)) if b is not None and b.data is not None else 0
-    return bool(np.all(bias + x_bound * weights < 2**30))
-
-
-def _fc_qualifies(node: Node, g: Graph) -> bool:
-    """in_features a multiple of 8 (the kernel reads whole groups), right shifts, |acc| < 2^30 with the input
-    offset folded into the bias (|bias| + 256 * sum |w|)."""
-    x, w, b = (g.tensor(n) for n in node.inputs[:3])
-    y = g.tensor(node.outputs[0])
-    if len(w.shape) != 2 or w.shape[1] % 8 or x.dtype != "int8" or w.data is None or None in (
-            w.qparams, x.qparams, y.qparams):
-        return False
-    if not _right_shifts_only(x.qparams.scale[0], w.qparams, y.qparams.scale[0], w.shape[0], most=22):
-        return False  # the speed kernel folds zero point << right into one int32 (codegen: requant_triples)
-    return _accumulators_fit(w, b, 256)
-
-
-def _qualifies(node: Node, g: Graph) -> bool:
-    x, w, b = (g.tensor(n) for n in node.inputs[:3])
-    y = g.tensor(node.outputs[0])
-    if len(x.shape) != 4 or len(w.shape) != 4 or x.dtype != "int8" or w.data is None or w.qparams is None:
-        return False
-    out_qp = node.attrs.get("conv_qparams") if node.op == "conv2d_add" else y.qparams
-    if x.qparams is None or out_qp is None or w.shape[3] != x.shape[3]:
-        return False
-    if not _right_shifts_only(x.qparams.scale[0], w.qparams, out_qp.scale[0], w.shape[0], most=22):
-        return False  # speed folds zero point << right into one int32 (codegen: requant_triples)
-    return _accumulators_fit(w, b, 255)  # |x + input_offset| <= 255
+def for_mode(g: Graph, choices, optimize: str) -> tuple[KernelChoice, ...]:
+    """The same records with each chosen variant replaced by its twin for `optimize` (the variant of the same home
+    that serves it: pairs -> pairs_w8 for "size"), work buffers kept: what the plan's kernels cost in that mode."""
+    ops = {n.name: n.op for n in g.nodes}
+    out = []
+    for c in choices:
+        spec = OPS[ops[c.node]]
+        v = spec.variant(c.variant)
+        if v is not None and not v.serves(optimize):
+            twin = next((t for t in spec.variants if t.home == v.home and t.serves(optimize)), v)
+            c = replace(c, variant=twin.name)
+        out.append(c)
+    return tuple(out)

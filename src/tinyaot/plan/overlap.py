@@ -130,7 +130,7 @@ def window_need(node: Node, g: Graph) -> tuple[np.ndarray, int] | None:
         return None
     n, ih, iw, ic = x.shape
     _, oh, ow, oc = y.shape
-    if OPS[node.op].macs in ("conv", "depthwise"):  # the window is the weight's [.., kh, kw, ..]
+    if "kernel" not in OPS[node.op].attrs._names():  # a conv: the window is the weight's [.., kh, kw, ..]
         kh, kw = g.tensor(node.inputs[1]).shape[1:3]
         sh, sw = _pair(node.attrs.get("stride"), (1, 1))
     else:

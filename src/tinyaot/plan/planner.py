@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tinyaot.plan.choice import KernelChoice, RingVariant
 from tinyaot.plan.lifetimes import Buffer, lower_bound
 from tinyaot.plan.overlap import Overlap
 from tinyaot.plan.verify import verify_plan
@@ -28,12 +29,11 @@ class MemoryPlan:
     candidates: tuple[tuple[str, int], ...] = ()  # (planner, arena bytes) of every plan tried
     schedule: str = "source"  # how the op order was chosen: "source" | "exact" | "beam"
     source_lower_bound: int | None = None  # the bound of the order the graph came in, when reordered
-    variants: tuple = ()  # RingVariant per node whose kernel writes through a scratch ring (plan/inplace.py)
     input_buffer: str = ""  # the buffers holding the graph's input and output (plan/contract.py)
     output_buffer: str = ""
     keep_input: bool = False  # asked: no other buffer may share a byte with the input
     separate_output: bool = False  # asked: the output may not share a byte with the input
-    kernels: tuple = ()  # KernelChoice per layer run by a kernel with a work buffer (plan/kernels.py)
+    kernels: tuple[KernelChoice, ...] = ()  # per node whose op has kernel variants: the one it runs (plan/choice.py)
     optimize: str = "memory"  # the mode the kernels were chosen for: speed | size | memory
     state: tuple = ()  # StateSlot per stateful node: the state region, apart from the arena (plan/state.py)
 
@@ -74,13 +74,24 @@ class MemoryPlan:
         oa, ob = self.offsets[a.name], self.offsets[b.name]
         return oa < ob + b.nbytes and ob < oa + a.nbytes and a.nbytes > 0 and b.nbytes > 0
 
-    def kernel_of(self, node: str):
-        """The KernelChoice for this node (the pairs kernel and its work buffer), or None."""
+    def kernel_of(self, node: str) -> KernelChoice | None:
+        """The plan's record of how this node runs (its variant, its scratch); None: its op's plain kernel."""
         return next((k for k in self.kernels if k.node == node), None)
 
-    def variant_of(self, node: str):
-        """The RingVariant chosen for this node, or None (the plain kernel)."""
-        return next((v for v in self.variants if v.node == node), None)
+    @property
+    def chosen(self) -> tuple[KernelChoice, ...]:
+        """The records of the nodes run by a variant rather than their plain kernel."""
+        return tuple(k for k in self.kernels if not k.plain)
+
+    @property
+    def rings(self) -> tuple[RingVariant, ...]:
+        """The rings the placement chose (plan/inplace.py), one per node written over its input through one."""
+        return tuple(k.ring for k in self.kernels if k.ring is not None)
+
+    def ring_of(self, node: str) -> RingVariant | None:
+        """The ring this node is run through, or None."""
+        choice = self.kernel_of(node)
+        return choice.ring if choice is not None else None
 
     def buffer_of_name(self, name: str) -> Buffer:
         for b in self.buffers:

@@ -45,7 +45,7 @@ def verify_plan(plan) -> None:
                 f"{a.name} [{oa}, {oa + a.nbytes}) steps {a.first}-{a.last} overlaps "
                 f"{b.name} [{ob}, {ob + b.nbytes}) steps {b.first}-{b.last}"
             )
-    for v in getattr(plan, "variants", ()):
+    for v in getattr(plan, "rings", ()):
         problems += _ring_broken(plan, v, rules)
     problems += _work_broken(plan)
     problems += contract_problems(plan)
@@ -76,22 +76,23 @@ def contract_problems(plan) -> list[str]:
 
 
 def _work_broken(plan) -> list[str]:
-    """A kernel's work buffer exists, has the bytes the kernel uses, lives only at its node's step, and the
-    node has no ring kernel too."""
+    """A kernel's work buffer exists, has the bytes the kernel uses and lives only at its node's step; one record
+    per node (a ring's buffer is checked by _ring_broken)."""
     by_name = {b.name: b for b in plan.buffers}
-    rings = {v.node for v in getattr(plan, "variants", ())}
     out = []
+    seen = set()
     for k in getattr(plan, "kernels", ()):
-        if not k.work:
+        if k.node in seen:
+            out.append(f"{k.node} has two kernel records (one kernel runs a node)")
+        seen.add(k.node)
+        if not k.work or k.ring is not None:
             continue
         work = by_name.get(k.work)
         if work is None:
-            out.append(f"{k.kernel} kernel of {k.node} has no work buffer {k.work} in the plan")
+            out.append(f"{k.variant} kernel of {k.node} has no work buffer {k.work} in the plan")
         elif work.nbytes < k.work_bytes or work.first != work.last or work.producer != k.node or not work.scratch:
             out.append(f"work buffer {k.work} of {k.node}: {work.nbytes} B at steps {work.first}-{work.last} by "
                        f"{work.producer}, expected {k.work_bytes} B scratch at {k.node}'s step only")
-        if k.node in rings:
-            out.append(f"{k.node} has both a ring and a {k.kernel} kernel")
     return out
 
 

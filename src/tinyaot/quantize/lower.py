@@ -12,7 +12,6 @@ from tinyaot.diagnostics import Finding
 from tinyaot.errors import CalibrationError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
-from tinyaot.quantize.fixedpoint import quantize_multiplier
 from tinyaot.quantize.mixed import (
     SOFTMAX16_QPARAMS,
     Converter,
@@ -32,6 +31,7 @@ from tinyaot.quantize.scheme import (
     quantize_weights_per_channel,
     round_half_away,
 )
+from tinyaot.ref.per_channel import DEAD_BIAS_LIMIT, per_channel_multipliers
 
 SOFTMAX_QPARAMS = QParams.per_tensor(1.0 / 256.0, -128)
 WEIGHT_AXIS = {name: s.weight_axis for name, s in OPS.items() if s.qparams == ops.WEIGHTED}
@@ -191,9 +191,9 @@ def _negligible_channels_to_zero(w: np.ndarray, w_q: np.ndarray, w_qp: QParams, 
                                  out_qp: QParams) -> tuple[np.ndarray, QParams]:
     """A channel whose weights cannot move its output by half a step on any input in range (trained models keep
     such dead channels: weights of 1e-30 in the MLPerf VWW float model) gets zero weights at the scale of the
-    layer's largest live channel, so it shares their requantization (and their fast kernel) and outputs its
-    bias; the scale grows only as far as a large bias needs to fit 30 bits. Scaled by its own tiny weights, its
-    bias would overflow int32 and its multiplier underflow to 0."""
+    layer's largest live channel, so it shares their requantization (and their fast kernel, ref/per_channel.py)
+    and outputs its bias; the scale grows only as far as a large bias needs to stay below DEAD_BIAS_LIMIT. Scaled
+    by its own tiny weights, its bias would overflow int32 and its multiplier underflow to 0."""
     w = np.asarray(w, np.float64)
     axis = w_qp.axis
     reduce_axes = tuple(i for i in range(w.ndim) if i != axis)
@@ -207,7 +207,7 @@ def _negligible_channels_to_zero(w: np.ndarray, w_q: np.ndarray, w_qp: QParams, 
         return w_q, w_qp
     scale = np.asarray(w_qp.scale, np.float64).copy()
     shared = scale[~dead].max() if (~dead).any() else out_qp.scale[0] / x_scale / 256
-    need = np.abs(np.asarray(bias, np.float64).reshape(-1)) / (x_scale * 2.0**29)
+    need = np.abs(np.asarray(bias, np.float64).reshape(-1)) / (x_scale * float(DEAD_BIAS_LIMIT))
     scale[dead] = np.float32(np.maximum(shared, need[dead]))
     w_q = w_q.copy()
     index = [slice(None)] * w.ndim
@@ -232,16 +232,15 @@ def _bias_findings(node: Node, bias: np.ndarray, b_qp: QParams, x_q: QParams) ->
 
 
 def _multiplier_findings(node: Node, x_q: QParams, w_qp: QParams, out_qp: QParams) -> list[Finding]:
-    bad = []
-    for c, ws in enumerate(w_qp.scale):
-        real = x_q.scale[0] * ws / out_qp.scale[0]
+    reals = [x_q.scale[0] * ws / out_qp.scale[0] for ws in w_qp.scale]
+    for ws, real in zip(w_qp.scale, reals):
         if not np.isfinite(real) or real < 0:
             raise CalibrationError(f"layer '{node.name}': its requantization multiplier is {real!r} (input scale "
                                    f"{x_q.scale[0]:.3g}, weight scale {ws:.3g}, output scale {out_qp.scale[0]:.3g}); "
                                    "calibrate on finite, non-constant samples")
-        m, shift = quantize_multiplier(real)
-        if m == 0 or (shift == 30 and m == INT32_MAX and real > 2.0**30):
-            bad.append((c, real))
+    m, shift = per_channel_multipliers(x_q.scale[0], w_qp.scale, out_qp.scale[0], len(reals))  # the kernels' own
+    bad = [(c, real) for c, real in enumerate(reals)
+           if m[c] == 0 or (shift[c] == 30 and m[c] == INT32_MAX and real > 2.0**30)]
     if not bad:
         return []
     c, real = bad[0]

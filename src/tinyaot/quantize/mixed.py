@@ -8,12 +8,14 @@ values are the int8 ones times 128), int16 -> int8 with the tensor's own int8 qp
 outputs stay int8, so the C interface is the same as an all-int8 model's, and the planner places the 2-byte
 tensors like any other.
 
-int16="auto" chooses for the user (report/quant_error.py `int16_candidates`): the layers whose int8 kernel
-alone, on exactly rounded inputs, has a signal-to-quantization-noise ratio below `AUTO_SQNR_DB` on the calibration
-samples (the per-layer error report's "local" figure), among the ops with a 16x8 kernel, and their producers.
+int16="auto" chooses for the user (`auto_int16_layers`): the layers whose int8 kernel alone, on exactly rounded
+inputs, has a signal-to-quantization-noise ratio below `AUTO_SQNR_DB` on the calibration samples
+(quantize/sensitivity.py, the per-layer error report's "local" figure), among the ops with a 16x8 kernel, and their
+producers.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,9 +23,13 @@ import numpy as np
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node, QParams, Tensor
 from tinyaot.ir.ops import OPS, ops_where, ops_with_16x8
+from tinyaot.quantize.calibrate import batch_slice
+from tinyaot.quantize.float_eval import evaluate
 from tinyaot.quantize.observers import Range
 from tinyaot.quantize.recurrent import INT16_MAX
 from tinyaot.quantize.scheme import activation_qparams
+from tinyaot.quantize.sensitivity import local_sqnr
+from tinyaot.ref.interpreter import prepare_all
 
 AUTO_SQNR_DB = 30.0  # int8 layers below this local SQNR get int16 activations with int16="auto"
 AUTO_SAMPLES = 64  # calibration samples the automatic choice measures on
@@ -153,3 +159,44 @@ def drop_dead_conversions(q: Graph) -> None:
 def _int8_cover(qp: QParams) -> QParams:
     bound = float(qp.scale[0]) * INT16_MAX
     return activation_qparams(-bound, bound)
+
+
+def auto_int16_layers(g: Graph, q8: Graph, batch) -> dict[str, str]:
+    """int16="auto": layer -> why it gets int16 activations, measured on the first AUTO_SAMPLES of the calibration
+    `batch` (the float graph `g` evaluated on them; `q8` its all-int8 lowering)."""
+    values = evaluate(g, batch_slice(batch, 0, AUTO_SAMPLES))
+    return int16_candidates(g, q8, values, AUTO_SQNR_DB)
+
+
+def int16_candidates(g: Graph, q8: Graph, values: dict[str, np.ndarray], threshold: float) -> dict[str, str]:
+    """Layer -> why it gets int16 activations. A layer with a 16x8 kernel whose int8 kernel alone (on exactly
+    rounded inputs) loses more than `threshold` allows is chosen, and so are the layers that produce its inputs:
+    the loss is as often the coarse int8 input as the output. `values`: the float graph's tensors on calibration
+    samples."""
+    params = prepare_all(q8)
+    names = {n.name for n in g.nodes}
+    out: dict[str, str] = {}
+    for node in q8.nodes:
+        if node.op not in CHOOSABLE or node.name not in names:
+            continue
+        db = local_sqnr(params, node, q8, values)
+        if math.isnan(db) or db >= threshold:
+            continue
+        why = f"int8 local SQNR {db:.1f} dB < {threshold:g} dB"
+        out.setdefault(node.name, why)
+        for producer in _producers(g, node):
+            out.setdefault(producer.name, f"feeds {node.name} ({why})")
+    order = [n.name for n in g.nodes]
+    return dict(sorted(out.items(), key=lambda kv: order.index(kv[0])))
+
+
+def _producers(g: Graph, node: Node) -> list[Node]:
+    """The nearest producers of the node's activation inputs through views, those with a 16x8 kernel."""
+    found = []
+    for name in node.inputs:
+        p = g.producer(name)
+        while p is not None and OPS[p.op].view:
+            p = g.producer(p.inputs[0])
+        if p is not None and OPS[p.op].s16 and OPS[p.op].qparams != "recurrent":
+            found.append(p)
+    return found

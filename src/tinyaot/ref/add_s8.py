@@ -60,6 +60,11 @@ class AddParams:
     # (a data or None, b data or None): constant operands, int8 in their own shape
     constants: tuple = field(default=(None, None), compare=False, repr=False)
 
+    @property
+    def c_kernel(self) -> str:
+        """tinyaot_add_s8, or tinyaot_add_broadcast_s8 when an operand broadcasts: chosen at compile time."""
+        return broadcast.c_kernel("add", self.broadcast)
+
 
 def input_table(offset: int, multiplier: int, shift: int) -> np.ndarray:
     """TFLM's scaled input for every int8 value q (at index q + 128)."""

@@ -34,6 +34,12 @@ class Broadcast:
     constants: tuple  # (a data or None, b data or None): constant operands, int8 in their own shape
 
 
+def c_kernel(stem: str, broadcast: bool) -> str:
+    """The C function of a binary kernel: tinyaot_<stem>_s8 walks both operands flat, tinyaot_<stem>_broadcast_s8
+    reads each at its strides. Its Params' `c_kernel` names it, so the generic emitter (codegen/ops.py) calls it."""
+    return f"tinyaot_{stem}_broadcast_s8" if broadcast else f"tinyaot_{stem}_s8"
+
+
 def _where(node: Node) -> str:
     return f"layer '{node.name}' ({node.source or 'no source location'})"
 

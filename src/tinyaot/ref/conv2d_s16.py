@@ -24,7 +24,8 @@ from tinyaot.quantize.fixedpoint import (
     wrap_i32,
 )
 from tinyaot.ref import _checks
-from tinyaot.ref.conv2d_s8 import conv_groups, per_channel_multipliers
+from tinyaot.ref.conv2d_s8 import conv_groups
+from tinyaot.ref.per_channel import per_channel_multipliers
 
 INT16_MIN, INT16_MAX = -32768, 32767
 MAX_SHIFT_64 = 7  # TFLite's 64-bit MultiplyByQuantizedMultiplier takes shifts -31..7 (multipliers below 2^7)

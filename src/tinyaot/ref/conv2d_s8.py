@@ -4,7 +4,8 @@ Semantics of TFLite Micro's reference ConvPerChannel: taps that fall outside the
 (the same as padding with the input zero point), every input value gets the input offset, weights are
 symmetric, the accumulator is rescaled per output channel by MultiplyByQuantizedMultiplier, the output
 zero point added and the fused activation clamps. Multipliers come from double-precision
-in_scale * w_scale[c] / out_scale, as TFLM's PopulateConvolutionQuantizationParams computes them.
+in_scale * w_scale[c] / out_scale, as TFLM's PopulateConvolutionQuantizationParams computes them
+(ref/per_channel.py).
 A grouped convolution is TFLM's too: the weights' input depth is in_c / groups, and output channel oc reads
 input channels [g * in_c / groups, (g + 1) * in_c / groups) of its group g = oc / (out_c / groups).
 """
@@ -16,12 +17,8 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import (
-    activation_range,
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    wrap_i32,
-)
+from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, wrap_i32
+from tinyaot.ref.per_channel import per_channel_multipliers
 
 
 @dataclass(frozen=True)
@@ -53,15 +50,6 @@ class ConvParams:
     pad_left: int
     depth_multiplier: int  # 1 for a plain conv
     groups: int = 1  # conv2d: channel groups (TFLM: in_c / the weights' input depth); 1 for depthwise
-
-
-def per_channel_multipliers(in_scale: float, w_scales, out_scale: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """TFLM's per-channel rule: double(in_scale) * double(w_scale[c]) / double(out_scale)."""
-    scales = list(w_scales) if len(w_scales) > 1 else [w_scales[0]] * n
-    if len(scales) != n:
-        raise ModelError(f"{len(scales)} weight scales for {n} output channels; expected one per channel")
-    pairs = [quantize_multiplier(float(in_scale) * float(s) / float(out_scale)) for s in scales]
-    return np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32)
 
 
 def prepare_conv_like(node: Node, g: Graph, depthwise: bool) -> ConvParams:

@@ -19,10 +19,10 @@ from tinyaot.quantize.fixedpoint import (
     activation_range,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_64,
-    quantize_multiplier,
     wrap_i32,
 )
 from tinyaot.ref import _checks
+from tinyaot.ref.per_channel import per_channel_multipliers
 
 INT16_MIN, INT16_MAX = -32768, 32767
 # TFLite's int64 MultiplyByQuantizedMultiplier takes shifts in [-31, 7]: 15 - shift is its one rounding shift.
@@ -75,9 +75,8 @@ def prepare(node: Node, g: Graph) -> FullyConnected16Params:
         raise ModelError(f"fully_connected '{node.name}': bias shape {list(b.shape)}, expected [{out_features}]")
     bits = _bias_bits(node, g)
     in_scale, out_scale = float(x.qparams.scale[0]), float(y.qparams.scale[0])
-    scales = w.qparams.scale if len(w.qparams.scale) > 1 else w.qparams.scale * out_features
-    pairs = [quantize_multiplier(in_scale * float(ws) / out_scale) for ws in scales]  # double, as TFLM
-    if bits == 64 and max(s for _, s in pairs) > MAX_SHIFT_64:
+    multiplier, shift = per_channel_multipliers(in_scale, w.qparams.scale, out_scale, out_features)  # as TFLM
+    if bits == 64 and shift.max() > MAX_SHIFT_64:
         raise ModelError(f"fully_connected '{node.name}': a requantization multiplier input_scale * weight_scale / "
                          f"output_scale is 2^{MAX_SHIFT_64} or more, beyond TFLite's int64 rescale (shifts -31..7); "
                          "the output scale is far too small for the layer")
@@ -86,8 +85,8 @@ def prepare(node: Node, g: Graph) -> FullyConnected16Params:
         weights=np.asarray(w.data, dtype=np.int8),
         weights16=np.asarray(w.data, dtype=np.int8).astype(np.int16),
         bias=np.asarray(b.data).astype(np.int64),
-        multiplier=np.array([m for m, _ in pairs], dtype=np.int32),
-        shift=np.array([s for _, s in pairs], dtype=np.int32),
+        multiplier=multiplier,
+        shift=shift,
         bias_bits=bits, act_min=act_min, act_max=act_max,
         batches=x.size // in_features, in_features=in_features, out_features=out_features,
     )

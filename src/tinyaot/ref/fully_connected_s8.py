@@ -12,12 +12,8 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import (
-    activation_range,
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    wrap_i32,
-)
+from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, wrap_i32
+from tinyaot.ref.per_channel import per_channel_multipliers
 
 
 @dataclass(frozen=True)
@@ -49,16 +45,15 @@ def prepare(node: Node, g: Graph) -> FullyConnectedParams:
     # Per-tensor weights (one scale, as in TFLite FC models) give every channel the same multiplier. The scales
     # multiply in double, as the TFLM reference does: a float32 product (an older TFLM's per-tensor path)
     # gives different multipliers on MLPerf's AD model and differs from TFLM on about 0.5% of inputs there.
-    scales = w.qparams.scale if len(w.qparams.scale) > 1 else w.qparams.scale * out_features
-    pairs = [quantize_multiplier(in_scale * ws / out_scale) for ws in scales]
+    multiplier, shift = per_channel_multipliers(in_scale, w.qparams.scale, out_scale, out_features)
     act_min, act_max = activation_range(node.attrs.get("clamp"), out_scale, y.qparams.zero_point[0])
     params = FullyConnectedParams(
         weights=w.data,
         bias=b.data.astype(np.int32),
         input_offset=-x.qparams.zero_point[0],
         output_offset=y.qparams.zero_point[0],
-        multiplier=np.array([m for m, _ in pairs], dtype=np.int32),
-        shift=np.array([s for _, s in pairs], dtype=np.int32),
+        multiplier=multiplier,
+        shift=shift,
         act_min=act_min,
         act_max=act_max,
         batches=x.size // in_features,

@@ -1,5 +1,6 @@
 """The ring kernels' write order, run in the arena: twin of c/kernels/conv2d_inplace_s8.c and
-depthwise_conv2d_inplace_s8.c (plan/inplace.py explains the variant).
+depthwise_conv2d_inplace_s8.c, the `ring` variant of conv2d and depthwise_conv2d (plan/inplace.py explains it and
+chooses it while placing the arena, where it shrinks it; its ring's size is the placement's).
 
 Pixel q is computed from the arena as it is at that moment (only its own window, with the plain kernel's
 numerics), stored into ring slot q % R at the ring's planned offset, and pixel q - delay is then copied from
@@ -13,7 +14,26 @@ from dataclasses import replace
 
 import numpy as np
 
+from tinyaot.ir import Graph, Node
+from tinyaot.ir.variants import KernelOptions
 from tinyaot.ref.conv2d_s8 import ConvParams
+
+
+def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
+    """The ring kernels take int8 NHWC; whether a ring pays is the placement's question (plan/inplace.py)."""
+    x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+    if x.dtype != "int8" or y.dtype != "int8" or len(x.shape) != 4 or len(y.shape) != 4:
+        return False, (f"its tensors are {x.dtype} {list(x.shape)} -> {y.dtype} {list(y.shape)}; the ring kernels "
+                       "take int8 NHWC")
+    return True, ""
+
+
+def run(arena: np.ndarray, offset_of: Callable[[str], int], node: Node, choice, kernel: Callable,
+        p: ConvParams) -> None:
+    """The interpreter's call of a variant that runs in the arena: `choice` (the plan's record) names the ring's
+    buffer and its size; `kernel` is the plain one, whose numbers each pixel takes."""
+    run_ring(arena, offset_of(node.inputs[0]), offset_of(node.outputs[0]), offset_of(choice.work),
+             choice.ring.ring_pixels, kernel, p)
 
 
 def pixel_window(kernel: Callable, x: np.ndarray, p: ConvParams, b: int, oy: int, ox: int) -> np.ndarray:

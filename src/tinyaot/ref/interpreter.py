@@ -1,7 +1,9 @@
 """The reference interpreter: runs an int8 graph inside one byte array at the planned offsets.
 
 Because every tensor lives at its planned arena offset, exactly as in the generated C, a planning
-mistake (two live tensors sharing bytes) changes the answer here too.
+mistake (two live tensors sharing bytes) changes the answer here too. It reads the plan it is given (a
+plan.MemoryPlan: offsets, overlaps, the kernel record of each node) and imports nothing of the planner: ref/ ranks
+before plan/, which asks its kernels what they need.
 """
 from __future__ import annotations
 
@@ -12,8 +14,7 @@ import numpy as np
 
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS, kernel_ref, ops_where, state_family
-from tinyaot.plan import MemoryPlan
-from tinyaot.ref.inplace import run_ring
+from tinyaot.ref.state import STATE_FAMILIES
 
 
 def _kernels(variant: str) -> dict[str, tuple[Callable, Callable]]:
@@ -70,7 +71,7 @@ def run_unplanned(g: Graph, params: dict, x: np.ndarray, replace: dict | None = 
 
 
 class Interpreter:
-    def __init__(self, g: Graph, plan: MemoryPlan):
+    def __init__(self, g: Graph, plan):
         self.graph = g
         self.plan = plan
         self.arena = np.zeros(plan.arena_bytes, dtype=np.uint8)
@@ -117,15 +118,15 @@ class Interpreter:
         unit recomputed from the arena as the C finds it then, so an unsafe overlap gives a wrong answer."""
         g = self.graph
         choice = self.plan.kernel_of(node.name) if hasattr(self.plan, "kernel_of") else None
-        if choice is not None and choice.work:  # the work buffer is overwritten at this step: a misplaced one shows
+        if choice is not None and choice.work:  # its scratch is overwritten at this step: a misplaced one shows
             off = self.plan.offsets[choice.work]
             self.arena[off : off + choice.work_bytes] = 0xA5
         for extra in node.outputs[1:]:  # a recurrent kernel's working memory (the spec's work_rows): the same
             self.view(extra).view(np.uint8)[...] = 0xA5  # bytes the C overwrites, so a misplaced one shows here too
-        ring = self.plan.variant_of(node.name) if hasattr(self.plan, "variant_of") else None
-        if ring is not None:  # the compiler chose the in-place ring kernel for this node (int8 ops only)
-            run_ring(self.arena, self.plan.offset_of(node.inputs[0]), self.plan.offset_of(node.outputs[0]),
-                     self.plan.offsets[ring.scratch], ring.ring_pixels, KERNELS[node.op][1], self.params[node.name])
+        variant = OPS[node.op].variant(choice.variant) if choice is not None else None
+        if variant is not None and variant.runs_in_arena:  # its own write order (a ring; int8 kernels only)
+            run = importlib.import_module(f"tinyaot.ref.{variant.home}").run
+            run(self.arena, self.plan.offset_of, node, choice, KERNELS[node.op][1], self.params[node.name])
             return
         out = self.view(node.outputs[0])
         if state_family(node) is not None:  # reads and moves on its state slot: runs once, whole
@@ -156,8 +157,6 @@ class Interpreter:
 
 def initial_state(node: Node, g: Graph) -> np.ndarray:
     """A stateful node's slot as a reset leaves it."""
-    from tinyaot.plan.state import STATE_FAMILIES
-
     nbytes, fill = STATE_FAMILIES[state_family(node)](node, g)
     return np.full(nbytes, fill, dtype=np.int8)
 

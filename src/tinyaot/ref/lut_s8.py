@@ -64,6 +64,11 @@ class LutParams:
     size: int  # elements
     table: np.ndarray  # int8 [256]: output for input q at index q + 128
 
+    @property
+    def c_notes(self) -> dict[str, str]:
+        """The comment above the table in the generated C: which function it holds."""
+        return {"table": f"{self.function}: output for input q at [q + 128]"}
+
 
 def affine(scale_by: float, offset: float) -> Callable[[np.ndarray], np.ndarray]:
     """x * scale_by + offset: a Python-scalar add/sub/mul/div in a PyTorch model (e.g. `x * 0.5 + 1`)."""

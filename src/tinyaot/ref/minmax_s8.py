@@ -49,6 +49,11 @@ class MinmaxParams:
     input2_table: np.ndarray = field(default=None, compare=False, repr=False)
     constants: tuple = field(default=(None, None), compare=False, repr=False)
 
+    @property
+    def c_kernel(self) -> str:
+        """tinyaot_minmax_s8, or tinyaot_minmax_broadcast_s8 when an operand broadcasts: chosen at compile time."""
+        return broadcast.c_kernel("minmax", self.broadcast)
+
 
 def _rescale(node: Node, x: Tensor, y: Tensor) -> tuple[int, int, int]:
     """(rescale, multiplier, shift) of x's qparams to y's; (0, 0, 0) when they are the same."""

@@ -35,6 +35,11 @@ class MulParams:
     act_max: int
     constants: tuple  # (a data or None, b data or None): constant operands, int8 in their own shape
 
+    @property
+    def c_kernel(self) -> str:
+        """tinyaot_mul_s8, or tinyaot_mul_broadcast_s8 when an operand broadcasts: chosen at compile time."""
+        return broadcast.c_kernel("mul", self.broadcast)
+
 
 def prepare(node: Node, g: Graph) -> MulParams:
     a, b, y, geo = broadcast.geometry(node, g)

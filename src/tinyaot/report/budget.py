@@ -185,12 +185,11 @@ def size_mode_constant_bytes(cm) -> int | None:
     from dataclasses import replace
 
     from tinyaot.codegen import generate_c
-    from tinyaot.plan.kernels import PAIRS, PAIRS_W8, WIDE, WIDE_W8
+    from tinyaot.plan.kernels import for_mode
 
     if cm.plan.optimize != "speed":
         return None
-    twin = {PAIRS: PAIRS_W8, WIDE: WIDE_W8}
-    kernels = tuple(replace(k, kernel=twin.get(k.kernel, k.kernel)) for k in cm.plan.kernels)
+    kernels = for_mode(cm.graph, cm.plan.kernels, "size")  # each variant's twin with int8 weights
     return generate_c(cm.graph, replace(cm.plan, kernels=kernels, optimize="size"), cm.name).const_bytes
 
 

@@ -225,7 +225,7 @@ def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
     for b in plan.buffers:  # 16x8 activations: two bytes a value
         if b.name in g.tensors and g.tensor(b.name).dtype == "int16":
             notes[b.name] = "; ".join(filter(None, ("int16", notes.get(b.name))))
-    for v in getattr(plan, "variants", ()):  # in-place ring kernels (plan/inplace.py)
+    for v in getattr(plan, "rings", ()):  # in-place ring kernels (plan/inplace.py)
         pixels = f"{v.ring_pixels} pixel" + "s" * (v.ring_pixels != 1)
         notes[v.scratch] = f"ring of {pixels}, scratch of {v.node} at its step only"
     return tuple(

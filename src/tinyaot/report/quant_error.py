@@ -21,8 +21,9 @@ import numpy as np
 
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import ModelError
-from tinyaot.ir import Graph, Node, ops
-from tinyaot.ir.ops import OPS, ops_where, state_family
+from tinyaot.ir import ops
+from tinyaot.ir.ops import OPS, ops_where
+from tinyaot.quantize.sensitivity import local_sqnr, sqnr_db
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
 FIXED_RANGE = ops_where(qparams=ops.SOFTMAX)  # output qparams set by the scheme, whatever the data
@@ -31,7 +32,6 @@ JUMP_DB = 10.0  # a cumulative SQNR drop this large at one layer is where it wen
 LOW_SQNR_DB = 15.0  # a layer whose own kernel is this noisy is at fault
 AGREEMENT_WARN = 0.95  # int8 vs float top-1 agreement below this fails the check
 MAX_CLASSES = 100  # a 2-D output this narrow (or a softmax) is read as class scores
-LOCAL_SAMPLES = 50  # samples for the per-layer kernel-alone measurement (the reference kernels are slow)
 
 
 @dataclass(frozen=True)
@@ -174,14 +174,6 @@ def _finite(d: dict) -> dict:
     return {k: clean(v) for k, v in d.items()}
 
 
-def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
-    noise = float(np.sum((got - ref) ** 2))
-    signal = float(np.sum(ref**2))
-    if noise == 0:
-        return math.inf
-    return 10 * math.log10(max(signal, 1e-30) / noise)
-
-
 def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantReport:
     """`samples`: float inputs in the compiled model's input layout (as for run_float)."""
     from tinyaot.quantize.calibrate import as_real_array
@@ -263,30 +255,6 @@ def _state_row(node, state, ref: np.ndarray) -> LayerError:
     what = SimpleNamespace(name=f"{node.name} state", op=f"{node.op} {'cell' if node.op == 'lstm' else 'hidden'}")
     row = _row(what, state, deq, np.asarray(ref, np.float64), math.nan)
     return replace(row, local_sqnr_db=row.sqnr_db, sqnr_db=math.nan, state=True)
-
-
-def local_sqnr(params: dict, node, g, ref_values: dict) -> float:
-    """The node's int8 (or 16x8) kernel alone: float inputs rounded to their qparams, output against float. A stateful
-    kernel runs each sample as the first invoke after a reset, as the traced run and the float reference do."""
-    from tinyaot.quantize.scheme import quantize_array
-    from tinyaot.ref.interpreter import KERNELS, initial_state, kernel_for
-
-    if node.op not in KERNELS or node.name not in params:
-        return math.nan
-    ins = [g.tensor(i) for i in node.inputs if not g.tensor(i).is_const]
-    if any(t.name not in ref_values or t.dtype not in ("int8", "int16") or t.qparams is None for t in ins):
-        return math.nan
-    out = g.tensor(node.outputs[0])
-    kernel, p = kernel_for(node, g)[1], params[node.name]
-    n = min(LOCAL_SAMPLES, len(ref_values[ins[0].name]))
-    got, want = [], []
-    for s in range(n):
-        args = [quantize_array(ref_values[t.name][s].reshape(t.shape), t.qparams, t.dtype) for t in ins]
-        state = () if state_family(node) is None else (initial_state(node, g),)
-        y = np.asarray(kernel(*args, p, *state)).astype(np.float64)
-        got.append((y.reshape(-1) - out.qparams.zero_point[0]) * out.qparams.scale[0])
-        want.append(ref_values[out.name][s].reshape(-1))
-    return sqnr_db(np.concatenate(want), np.concatenate(got))
 
 
 def _output_check(cm, ref_values: dict, traced: dict, labels) -> OutputCheck | None:
@@ -391,40 +359,3 @@ def compare_float_tflite(cm, float_model, x: np.ndarray) -> dict:
     if 2 <= want.shape[1] <= MAX_CLASSES:
         out["argmax_agreement"] = float((want.argmax(1) == got.argmax(1)).mean())
     return out
-
-
-def int16_candidates(g: Graph, q8: Graph, values: dict[str, np.ndarray], threshold: float) -> dict[str, str]:
-    """Layer -> why it gets int16 activations. A layer with a 16x8 kernel whose int8 kernel alone (on exactly
-    rounded inputs) loses more than `threshold` allows is chosen, and so are the layers that produce its inputs:
-    the loss is as often the coarse int8 input as the output. `values`: the float graph's tensors on calibration
-    samples."""
-    from tinyaot.quantize.mixed import CHOOSABLE
-    from tinyaot.ref.interpreter import prepare_all
-
-    params = prepare_all(q8)
-    names = {n.name for n in g.nodes}
-    out: dict[str, str] = {}
-    for node in q8.nodes:
-        if node.op not in CHOOSABLE or node.name not in names:
-            continue
-        db = local_sqnr(params, node, q8, values)
-        if math.isnan(db) or db >= threshold:
-            continue
-        why = f"int8 local SQNR {db:.1f} dB < {threshold:g} dB"
-        out.setdefault(node.name, why)
-        for producer in _producers(g, node):
-            out.setdefault(producer.name, f"feeds {node.name} ({why})")
-    order = [n.name for n in g.nodes]
-    return dict(sorted(out.items(), key=lambda kv: order.index(kv[0])))
-
-
-def _producers(g: Graph, node: Node) -> list[Node]:
-    """The nearest producers of the node's activation inputs through views, those with a 16x8 kernel."""
-    found = []
-    for name in node.inputs:
-        p = g.producer(name)
-        while p is not None and OPS[p.op].view:
-            p = g.producer(p.inputs[0])
-        if p is not None and OPS[p.op].s16 and OPS[p.op].qparams != "recurrent":
-            found.append(p)
-    return found

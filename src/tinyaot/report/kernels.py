@@ -1,0 +1,57 @@
+"""Which kernel runs each layer that has a choice, and why not the others: read from the plan's records
+(plan/choice.py KernelChoice), which keep every variant's reason, so the report states what the plan decided
+rather than guessing it again."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from tinyaot.ir.ops import OPS
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    layer: str
+    op: str
+    variant: str  # the kernel variant the plan chose (ir/variants.py), or "plain"
+    c_kernel: str  # its C function ("" for the plain kernel, which its emitter picks: codegen/)
+    weights: str  # the variant's weights in flash (int16: widened at compile time); "" for the plain kernel's
+    work_bytes: int  # its scratch in the arena (a pairs work buffer, a ring)
+    rejected: tuple[tuple[str, str], ...]  # (variant, why not)
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    model: str
+    optimize: str
+    rows: tuple[KernelRow, ...]
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "optimize": self.optimize,
+                "layers": [asdict(r) | {"rejected": dict(r.rejected)} for r in self.rows]}
+
+    def __rich_console__(self, console, options):
+        from rich.table import Table
+
+        t = Table(title=f"Kernel choices of '{self.model}' (optimize={self.optimize!r})")
+        for col in ("layer", "op", "kernel", "work B", "why not the others"):
+            t.add_column(col, justify="right" if col == "work B" else "left", overflow="fold")
+        for r in self.rows:
+            t.add_row(r.layer, r.op, r.variant, f"{r.work_bytes:,}" if r.work_bytes else "",
+                      "; ".join(f"{name}: {why}" for name, why in r.rejected))
+        yield t
+
+    def __str__(self) -> str:
+        from tinyaot.report.render import render_text
+
+        return render_text(self, width=150)
+
+
+def kernel_report(graph, plan, model: str = "model") -> KernelReport:
+    """One row per layer whose op has kernel variants, in graph order."""
+    ops = {n.name: n.op for n in graph.nodes}
+    rows = []
+    for k in plan.kernels:
+        v = OPS[ops[k.node]].variant(k.variant)
+        rows.append(KernelRow(k.node, ops[k.node], k.variant, v.c_kernel if v else "", v.weights if v else "",
+                              k.work_bytes, k.rejected))
+    return KernelReport(model, plan.optimize, tuple(rows))
