@@ -19,7 +19,7 @@ BIAS_SCALE_TOLERANCE = 1e-5  # TFLM: |bias scale - state scale * weights_time sc
 
 
 def svdf(imp, op) -> None:
-    from tinyaot.frontend.tflite import _CLAMPS, _check_multipliers, _scales
+    from tinyaot.frontend.tflite.importer import _CLAMPS, _check_multipliers, _scales
 
     where = f"operator {op.index} (SVDF)"
     if imp.float_mode:

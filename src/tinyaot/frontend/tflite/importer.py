@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
-from tinyaot.frontend.tflite_recurrent import unidirectional_sequence_lstm
-from tinyaot.frontend.tflite_svdf import svdf
+from tinyaot.frontend.tflite.recurrent import unidirectional_sequence_lstm
+from tinyaot.frontend.tflite.svdf import svdf
 from tinyaot.ir import Graph, Node, QParams, Tensor
 from tinyaot.ir.ops import WIDE_CONVERSIONS, kernel_ref
 
