@@ -3,7 +3,8 @@
 These functions mirror TensorFlow Lite Micro's reference semantics exactly (QuantizeMultiplier,
 SaturatingRoundingDoublingHighMul, RoundingDivideByPOT, MultiplyByQuantizedMultiplier with the
 default "double rounding"). Their C twins live in `c/include/tinyaot_fixedpoint.h`; both are
-tested against the same table of edge cases.
+tested against the same table of edge cases. The module imports nothing of tinyaot, so every stage
+(the front ends' TFLM checks too) may use it.
 """
 from __future__ import annotations
 
@@ -20,14 +21,18 @@ def _round_half_away(x: float) -> int:
     return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
 
 
-def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
-    """Express a positive real multiplier as (Q31 mantissa, power-of-two exponent).
+def tflm_quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+    """TFLM's QuantizeMultiplier as its default (double-rounding) build computes it: (Q31 mantissa, shift),
+    real ~= mantissa * 2**(shift - 31).
 
-    real ~= mantissa * 2**(shift - 31). A mantissa that rounds to 2**31 is halved and the
-    shift bumped; a shift below -31 flushes to zero; a shift above 30 saturates.
+    A mantissa that rounds to 2**31 is halved and the shift bumped; a shift below -31 flushes to (0, 0); 0 is
+    (0, 0); a negative multiplier keeps its sign in the mantissa. A shift above 30 is returned as is: TFLM's
+    MultiplyByQuantizedMultiplier would then shift an int32 left by 31 or more, so the importer's checks refuse it
+    (they read the shift here) and `quantize_multiplier` saturates it. Non-finite input (undefined in TFLM)
+    raises ValueError.
     """
-    if not math.isfinite(real_multiplier) or real_multiplier < 0:
-        raise ValueError(f"multiplier must be finite and >= 0, got {real_multiplier}")
+    if not math.isfinite(real_multiplier):
+        raise ValueError(f"multiplier must be finite, got {real_multiplier}")
     if real_multiplier == 0.0:
         return 0, 0
     q, shift = math.frexp(real_multiplier)
@@ -37,9 +42,18 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
         shift += 1
     if shift < -31:
         return 0, 0
+    return int(q_fixed), int(shift)
+
+
+def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+    """A non-negative real multiplier as the kernels take it: TFLM's QuantizeMultiplier, with a shift above 30
+    saturated to (INT32_MAX, 30) as TFLM's single-rounding build does, so no kernel shifts an int32 left by 31."""
+    if not math.isfinite(real_multiplier) or real_multiplier < 0:
+        raise ValueError(f"multiplier must be finite and >= 0, got {real_multiplier}")
+    mantissa, shift = tflm_quantize_multiplier(real_multiplier)
     if shift > 30:
         return INT32_MAX, 30
-    return int(q_fixed), int(shift)
+    return mantissa, shift
 
 
 def _as_i64(x) -> np.ndarray:
