@@ -47,13 +47,19 @@ def spatial(imp: Importer, op: OpInfo, x_shape, kh: int, kw: int, padding: int, 
     return oh, ow, (top, bottom, left, right)
 
 
-def conv_2d(imp: Importer, op: OpInfo) -> None:
+def _conv_operands(imp: Importer, op: OpInfo, options: str, ir_op: str):
+    """CONV_2D's and DEPTHWISE_CONV_2D's operands in the order TFLite reads them: (input, weights, bias) indices,
+    the options, the IR input, the node's name, its weight tensor's name and the tensor."""
     xi, wi, bi = imp.args(op, 2, 3)
-    o = imp.options(op, "Conv2DOptions")
+    o = imp.options(op, options)
     x = imp.ir_input(xi, op)
-    name = f"conv2d_{op.index}"
+    name = f"{ir_op}_{op.index}"
     w = imp.weights(wi, f"{name}_weight", op)
-    wt = imp.g.tensor(w)
+    return xi, wi, bi, o, x, name, w, imp.g.tensor(w)
+
+
+def conv_2d(imp: Importer, op: OpInfo) -> None:
+    xi, wi, bi, o, x, name, w, wt = _conv_operands(imp, op, "Conv2DOptions", "conv2d")
     if len(wt.shape) != 4:
         raise ModelError(f"operator {op.index} (CONV_2D): weights must be 4-D [out, kh, kw, in], got {wt.shape}")
     imp.prepare(tflm.symmetric_weights, op, wt, 0)
@@ -69,12 +75,7 @@ def conv_2d(imp: Importer, op: OpInfo) -> None:
 
 
 def depthwise_conv_2d(imp: Importer, op: OpInfo) -> None:
-    xi, wi, bi = imp.args(op, 2, 3)
-    o = imp.options(op, "DepthwiseConv2DOptions")
-    x = imp.ir_input(xi, op)
-    name = f"depthwise_conv2d_{op.index}"
-    w = imp.weights(wi, f"{name}_weight", op)
-    wt = imp.g.tensor(w)
+    xi, wi, bi, o, x, name, w, wt = _conv_operands(imp, op, "DepthwiseConv2DOptions", "depthwise_conv2d")
     x_shape = imp.g.tensor(x).shape
     if len(wt.shape) != 4 or wt.shape[0] != 1:
         raise ModelError(f"operator {op.index} (DEPTHWISE_CONV_2D): weights must be [1, kh, kw, out], got {wt.shape}")

@@ -12,7 +12,8 @@ in the IR's order i, f, g, o; the hidden state's qparams are the output's (TFLM 
 output row). 16x8 models (int16 input, hidden state and output): the same with int64 biases, which TFLM's 16x8
 LSTM reads whatever type the file gives them (so an int32 bias, read as int64, is refused). Float models: the same
 node with float32 weights (dynamic-range int8 weights dequantized), which tinyaot's calibration quantizes as it
-does PyTorch's nn.LSTM (quantize/recurrent.py).
+does PyTorch's nn.LSTM (quantize/recurrent.py). Where the two differ is IntegerLstm's and FloatLstm's, one converter
+per policy's table (converters.py).
 """
 from __future__ import annotations
 
