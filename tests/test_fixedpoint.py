@@ -9,13 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyaot.quantize.fixedpoint import (
+from tinyaot.fixedpoint import (
     INT32_MAX,
     INT32_MIN,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
+    tflm_quantize_multiplier,
 )
 
 # (x, multiplier, shift, expected): hand-checked values of TFLM's MultiplyByQuantizedMultiplier.
@@ -171,6 +172,25 @@ def test_quantize_multiplier_edges():
         assert abs(m * 2.0 ** (s - 31) - real) <= real * 2**-30
     with pytest.raises(ValueError):
         quantize_multiplier(float("nan"))
+
+
+def test_tflm_quantize_multiplier_is_tflms_default_build():
+    """TFLM's QuantizeMultiplier (double rounding): the shift the TFLite importer's checks read. It leaves a shift
+    above 30 as is (quantize_multiplier saturates it for the kernels) and keeps a negative multiplier's sign."""
+    assert tflm_quantize_multiplier(0.0) == (0, 0)
+    edge = (2**31 - 0.5) * 2.0**-63  # mantissa rounds half away from zero to 2^31: halved, shift -32 -> -31
+    assert tflm_quantize_multiplier(edge) == (1 << 30, -31)
+    assert tflm_quantize_multiplier(math.nextafter(edge, 0.0)) == (0, 0)  # shift -32: flushed to zero
+    top = 2.0**30 - 0.25  # the smallest multiplier whose shift is 31
+    assert tflm_quantize_multiplier(top) == (1 << 30, 31)
+    assert tflm_quantize_multiplier(math.nextafter(top, 0.0)) == (INT32_MAX, 30)
+    assert quantize_multiplier(top) == (INT32_MAX, 30)  # saturated, as TFLM's single-rounding build does
+    assert tflm_quantize_multiplier(2.0**40) == (1 << 30, 41)
+    assert tflm_quantize_multiplier(-0.75) == (-(3 << 29), 0)
+    for real in (1e-5, 0.3, 0.999, 3.7, 2.0**-31, 2.0**29):
+        assert tflm_quantize_multiplier(real) == quantize_multiplier(real)
+    with pytest.raises(ValueError):
+        tflm_quantize_multiplier(float("inf"))
 
 
 def test_vectorised_matches_scalar():

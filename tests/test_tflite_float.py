@@ -1,4 +1,4 @@
-"""Float .tflite import (frontend/tflite.py: is_float_tflite, from_tflite_float) and tinyaot's PTQ of it.
+"""Float .tflite import (frontend/tflite/: is_float_tflite, from_tflite_float) and tinyaot's PTQ of it.
 
 (a) The float graph computes what TFLite computes: `evaluate(graph, x)` against TensorFlow Lite Micro running the
     same float file (its float32 reference kernels), on the three MLPerf Tiny float models and on hand-built float

@@ -17,6 +17,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.conv import conv_groups
 from tinyaot.quantize.fixedpoint import (
     activation_range,
     multiply_by_quantized_multiplier,
@@ -24,7 +25,6 @@ from tinyaot.quantize.fixedpoint import (
     wrap_i32,
 )
 from tinyaot.ref import _checks
-from tinyaot.ref.conv2d_s8 import conv_groups
 from tinyaot.ref.per_channel import per_channel_multipliers
 
 INT16_MIN, INT16_MAX = -32768, 32767
@@ -93,7 +93,7 @@ def prepare_conv16(node: Node, g: Graph, depthwise: bool, params_type: type):
         if w_out != out_c:
             raise ModelError(f"{node.op} '{node.name}': weights {w.shape} give {w_out} output channels, output has "
                              f"{out_c}")
-        groups = conv_groups(node, in_c, w_in, out_c)
+        groups = conv_groups(in_c, w_in, out_c, f"layer '{node.name}'")
     bits = _bias_bits(node, b, depthwise)
     bias = b.data.astype(np.int64) if b.data is not None else np.zeros(out_c, np.int64)
     if bias.shape != (out_c,):

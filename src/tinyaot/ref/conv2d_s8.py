@@ -17,6 +17,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.conv import conv_groups
 from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, wrap_i32
 from tinyaot.ref.per_channel import per_channel_multipliers
 
@@ -72,7 +73,7 @@ def prepare_conv_like(node: Node, g: Graph, depthwise: bool) -> ConvParams:
         mult = 1
         if w_out != out_c:
             raise ModelError(f"layer '{node.name}': weights {w.shape} give {w_out} output channels, output has {out_c}")
-        groups = conv_groups(node, in_c, w_in, out_c)
+        groups = conv_groups(in_c, w_in, out_c, f"layer '{node.name}'")
     if x.qparams is None or y.qparams is None or w.qparams is None:
         raise ModelError(f"layer '{node.name}': input, output and weights must be quantized (int8 with qparams)")
     sh, sw = node.attrs.get("stride", (1, 1))
@@ -94,14 +95,6 @@ def prepare_conv_like(node: Node, g: Graph, depthwise: bool) -> ConvParams:
         dilation_h=int(dh), dilation_w=int(dw), pad_top=int(top), pad_left=int(left), depth_multiplier=mult,
         groups=groups,
     )
-
-
-def conv_groups(node: Node, in_c: int, w_in: int, out_c: int) -> int:
-    """TFLM's rule: groups = input depth / the weights' input depth, which must split both channel counts."""
-    if w_in < 1 or in_c % w_in or out_c % (in_c // w_in):
-        raise ModelError(f"layer '{node.name}': weights take {w_in} input channels, which does not split the "
-                         f"input's {in_c} channels and the {out_c} output channels into equal groups")
-    return in_c // w_in
 
 
 def prepare(node: Node, g: Graph) -> ConvParams:

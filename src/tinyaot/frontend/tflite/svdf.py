@@ -12,19 +12,23 @@ from __future__ import annotations
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.frontend.tflite.importer import CLAMPS, Importer
+from tinyaot.frontend.tflite.reader import OpInfo
+from tinyaot.frontend.tflite.tflm_checks import check_multipliers, scale_names
 from tinyaot.ir import Node, QParams
 
 STATE_TYPES = ("int16", "int8")  # the weights_time's and the state's: TFLM reads the state as weights_time's type
 BIAS_SCALE_TOLERANCE = 1e-5  # TFLM: |bias scale - state scale * weights_time scale| < 1e-5 (absolute)
 
 
-def svdf(imp, op) -> None:
-    from tinyaot.frontend.tflite import _CLAMPS, _check_multipliers, _scales
+def float_svdf(imp: Importer, op: OpInfo) -> None:
+    """A float model's SVDF: refused (tinyaot's PTQ has no SVDF yet)."""
+    raise UnsupportedOpError(f"operator {op.index} (SVDF): tinyaot imports SVDF from int8 models (TFLite Micro's "
+                             "integer SVDF); convert the model with full-integer quantization")
 
+
+def svdf(imp: Importer, op: OpInfo) -> None:
     where = f"operator {op.index} (SVDF)"
-    if imp.float_mode:
-        raise UnsupportedOpError(f"{where}: tinyaot imports SVDF from int8 models (TFLite Micro's integer SVDF); "
-                                 "convert the model with full-integer quantization")
     if len(op.inputs) != 5:
         raise ModelError(f"{where} has {len(op.inputs)} inputs; TFLite Micro's SVDF takes 5 (input, "
                          "weights_feature, weights_time, bias, activation state)")
@@ -69,17 +73,17 @@ def svdf(imp, op) -> None:
     for indices, formula in (([xi, fi, si], "input_scale * weights_feature_scale / state_scale"),
                              ([si, ti, op.outputs[0]], "state_scale * weights_time_scale / output_scale")):
         a, w, out = (float(imp.t(i).scale[0]) for i in indices)
-        scales = f"{_scales(imp, indices[:2])} / {_scales(imp, indices[2:])}"
-        _check_multipliers(imp, op, [a * w / out], formula, scales)
+        scales = f"{scale_names(imp, indices[:2])} / {scale_names(imp, indices[2:])}"
+        check_multipliers(imp, op, [a * w / out], formula, scales)
     x = imp.ir_input(xi, op)
     y = imp.activation(op.outputs[0], f"{name}_out", op)
-    clamp = _CLAMPS.get(int(opts.FusedActivationFunction()))
+    clamp = CLAMPS.get(int(opts.FusedActivationFunction()))
     attrs = {"rank": rank, "state_qparams": QParams.per_tensor(state_scale, int(s_info.zero_point[0])),
              "float_clamp": clamp}
     imp.g.nodes.append(Node("svdf", name, [x, wf, wt, b], [y], attrs, source=f"{imp.source}:{op.index}"))
 
 
-def _geometry(imp, op, wf: str, wt: str, rank: int, inputs: int) -> tuple[int, int]:
+def _geometry(imp: Importer, op: OpInfo, wf: str, wt: str, rank: int, inputs: int) -> tuple[int, int]:
     """(filters, memory) after TFLM's shape rules."""
     where = f"operator {op.index} (SVDF)"
     f_shape, t_shape = imp.g.tensor(wf).shape, imp.g.tensor(wt).shape

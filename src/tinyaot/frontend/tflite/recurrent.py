@@ -12,7 +12,8 @@ in the IR's order i, f, g, o; the hidden state's qparams are the output's (TFLM 
 output row). 16x8 models (int16 input, hidden state and output): the same with int64 biases, which TFLM's 16x8
 LSTM reads whatever type the file gives them (so an int32 bias, read as int64, is refused). Float models: the same
 node with float32 weights (dynamic-range int8 weights dequantized), which tinyaot's calibration quantizes as it
-does PyTorch's nn.LSTM (quantize/recurrent.py).
+does PyTorch's nn.LSTM (quantize/recurrent.py). Where the two differ is IntegerLstm's and FloatLstm's, one converter
+per policy's table (converters.py).
 """
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
-from tinyaot.ir import Node, QParams, Tensor
+from tinyaot.frontend.tflite.importer import Importer
+from tinyaot.frontend.tflite.policy import dequantized_weights, refuse_float16
+from tinyaot.frontend.tflite.reader import OpInfo, TensorInfo
+from tinyaot.ir import Graph, Node, QParams, Tensor
 from tinyaot.ir.ops import OPS
 
 # Operand slots (tensorflow/lite/micro/kernels/lstm_shared.h): per gate i, f, g (TFLite's "cell"), o.
@@ -37,7 +41,7 @@ RULE = "LstmTensors::ValidateTensorStatus"  # TFLM's Prepare check of the operan
 STANDARD = "build it from a standard LSTM layer (a Keras LSTM converts to one)"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Layer:
     """What the operator's operands say, read and checked: the gates stacked i, f, g, o."""
 
@@ -54,51 +58,132 @@ class _Layer:
     cell_clip: float
 
 
-def unidirectional_sequence_lstm(imp, op) -> None:
-    where = f"operator {op.index} (UNIDIRECTIONAL_SEQUENCE_LSTM)"
-    ins = imp.args(op, 24, 24)
-    _check_operands(imp, ins, where)
-    opts = imp.options(op, "UnidirectionalSequenceLSTMOptions")
-    _check_options(imp, ins, opts, where)
-    _emit(imp, op, ins, _read_layer(imp, op, ins, opts, where))
+@dataclass(frozen=True)
+class IntegerLstm:
+    """TFLM's integer LSTM (int8, and 16x8): int8 weights with one scale per gate, integer biases, an int16 cell
+    state with the file's scale."""
+
+    def check_options(self, opts, where: str) -> None:
+        """A time-major integer LSTM runs as the batch-major one between two reshapes."""
+
+    def block(self, imp: Importer, op: OpInfo, k: int, what: str) -> tuple[np.ndarray, QParams | None]:
+        data, qp = imp.read_constant(k, op, "int8", what)
+        if qp is None or not qp.is_per_tensor or qp.zero_point[0] != 0:
+            raise UnsupportedOpError(f"operator {op.index} (UNIDIRECTIONAL_SEQUENCE_LSTM): the {what} need one "
+                                     "scale per tensor and zero point 0 (TFLite Micro's integer LSTM)")
+        return data, qp
+
+    def bias_type(self, imp: Importer, op: OpInfo, ins: list[int], where: str) -> str:
+        """int32 for the int8 LSTM; int64 for the 16x8 one, whose biases TFLM reads as int64 whatever the file says
+        (EvalLstm<int16_t, int8_t, int16_t, int64_t>, no Prepare check): an int32 bias would be read as other
+        numbers, half of them past its data."""
+        if imp.t(ins[0]).dtype != "int16":
+            return "int32"
+        got = imp.t(ins[BIASES[0]]).type_name
+        if got != "int64":
+            raise UnsupportedOpError(f"{where}: the gate biases of this 16x8 LSTM are {got}; TFLite Micro's 16x8 LSTM "
+                                     "reads them as int64 whatever their type (EvalLstm<int16_t, int8_t, int16_t, "
+                                     "int64_t>), so these would be read as other numbers: re-convert the model with "
+                                     "int64 biases, as TFLite's 16x8 quantization writes them")
+        return "int64"
+
+    def check_states(self, imp: Importer, ins: list[int], y_info: TensorInfo, where: str) -> float:
+        """The cell state's scale (int16); the hidden state's qparams equal to the output's."""
+        h_info, c_info = imp.t(ins[HIDDEN_STATE]), imp.t(ins[CELL_STATE])
+        if not (h_info.quantized and y_info.quantized) or (h_info.scale[0], h_info.zero_point[0]) != (
+                y_info.scale[0], y_info.zero_point[0]):
+            raise UnsupportedOpError(f"{where}: the hidden state's qparams differ from the output's; TFLite Micro "
+                                     "copies the hidden state into the output, so tinyaot needs them equal")
+        if c_info.dtype != "int16" or not c_info.quantized:
+            raise UnsupportedOpError(f"{where}: the cell state is {c_info.type_name}; TFLite Micro's integer LSTM "
+                                     "needs an int16 cell state with a scale")
+        if y_info.dtype != h_info.dtype:
+            raise ModelError(f"{where}: the output is {y_info.type_name} but the input is {h_info.type_name}; TFLite "
+                             f"Micro needs one type ({RULE})")
+        return c_info.scale[0]
+
+    def state(self, g: Graph, name: str, layer: _Layer) -> str:
+        """The kernel's int16 cell state rows, at the file's cell scale."""
+        return g.add_tensor(Tensor(f"{name}_state", (OPS["lstm"].work_rows, layer.hidden), "int16",
+                                   qparams=QParams.per_tensor(layer.cell_scale, 0))).name
 
 
-def _check_options(imp, ins: list[int], opts, where: str) -> None:
+@dataclass(frozen=True)
+class FloatLstm:
+    """A float model's LSTM: float32 weights (dynamic-range int8 ones dequantized), which tinyaot's calibration
+    quantizes as it does PyTorch's nn.LSTM."""
+
+    def check_options(self, opts, where: str) -> None:
+        if opts.TimeMajor():
+            raise UnsupportedOpError(f"{where}: a time-major float LSTM ([T, 1, F]) is not supported: tinyaot's "
+                                     "calibration runs the float graph with the batch on dimension 0; convert the "
+                                     "model with time_major=False (the Keras LSTM's default), or convert it to int8")
+
+    def block(self, imp: Importer, op: OpInfo, k: int, what: str) -> tuple[np.ndarray, None]:
+        return dequantized_weights(imp, k, op, what), None
+
+    def bias_type(self, imp: Importer, op: OpInfo, ins: list[int], where: str) -> str:
+        refuse_float16(imp.t(ins[BIASES[0]]), op, "bias")  # the four biases share one type (_check_operands)
+        return "float32"
+
+    def check_states(self, imp: Importer, ins: list[int], y_info: TensorInfo, where: str) -> None:
+        """TFLM's float kernel keeps a float32 cell state."""
+        c_info = imp.t(ins[CELL_STATE])
+        if c_info.dtype != "float32":
+            raise UnsupportedOpError(f"{where}: the cell state of this float LSTM is {c_info.type_name}; TFLite "
+                                     "Micro's float LSTM keeps a float32 one")
+
+    def state(self, g: Graph, name: str, layer: _Layer) -> str:
+        """The cell state at every step: its calibrated range gives the int16 state its scale."""
+        return g.add_tensor(Tensor(f"{name}_state", (1, layer.steps, layer.hidden), "float32")).name
+
+
+def unidirectional_sequence_lstm(rules: IntegerLstm | FloatLstm):
+    """The converter of UNIDIRECTIONAL_SEQUENCE_LSTM under one kind of model's rules."""
+    def convert(imp: Importer, op: OpInfo) -> None:
+        where = f"operator {op.index} (UNIDIRECTIONAL_SEQUENCE_LSTM)"
+        ins = imp.args(op, 24, 24)
+        _check_operands(imp, ins, where)
+        opts = imp.options(op, "UnidirectionalSequenceLSTMOptions")
+        _check_options(rules, ins, opts, where)
+        _emit(imp, op, ins, rules, _read_layer(imp, op, ins, rules, opts, where))
+
+    return convert
+
+
+def _check_options(rules: IntegerLstm | FloatLstm, ins: list[int], opts, where: str) -> None:
     act = opts.FusedActivationFunction()
     if act != TANH:
         raise UnsupportedOpError(f"{where}: cell activation {_ACTIVATIONS.get(act, act)}; TFLite Micro's LSTM "
                                  "implements TANH only (the schema cannot name its other one, sigmoid; for any "
                                  "other its gate kernel has no case, and a release build leaves the cell gate "
                                  "unactivated): convert a model whose LSTM keeps the default tanh")
-    if opts.TimeMajor() and imp.float_mode:
-        raise UnsupportedOpError(f"{where}: a time-major float LSTM ([T, 1, F]) is not supported: tinyaot's "
-                                 "calibration runs the float graph with the batch on dimension 0; convert the model "
-                                 "with time_major=False (the Keras LSTM's default), or convert it to int8")
+    rules.check_options(opts, where)
 
 
-def _read_layer(imp, op, ins: list[int], opts, where: str) -> _Layer:
+def _read_layer(imp: Importer, op: OpInfo, ins: list[int], rules: IntegerLstm | FloatLstm, opts,
+                where: str) -> _Layer:
     x_shape, time_major = imp.t(ins[0]).shape, bool(opts.TimeMajor())
     if len(x_shape) != 3 or x_shape[1 if time_major else 0] != 1:
         raise UnsupportedOpError(f"{where}: input shape {list(x_shape)}; tinyaot runs one sequence (batch 1)")
-    read = _float_block if imp.float_mode else _int8_block
-    w_ih, w_qp = _stacked(op, [read(imp, op, ins[k], "input weights") for k in INPUT_WEIGHTS])
-    w_hh, r_qp = _stacked(op, [read(imp, op, ins[k], "recurrent weights") for k in RECURRENT_WEIGHTS])
+    w_ih, w_qp = _stacked(op, [rules.block(imp, op, ins[k], "input weights") for k in INPUT_WEIGHTS])
+    w_hh, r_qp = _stacked(op, [rules.block(imp, op, ins[k], "recurrent weights") for k in RECURRENT_WEIGHTS])
     hidden = w_ih.shape[0] // 4
     _check_sizes(imp, op, ins, w_ih, w_hh, where)
-    bias_type = "float32" if imp.float_mode else _integer_bias_type(imp, ins, where)
+    bias_type = rules.bias_type(imp, op, ins, where)
     bias = np.concatenate([_bias(imp, op, ins[k], bias_type, hidden, where) for k in BIASES])
-    cell_scale = _check_states(imp, ins, imp.t(op.outputs[0]), where)
+    cell_scale = rules.check_states(imp, ins, imp.t(op.outputs[0]), where)
     return _Layer(x_shape[0 if time_major else 1], x_shape[2], hidden, time_major, w_ih, w_hh, bias, w_qp, r_qp,
                   cell_scale, float(opts.CellClip()))
 
 
-def _emit(imp, op, ins: list[int], layer: _Layer) -> None:
+def _emit(imp: Importer, op: OpInfo, ins: list[int], rules: IntegerLstm | FloatLstm, layer: _Layer) -> None:
     """The lstm node over a [1, T, F] view of the input (time-major: a reshape either side)."""
     g, name, source = imp.g, f"lstm_{op.index}", f"{imp.source}:{op.index}"
     x = imp.ir_input(ins[0], op)
     if layer.time_major:
         x = _view(imp, x, (1, layer.steps, layer.features), f"{name}_in_view", op)
-    w_type = "float32" if imp.float_mode else "int8"
+    w_type = str(layer.w_ih.dtype)  # int8, or float32 in a float model
     g.add_tensor(Tensor(f"{name}_w_ih", layer.w_ih.shape, w_type, data=layer.w_ih, qparams=layer.w_qp))
     g.add_tensor(Tensor(f"{name}_w_hh", layer.w_hh.shape, w_type, data=layer.w_hh, qparams=layer.r_qp))
     g.add_tensor(Tensor(f"{name}_bias", layer.bias.shape, str(layer.bias.dtype), data=layer.bias,
@@ -108,11 +193,7 @@ def _emit(imp, op, ins: list[int], layer: _Layer) -> None:
     if layer.time_major:
         seq = f"{name}_seq"
         g.add_tensor(Tensor(seq, (1, layer.steps, layer.hidden), g.tensor(y).dtype, qparams=g.tensor(y).qparams))
-    if imp.float_mode:  # the cell state at every step: its calibrated range gives the int16 state its scale
-        state = g.add_tensor(Tensor(f"{name}_state", (1, layer.steps, layer.hidden), "float32")).name
-    else:
-        state = g.add_tensor(Tensor(f"{name}_state", (OPS["lstm"].work_rows, layer.hidden), "int16",
-                                    qparams=QParams.per_tensor(layer.cell_scale, 0))).name
+    state = rules.state(g, name, layer)
     attrs = {"hidden": layer.hidden, "cell_clip": layer.cell_clip if layer.cell_clip > 0 else None}
     g.nodes.append(Node("lstm", name, [x, f"{name}_w_ih", f"{name}_w_hh", f"{name}_bias"], [seq, state], attrs,
                         source=source))
@@ -120,7 +201,7 @@ def _emit(imp, op, ins: list[int], layer: _Layer) -> None:
         g.nodes.append(Node("reshape", f"{name}_out_view", [seq], [y], {}, source=source))
 
 
-def _check_operands(imp, ins: list[int], where: str) -> None:
+def _check_operands(imp: Importer, ins: list[int], where: str) -> None:
     """TFLM's ValidateTensorStatus: the operands a standard LSTM has, and none of a variant's."""
     for variant, slots in VARIANTS.items():
         if any(ins[k] != -1 for k in slots):
@@ -150,7 +231,7 @@ def _check_operands(imp, ins: list[int], where: str) -> None:
             raise ModelError(f"{where}: the {what} mix types {sorted(types)}; TFLite Micro needs one ({RULE})")
 
 
-def _check_sizes(imp, op, ins: list[int], w_ih: np.ndarray, w_hh: np.ndarray, where: str) -> None:
+def _check_sizes(imp: Importer, op: OpInfo, ins: list[int], w_ih: np.ndarray, w_hh: np.ndarray, where: str) -> None:
     """TFLM's ValidateTensorSize: [H, F] and [H, H] weights, H elements of each state, output [.., .., H]."""
     hidden, x_shape = w_ih.shape[0] // 4, imp.t(ins[0]).shape
     y_shape = imp.t(op.outputs[0]).shape
@@ -162,29 +243,7 @@ def _check_sizes(imp, op, ins: list[int], w_ih: np.ndarray, w_hh: np.ndarray, wh
                          "(TFLite Micro's ValidateTensorSize)")
 
 
-def _check_states(imp, ins: list[int], y_info, where: str) -> float | None:
-    """The int8 LSTM's states: the cell state's scale (int16), the hidden state's qparams equal to the output's;
-    a float LSTM's cell state is float32 (TFLM's float kernel)."""
-    h_info, c_info = imp.t(ins[HIDDEN_STATE]), imp.t(ins[CELL_STATE])
-    if imp.float_mode:
-        if c_info.dtype != "float32":
-            raise UnsupportedOpError(f"{where}: the cell state of this float LSTM is {c_info.type_name}; TFLite "
-                                     "Micro's float LSTM keeps a float32 one")
-        return None
-    if not (h_info.quantized and y_info.quantized) or (h_info.scale[0], h_info.zero_point[0]) != (
-            y_info.scale[0], y_info.zero_point[0]):
-        raise UnsupportedOpError(f"{where}: the hidden state's qparams differ from the output's; TFLite Micro "
-                                 "copies the hidden state into the output, so tinyaot needs them equal")
-    if c_info.dtype != "int16" or not c_info.quantized:
-        raise UnsupportedOpError(f"{where}: the cell state is {c_info.type_name}; TFLite Micro's integer LSTM "
-                                 "needs an int16 cell state with a scale")
-    if y_info.dtype != h_info.dtype:
-        raise ModelError(f"{where}: the output is {y_info.type_name} but the input is {h_info.type_name}; TFLite "
-                         f"Micro needs one type ({RULE})")
-    return c_info.scale[0]
-
-
-def _bias_qparams(imp, ins: list[int], w_qp: QParams | None) -> QParams | None:
+def _bias_qparams(imp: Importer, ins: list[int], w_qp: QParams | None) -> QParams | None:
     """input scale x the gate's weight scale per row: what TFLM's gate FC reads an int32 bias at, whatever scale the
     file gives it (the dequantized float model, cm.layer_errors, reads these)."""
     if w_qp is None:
@@ -194,28 +253,7 @@ def _bias_qparams(imp, ins: list[int], w_qp: QParams | None) -> QParams | None:
     return QParams(scales, (0,) * len(scales), axis=0)
 
 
-def _int8_block(imp, op, k: int, what: str) -> tuple[np.ndarray, QParams | None]:
-    data, qp = imp._read_constant(k, op, "int8", what)
-    if qp is None or not qp.is_per_tensor or qp.zero_point[0] != 0:
-        raise UnsupportedOpError(f"operator {op.index} (UNIDIRECTIONAL_SEQUENCE_LSTM): the {what} need one "
-                                 "scale per tensor and zero point 0 (TFLite Micro's integer LSTM)")
-    return data, qp
-
-
-def _float_block(imp, op, k: int, what: str) -> tuple[np.ndarray, None]:
-    """float32 weights; dynamic-range int8 ones as the float32 values they stand for (scale * (q - zero_point))."""
-    ti = imp.t(k)
-    imp._refuse_float16(ti, op, what)
-    if ti.dtype != "int8":
-        return imp._read_constant(k, op, "float32", what)[0], None
-    q, qp = imp._read_constant(k, op, "int8", what)
-    if qp is None:
-        raise ModelError(f"operator {op.index} ({op.name}): the int8 {what} '{ti.name}' of this float model carry "
-                         "no scale, so the float values they stand for are unknown")
-    return qp.dequantize(q).astype(np.float32), None
-
-
-def _stacked(op, blocks: list[tuple[np.ndarray, QParams | None]]) -> tuple[np.ndarray, QParams | None]:
+def _stacked(op: OpInfo, blocks: list[tuple[np.ndarray, QParams | None]]) -> tuple[np.ndarray, QParams | None]:
     """The four gates' weights stacked [4H, ...]; int8 rows keep their gate's one scale."""
     for data, _ in blocks:
         if data.ndim != 2 or data.shape[0] != blocks[0][0].shape[0]:
@@ -228,32 +266,15 @@ def _stacked(op, blocks: list[tuple[np.ndarray, QParams | None]]) -> tuple[np.nd
     return w, QParams(tuple(scales), (0,) * len(scales), axis=0)
 
 
-def _integer_bias_type(imp, ins: list[int], where: str) -> str:
-    """int32 for the int8 LSTM; int64 for the 16x8 one, whose biases TFLM reads as int64 whatever the file says
-    (EvalLstm<int16_t, int8_t, int16_t, int64_t>, no Prepare check): an int32 bias would be read as other numbers,
-    half of them past its data."""
-    if imp.t(ins[0]).dtype != "int16":
-        return "int32"
-    got = imp.t(ins[BIASES[0]]).type_name
-    if got != "int64":
-        raise UnsupportedOpError(f"{where}: the gate biases of this 16x8 LSTM are {got}; TFLite Micro's 16x8 LSTM "
-                                 "reads them as int64 whatever their type (EvalLstm<int16_t, int8_t, int16_t, "
-                                 "int64_t>), so these would be read as other numbers: re-convert the model with "
-                                 "int64 biases, as TFLite's 16x8 quantization writes them")
-    return "int64"
-
-
-def _bias(imp, op, k: int, dtype: str, hidden: int, where: str) -> np.ndarray:
-    if imp.float_mode:
-        imp._refuse_float16(imp.t(k), op, "bias")
-    data = imp._read_constant(k, op, dtype, "bias")[0]
+def _bias(imp: Importer, op: OpInfo, k: int, dtype: str, hidden: int, where: str) -> np.ndarray:
+    data = imp.read_constant(k, op, dtype, "bias")[0]
     if data.shape != (hidden,):
         raise ModelError(f"{where}: a gate bias of shape {list(imp.t(k).shape)}, expected [{hidden}] "
                          "(TFLite Micro's ValidateTensorSize)")
     return data
 
 
-def _view(imp, src: str, shape, name: str, op) -> str:
+def _view(imp: Importer, src: str, shape, name: str, op: OpInfo) -> str:
     t = imp.g.tensor(src)
     imp.g.add_tensor(Tensor(name, tuple(shape), t.dtype, qparams=t.qparams))
     imp.g.nodes.append(Node("reshape", name, [src], [name], {}, source=f"{imp.source}:{op.index}"))
