@@ -10,7 +10,7 @@ SRC = Path(tinyaot.__file__).parent
 # The pipeline's stages in order; a package may import its own and earlier ones (top-level modules anything). A
 # stage is a package or one module of one ("quantize.fixedpoint"): the kernels' knowledge (ref/) ranks right after
 # the IR and the fixed-point arithmetic, so every later stage asks it instead of re-deriving it.
-STAGES = [("errors", "diagnostics", "ir"), ("quantize.fixedpoint",), ("ref",), ("frontend",), ("passes",),
+STAGES = [("errors", "diagnostics", "ir"), ("fixedpoint", "quantize.fixedpoint"), ("ref",), ("frontend",), ("passes",),
           ("quantize",), ("plan",), ("codegen",), ("targets",), ("report",)]
 RANK = {name: i for i, group in enumerate(STAGES) for name in group}
 
