@@ -193,7 +193,7 @@ def test_without_the_cross_compiler_the_stack_is_the_documented_default(seed, tm
 @pytest.mark.arm
 def test_a_stack_beyond_the_scratch_bank_is_refused(seed, tmp_path, monkeypatch):
     cm, x_q, _ = seed
-    monkeypatch.setattr(pico2, "SDK_STACK_BYTES", pico2.CORE0_STACK_LIMIT_BYTES)
+    monkeypatch.setattr(pico2.measure, "SDK_STACK_BYTES", pico2.CORE0_STACK_LIMIT_BYTES)  # where the stack is planned
     with pytest.raises(Pico2ExportError, match=r"more than the 4,096 B the Pico SDK's default memory map gives "
                                                r"core 0 \(the SCRATCH_Y bank\)") as info:
         export_pico2(cm, tmp_path / "p", inputs=x_q)

@@ -2,6 +2,7 @@
 
 Each target implements base.Target: `build(sources) -> artifact` once, `run(artifact, inputs) -> RunResult`
 (outputs, instructions, stack bytes, image sizes) as often as needed: host.HostTarget, host.SanitizedHostTarget,
-m33.M33Target, pico2.Pico2AppTarget.  engines.py is the registry of the engines CompiledModel.run accepts;
-sizes.py is the one place sizes are measured.
+m33.M33Target, pico2.Pico2AppTarget.  profiles.py holds the one compiler profile each of them (and every size
+measurement) compiles with; engines.py is the registry of the engines CompiledModel.run accepts; sizes.py is the
+one place a model's sizes are measured, elf.py reads the sections they are made of.
 """

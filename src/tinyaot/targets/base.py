@@ -12,7 +12,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from tinyaot.targets.sizes import ImageSizes
+from tinyaot.targets.elf import ImageSizes
 
 
 @dataclass(frozen=True)

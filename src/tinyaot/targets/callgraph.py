@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinyaot.errors import TinyAOTError
-from tinyaot.targets.sizes import matching_section_bytes
+from tinyaot.targets.elf import matching_section_bytes
 
 
 class CallGraphError(TinyAOTError):

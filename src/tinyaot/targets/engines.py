@@ -6,6 +6,7 @@ unknown name follow from the registry, so no other list of engine names needs to
 from __future__ import annotations
 
 import tempfile
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -13,7 +14,10 @@ from typing import Callable
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.ref.interpreter import Interpreter
+from tinyaot.targets import m33  # the module, looked up at call time: tests replace m33.run_m33
 from tinyaot.targets.base import ModelSources, RunResult
+from tinyaot.targets.host import HostLibrary, HostTarget
 
 
 @dataclass(frozen=True)
@@ -60,31 +64,29 @@ def split_rows(cm, result: RunResult) -> RunResult:
     return replace(result, outputs=outs[0] if cm.n_outputs == 1 else outs)
 
 
-def host_build(cm):
-    """The model's host library, built once per CompiledModel (kept in its `_host`)."""
-    from tinyaot.targets.host import HostTarget
+_HOST_BUILDS: dict[int, HostLibrary] = {}  # id(CompiledModel) -> its loaded library, while the model lives
 
-    if cm._host is None:
-        cm._host = HostTarget().build(ModelSources.of(cm))
-    return cm._host
+
+def host_build(cm) -> HostLibrary:
+    """The model's host library, built and loaded once per CompiledModel: kept here, by the model's identity, and
+    dropped when the model is (a CompiledModel is a value nothing writes into)."""
+    key = id(cm)
+    if key not in _HOST_BUILDS:
+        _HOST_BUILDS[key] = HostTarget().build(ModelSources.of(cm))
+        weakref.finalize(cm, _HOST_BUILDS.pop, key, None)
+    return _HOST_BUILDS[key]
 
 
 def _run_reference(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
-    from tinyaot.ref.interpreter import Interpreter
-
     return RunResult(Interpreter(cm.graph, cm.plan).run(batch))
 
 
 def _run_host(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
-    from tinyaot.targets.host import HostTarget
-
     return split_rows(cm, HostTarget().run(host_build(cm), raw_rows(batch), arena_bytes=arena_bytes))
 
 
 def _run_m33(cm, batch: np.ndarray, arena_bytes: int | None) -> RunResult:
     """The harness binds the model's static arena (`arena_bytes` is for the host's caller-provided arena)."""
-    from tinyaot.targets import m33  # looked up at call time: tests replace m33.run_m33
-
     with tempfile.TemporaryDirectory(prefix="tinyaot-") as tmp:
         cm.c_sources.write(Path(tmp))
         result = m33.run_m33(Path(tmp), cm.name, raw_rows(batch), sum(cm.output_sizes),

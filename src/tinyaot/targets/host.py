@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -27,12 +28,9 @@ from tinyaot.targets import cache as build_cache
 from tinyaot.targets.base import ModelSources, RunResult, io_copies
 from tinyaot.targets.cache import cache_dir, cache_root  # noqa: F401  (cache_root: the public name it always had)
 from tinyaot.targets.objects import compile_objects
+from tinyaot.targets.profiles import HOST, HOST_SHARED, SANITIZE_FLAGS, ToolchainProfile
 
-BASE_CFLAGS = ["-O2", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
-HOST_CFLAGS = [*BASE_CFLAGS, "-fPIC", "-shared"]
-# AddressSanitizer + UndefinedBehaviorSanitizer, stopping at the first report (a report is a failed run).
-SANITIZE_CFLAGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-                   "-fno-sanitize-recover=all"]
+SANITIZE_CFLAGS = list(SANITIZE_FLAGS)  # the name it always had here
 SANITIZE_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:halt_on_error=1",  # LSan needs ptrace
                 "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
 
@@ -50,7 +48,7 @@ class HostCompilerMissing(TinyAOTError):
 
 
 def _cc() -> list[str]:
-    cc = shlex.split(os.environ.get("CC", "gcc")) or ["gcc"]
+    cc = shlex.split(os.environ.get(HOST.compiler_env, HOST.compiler)) or [HOST.compiler]
     if shutil.which(cc[0]) is None:
         raise HostCompilerMissing(
             f"no host C compiler '{cc[0]}' found: install gcc (Debian: apt-get install gcc) or set CC"
@@ -70,13 +68,14 @@ def _digest(files: dict[str, str], flags: list[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def _cached_build(files: dict[str, str], name: str, flags: list[str], artifact: str) -> Path:
-    """Compile `files` with `flags` into `artifact`, once per content. The entry is built in a private temporary
-    directory and renamed into place in one step, so another process sees either no entry or a complete one; if
-    two build the same entry at once, the second rename fails and that process uses the first one's build. Each
-    .c is compiled once per content and flags (targets/objects.py): the kernel files every model shares are
-    compiled once, not once per model."""
+def _cached_build(files: dict[str, str], name: str, profile: ToolchainProfile, extra_flags, artifact: str) -> Path:
+    """Compile `files` with `profile` and `extra_flags` (after the profile's: they win) into `artifact`, once per
+    content. The entry is built in a private temporary directory and renamed into place in one step, so another
+    process sees either no entry or a complete one; if two build the same entry at once, the second rename fails
+    and that process uses the first one's build. Each .c is compiled once per content and flags
+    (targets/objects.py): the kernel files every model shares are compiled once, not once per model."""
     root = _cache_dir()
+    flags = [*profile.flags, *profile.link, *extra_flags]  # the link's: they name the entry
     final = root / f"{name}-{_digest(files, flags)}"
     out = final / artifact
     if out.exists():
@@ -88,8 +87,7 @@ def _cached_build(files: dict[str, str], name: str, flags: list[str], artifact: 
         for fname, text in files.items():
             (tmp / fname).write_text(text)
         c_files = sorted(tmp / f for f in files if f.endswith(".c"))
-        compile_flags = [f for f in flags if f != "-shared"]
-        objects = compile_objects(_cc(), [*compile_flags, "-I", str(tmp)], c_files, tmp / "obj",
+        objects = compile_objects(_cc(), profile.compile_flags(*extra_flags, "-I", str(tmp)), c_files, tmp / "obj",
                                   lambda argv, cwd: _run_cc(argv, cwd, name))
         _run_cc([*_cc(), *flags, *(str(o) for o in objects), "-o", str(tmp / artifact)], tmp, name)
         shutil.rmtree(tmp / "obj", ignore_errors=True)
@@ -123,7 +121,7 @@ def evict(root: Path | None = None, max_entries: int | None = None, max_bytes: i
 
 def build_shared_library(files: dict[str, str], name: str, extra_flags: list[str] | tuple = ()) -> Path:
     """Compile generated sources into a shared library; cached by content so repeated runs cost nothing."""
-    return _cached_build(files, name, [*HOST_CFLAGS, *extra_flags], f"lib{name}.so")
+    return _cached_build(files, name, HOST_SHARED, extra_flags, f"lib{name}.so")
 
 
 # ---- a standalone runner: the sanitizers' way in ------------------------------------------------------------
@@ -177,13 +175,11 @@ def build_executable(files: dict[str, str], name: str, extra_flags: list[str] | 
     main = _RUNNER_C.format(name=name, NAME=name.upper(), input_bytes=sum(input_sizes), output_bytes=sum(output_sizes),
                             copy_in="\n        ".join(copy_in), copy_out="\n        ".join(copy_out))
     runner = {**files, f"{name}_runner_main.c": main}
-    return _cached_build(runner, name, [*BASE_CFLAGS, *extra_flags], f"{name}_runner")
+    return _cached_build(runner, name, HOST, extra_flags, f"{name}_runner")
 
 
 def _header_size(files: dict[str, str], name: str, kind: str) -> int:
     """<NAME>_INPUT_SIZE / _OUTPUT_SIZE of a one-input one-output model, read from its header."""
-    import re
-
     found = re.search(rf"#define {name.upper()}_{kind}_SIZE (\d+)", files.get(f"{name}.h", ""))
     if found is None:
         raise TinyAOTError(f"{name}.h declares no {name.upper()}_{kind}_SIZE: pass the sizes of every {kind.lower()}")
@@ -223,7 +219,7 @@ def sanitizer_problem() -> str | None:
     with tempfile.TemporaryDirectory(prefix="tinyaot-san-") as tmp:
         src, exe = Path(tmp) / "probe.c", Path(tmp) / "probe"
         src.write_text("#include <stdlib.h>\nint main(void) { char *p = malloc(4); p[0] = 1; free(p); return 0; }\n")
-        proc = subprocess.run([*cc, *SANITIZE_CFLAGS, str(src), "-o", str(exe)], capture_output=True, text=True)
+        proc = subprocess.run([*cc, *SANITIZE_FLAGS, str(src), "-o", str(exe)], capture_output=True, text=True)
         if proc.returncode != 0:
             return f"{cc[0]} cannot build with -fsanitize=address,undefined: {proc.stderr.strip()[-300:]}"
         run = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, **SANITIZE_ENV})
@@ -377,7 +373,7 @@ class SanitizedHostTarget:
 
     name = "host-sanitized"
 
-    def __init__(self, extra_flags: tuple[str, ...] = tuple(SANITIZE_CFLAGS), env: dict | None = None,
+    def __init__(self, extra_flags: tuple[str, ...] = SANITIZE_FLAGS, env: dict | None = None,
                  timeout: float = 120):
         self.extra_flags, self.timeout = tuple(extra_flags), timeout
         self.env = dict(SANITIZE_ENV) if env is None else env

@@ -1,8 +1,8 @@
-"""Every size tinyaot reports, measured on Cortex-M33 object files and ELF images (never estimated).
+"""Every size tinyaot reports about a model, measured on Cortex-M33 object files (never estimated).
 
 One place: the model's code bytes and its static state (RAM besides the arena) come from one compile of its
-sources (`measure_objects`, cached by content, so a report and `code_bytes` do not compile twice); a linked
-image's Berkeley-style sizes come from `elf_sizes`.
+sources with the M33_SIZE profile (`measure_objects`, cached by content, so a report and `code_bytes` do not
+compile twice); a linked image's Berkeley-style sizes come from `elf.elf_sizes`.
 """
 from __future__ import annotations
 
@@ -10,53 +10,15 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, NamedTuple
 
-M33_SIZE_FLAGS = ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", "-O2",
-                  "-std=c99", "-ffunction-sections", "-fdata-sections", "-fcallgraph-info=su"]
+from tinyaot.targets.callgraph import CallGraph
+from tinyaot.targets.elf import section_bytes
+from tinyaot.targets.m33.build import compile_sources
+from tinyaot.targets.profiles import M33_SIZE
+from tinyaot.targets.toolchain import ToolchainMissing, find_m33_toolchain
+
 CODE_SECTIONS = (".text",)
 STATE_SECTIONS = (".data", ".bss")
-
-
-class ImageSizes(NamedTuple):
-    """Berkeley-style sizes of a linked image; a tuple, so `text, data, bss = sizes` reads as before."""
-
-    text: int  # flash: code + rodata
-    data: int  # initialised RAM (its load image is also in flash)
-    bss: int  # zeroed RAM
-
-
-def section_bytes(obj: Path, prefix: str) -> int:
-    """Bytes of the sections of an object file whose names start with `prefix`."""
-    return matching_section_bytes(obj, lambda name: name.startswith(prefix))
-
-
-def matching_section_bytes(obj: Path, wanted: Callable[[str], bool]) -> int:
-    """Bytes of the sections of an object file whose names `wanted` accepts."""
-    from elftools.elf.elffile import ELFFile
-
-    with open(obj, "rb") as f:
-        return sum(s.data_size for s in ELFFile(f).iter_sections() if wanted(s.name))
-
-
-def elf_sizes(elf: Path, skip: tuple[str, ...] = ()) -> ImageSizes:
-    """Text, data and bss of the allocated sections of an ELF, leaving out the sections named in `skip`."""
-    from elftools.elf.constants import SH_FLAGS
-    from elftools.elf.elffile import ELFFile
-
-    text = data = bss = 0
-    with open(elf, "rb") as f:
-        for section in ELFFile(f).iter_sections():
-            flags = section["sh_flags"]
-            if not flags & SH_FLAGS.SHF_ALLOC or section.name in skip:
-                continue
-            if section["sh_type"] == "SHT_NOBITS":
-                bss += section["sh_size"]
-            elif flags & SH_FLAGS.SHF_WRITE:
-                data += section["sh_size"]
-            else:
-                text += section["sh_size"]
-    return ImageSizes(text, data, bss)
 
 
 @dataclass(frozen=True)
@@ -82,10 +44,8 @@ class ObjectSizes:
 
 
 def measure_objects(sources) -> ObjectSizes | None:
-    """Compile `sources` (name + files, as codegen makes them) for Cortex-M33 with M33_SIZE_FLAGS and read
+    """Compile `sources` (name + files, as codegen makes them) for Cortex-M33 with the M33_SIZE profile and read
     their sections; None when the toolchain is missing."""
-    from tinyaot.targets.toolchain import ToolchainMissing, find_m33_toolchain
-
     try:
         gcc = find_m33_toolchain().gcc
     except ToolchainMissing:
@@ -109,14 +69,12 @@ def m33_static_state_bytes(sources, arena_bytes: int) -> int | None:
 def _measure(gcc: Path, files: tuple[tuple[str, str], ...], models: tuple[str, ...] = ()) -> ObjectSizes:
     """One compile per compiler and content: the cache key is the arguments. `models`: the model .c files,
     whose global functions are the roots of what a firmware links."""
-    from tinyaot.targets.m33.build import compile_sources
-
     with tempfile.TemporaryDirectory(prefix="tinyaot-size-") as tmp:
         d = Path(tmp)
         for fname, text in files:
             (d / fname).write_text(text)
         c_files = [d / f for f, _ in files if f.endswith(".c")]
-        objects = compile_sources(gcc, c_files, d / "obj", [*M33_SIZE_FLAGS, "-I", str(d)])
+        objects = compile_sources(gcc, c_files, d / "obj", M33_SIZE.compile_flags("-I", str(d)))
         prefixes = (*CODE_SECTIONS, *STATE_SECTIONS)
         sections = {c.name: {p: section_bytes(o, p) for p in prefixes} for c, o in zip(c_files, objects)}
         return ObjectSizes(sections, _linked_code(objects, [o for c, o in zip(c_files, objects) if c.name in models]))
@@ -124,8 +82,6 @@ def _measure(gcc: Path, files: tuple[tuple[str, str], ...], models: tuple[str, .
 
 def _linked_code(objects: list[Path], model_objects: list[Path]) -> int | None:
     """.text of the functions reachable from the global functions of the model files (what the link keeps)."""
-    from tinyaot.targets.callgraph import CallGraph
-
     cis = [o.with_suffix(".ci") for o in objects]
     if not all(ci.is_file() for ci in cis):
         return None

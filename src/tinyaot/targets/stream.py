@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.ref.interpreter import Interpreter
+from tinyaot.targets.engines import host_build, raw_rows
 
 
 class _Stream:
@@ -25,8 +27,6 @@ class _Stream:
 
 class ReferenceStream(_Stream):
     def __init__(self, cm):
-        from tinyaot.ref.interpreter import Interpreter
-
         super().__init__(cm)
         self.interp = Interpreter(cm.graph, cm.plan)
 
@@ -39,15 +39,12 @@ class ReferenceStream(_Stream):
 
 class HostStream(_Stream):
     def __init__(self, cm):
-        from tinyaot.targets.engines import host_build, raw_rows
-
         super().__init__(cm)
         self.model = host_build(cm).model
         self.model.init(None)  # binds the static arena and state, and resets the state
-        self._rows = raw_rows
 
     def _run(self, batch):
-        return self.model.run(self._rows(batch))
+        return self.model.run(raw_rows(batch))
 
     def reset(self) -> None:
         self.model.reset()

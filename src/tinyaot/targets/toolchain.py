@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinyaot.errors import TinyAOTError
+from tinyaot.targets.profiles import M33
 
-GCC_ENV = "TINYAOT_ARM_GCC"
+GCC_ENV = M33.compiler_env
 QEMU_ENV = "TINYAOT_QEMU"
 
-ARM_GCC = "arm-none-eabi-gcc"
+ARM_GCC = M33.compiler
 ARM_SIZE = "arm-none-eabi-size"
 QEMU_ARM = "qemu-system-arm"
 
@@ -28,7 +29,7 @@ INSTALL_HINT = (
 )
 
 # The multilib the M33 flags select; newlib's specs live in its directory.
-_MULTILIB_FLAGS = ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16")
+_MULTILIB_FLAGS = M33.cpu
 
 
 class ToolchainMissing(TinyAOTError):

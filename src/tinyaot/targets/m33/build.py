@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot.targets.base import io_copies
+from tinyaot.targets.elf import elf_sizes
 from tinyaot.targets.m33.config import (
-    C_FLAGS,
     FLASH_MARGIN,
     HARNESS_TEMPLATE,
     INPUTS_SECTION,
@@ -23,10 +23,9 @@ from tinyaot.targets.m33.config import (
     SUPPORT_DIR,
     SUPPORT_SOURCES,
     M33BuildError,
-    cpu_flags,
 )
 from tinyaot.targets.objects import compile_objects
-from tinyaot.targets.sizes import elf_sizes
+from tinyaot.targets.profiles import M33, ToolchainProfile, m33_profile
 from tinyaot.targets.templates import fill, read_template
 
 
@@ -48,16 +47,17 @@ def compile_sources(gcc: Path, sources: list[Path], out_dir: Path, flags: list[s
     return compile_objects([str(gcc)], flags, sources, out_dir, lambda argv, cwd: run_gcc(Path(argv[0]), argv[1:], cwd))
 
 
-def compile_support(gcc: Path, obj: Path, cpu: list[str], c_flags) -> list[Path]:
-    """The harness's startup, console and bench code (freestanding)."""
+def compile_support(gcc: Path, obj: Path, profile: ToolchainProfile, extra: tuple[str, ...] = ()) -> list[Path]:
+    """The harness's startup, console and bench code (freestanding), compiled with the program's profile."""
     sources = [SUPPORT_DIR / s for s in SUPPORT_SOURCES]
-    return compile_sources(gcc, sources, obj / "support", [*cpu, *c_flags, *SUPPORT_C_FLAGS, f"-I{SUPPORT_DIR}"])
+    return compile_sources(gcc, sources, obj / "support",
+                           profile.compile_flags(*extra, *SUPPORT_C_FLAGS, f"-I{SUPPORT_DIR}"))
 
 
-def link(gcc: Path, objects: list[Path], build: Path, stem: str, cpu: list[str]) -> Path:
-    """Link `objects` with the an505 linker script into build/<stem>.elf (and its map)."""
+def link(gcc: Path, objects: list[Path], build: Path, stem: str, profile: ToolchainProfile) -> Path:
+    """Link `objects` for the profile's core with the an505 linker script into build/<stem>.elf (and its map)."""
     elf = build / f"{stem}.elf"
-    run_gcc(gcc, [*cpu, *LINK_FLAGS, "-T", str(SUPPORT_DIR / LINKER_SCRIPT), f"-Wl,-Map={stem}.map",
+    run_gcc(gcc, [*profile.cpu, *LINK_FLAGS, "-T", str(SUPPORT_DIR / LINKER_SCRIPT), f"-Wl,-Map={stem}.map",
                   *(str(o) for o in objects), "-o", elf.name], build)
     return elf
 
@@ -76,23 +76,22 @@ def build_program(
     build_dir: Path,
     *,
     include_dirs: tuple[Path, ...] = (),
-    cpu: list[str] | None = None,
-    c_flags: tuple[str, ...] = C_FLAGS,
+    profile: ToolchainProfile = M33,
+    extra_flags: tuple[str, ...] = (),
     elf_name: str = "app",
 ) -> Path:
     """Link a program that brings its own main() with the harness's startup, console and bench code.
 
-    Sources see the harness headers (console.h, bench.h, semihost.h); `cpu` defaults to the DSP build.
-    Returns the ELF.
+    Every source is compiled with `profile` (default: the M33 with DSP), then `extra_flags`; sources see the
+    harness headers (console.h, bench.h, semihost.h). Returns the ELF.
     """
     build = Path(build_dir).resolve()
     obj = fresh_objects(build)
-    cpu = list(cpu) if cpu is not None else cpu_flags(True)
     incs = [f"-I{Path(d).resolve()}" for d in include_dirs] + [f"-I{SUPPORT_DIR}"]
-    objects = compile_support(gcc, obj, cpu, c_flags)
+    objects = compile_support(gcc, obj, profile, extra_flags)
     for i, group in enumerate(_by_directory(sources)):
-        objects += compile_sources(gcc, group, obj / f"src{i}", [*cpu, *c_flags, *incs])
-    return link(gcc, objects, build, elf_name, cpu)
+        objects += compile_sources(gcc, group, obj / f"src{i}", profile.compile_flags(*extra_flags, *incs))
+    return link(gcc, objects, build, elf_name, profile)
 
 
 def _by_directory(sources: list[Path]) -> list[list[Path]]:
@@ -122,13 +121,13 @@ def compile_model(
     build.mkdir(parents=True, exist_ok=True)
     main_c = build / "main.c"
     main_c.write_text(harness_main(name, *sizes))
-    base = [*cpu_flags(dsp), *C_FLAGS]
+    core = m33_profile(dsp)
     model_inc, support_inc = f"-I{model_dir}", f"-I{SUPPORT_DIR}"
-    model_flags = [*base, model_inc, *profile_flags(name, profile)]
+    model_flags = core.compile_flags(model_inc, *profile_flags(name, profile))
     return [
         *compile_sources(gcc, sorted(model_dir.glob("*.c")), obj / "model", model_flags),
-        *compile_support(gcc, obj, cpu_flags(dsp), C_FLAGS),
-        *compile_sources(gcc, [main_c], obj / "main", [*base, *SUPPORT_C_FLAGS, support_inc, model_inc]),
+        *compile_support(gcc, obj, core),
+        *compile_sources(gcc, [main_c], obj / "main", core.compile_flags(*SUPPORT_C_FLAGS, support_inc, model_inc)),
     ]
 
 
@@ -178,8 +177,9 @@ def link_with_inputs(gcc: Path, objects: list[Path], samples: np.ndarray, build:
     inputs_dir.mkdir(parents=True, exist_ok=True)
     (inputs_dir / "inputs.bin").write_bytes(samples.tobytes())
     (inputs_dir / "inputs.S").write_text(inputs_asm(len(samples)))
-    inputs_obj = compile_sources(gcc, [inputs_dir / "inputs.S"], inputs_dir, cpu_flags(dsp))
-    return link(gcc, [*objects, *inputs_obj], build, stem, cpu_flags(dsp))
+    core = m33_profile(dsp)
+    inputs_obj = compile_sources(gcc, [inputs_dir / "inputs.S"], inputs_dir, list(core.cpu))
+    return link(gcc, [*objects, *inputs_obj], build, stem, core)
 
 
 def inputs_per_run(probe_elf: Path, input_size: int, flash_bytes: int) -> int:

@@ -1,9 +1,10 @@
-"""The Cortex-M33 target's fixed choices: compiler flags, the emulated board's limits, and its errors."""
+"""The Cortex-M33 target's fixed choices: the harness's flags, the emulated board's limits, and its errors."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from tinyaot.errors import TinyAOTError
+from tinyaot.targets.profiles import M33, m33_profile
 
 SUPPORT_DIR = Path(__file__).parent  # the harness's C (startup, console, bench), linker script and main template
 SUPPORT_SOURCES = ("startup.c", "bench.c", "console.c")
@@ -18,18 +19,9 @@ ICOUNT_SHIFT = 7  # 2^7 ns per instruction; the 32-bit timer wraps after ~1.68 G
 TIMER_NS_PER_TICK = 50  # IoTKit TIMER0 runs at 20 MHz
 FAULT_EXIT_STATUS = 99  # set by Fault_Handler in startup.c
 
-CPU_FLAGS = ("-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16")
-C_FLAGS = (
-    "-O2",
-    "-std=c99",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-ffp-contract=off",  # no FMA contraction: float code matches the host build
-    "-ffunction-sections",
-    "-fdata-sections",
-    "-g",
-)
+# The compile flags are the M33 profile's (targets/profiles.py); these names are what the harness always called them.
+CPU_FLAGS = M33.cpu[1:]  # all but -mcpu, which says whether the core has the DSP extension
+C_FLAGS = M33.c_flags
 # Only the harness is freestanding: with -ffreestanding GCC stops expanding
 # small memcpy calls inline, which would make model code several times slower.
 SUPPORT_C_FLAGS = ("-ffreestanding",)
@@ -38,7 +30,7 @@ LINK_FLAGS = ("-nostartfiles", "--specs=nosys.specs", "-Wl,--gc-sections")
 
 def cpu_flags(dsp: bool) -> list[str]:
     """The RP2350's core, with or without the DSP extension (without it the portable C kernels are used)."""
-    return ["-mcpu=cortex-m33" if dsp else "-mcpu=cortex-m33+nodsp", *CPU_FLAGS]
+    return list(m33_profile(dsp).cpu)
 
 
 class M33Error(TinyAOTError, RuntimeError):

@@ -18,7 +18,9 @@ import subprocess
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from tinyaot.targets.host import build_shared_library
 from tinyaot.targets.m33.config import SUPPORT_DIR, M33RunError
+from tinyaot.targets.toolchain import INSTALL_HINT, ToolchainMissing
 
 PLUGIN_SOURCE = "insn_mix_plugin.c"
 TIMER_READERS = ("bench_begin", "bench_end", "bench_now")  # bench.c: each reads TIMER0's VALUE register once
@@ -137,8 +139,6 @@ def find_objdump(gcc: Path) -> Path:
             return sibling
     found = shutil.which("arm-none-eabi-objdump")
     if found is None:
-        from tinyaot.targets.toolchain import INSTALL_HINT, ToolchainMissing
-
         raise ToolchainMissing(f"arm-none-eabi-objdump not found (the instruction mix classifies the ELF's "
                                f"instructions with it). On Debian/Ubuntu install it with:\n    {INSTALL_HINT}")
     return Path(found)
@@ -178,8 +178,6 @@ def disassemble(objdump: Path, elf: Path) -> Disassembly:
 
 def build_plugin(qemu: Path) -> Path:
     """The plugin as a host shared library for this QEMU (the host build cache keeps it across runs)."""
-    from tinyaot.targets.host import build_shared_library
-
     return build_shared_library({"insn_mix.c": (SUPPORT_DIR / PLUGIN_SOURCE).read_text()}, "insn_mix",
                                 ["-fvisibility=hidden", f"-DQEMU_PLUGIN_API={plugin_api(qemu)}"])
 

@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from elftools.elf.elffile import ELFFile
+
 from tinyaot.targets.m33.config import FAULT_EXIT_STATUS, ICOUNT_SHIFT, M33RunError
 
 
@@ -89,8 +91,6 @@ def explain_exit(status: int, stdout: str, elf: Path) -> str:
 
 def symbolize(elf: Path, address: int) -> str:
     """function+offset of a code address, from the ELF's symbol table."""
-    from elftools.elf.elffile import ELFFile
-
     with open(elf, "rb") as f:
         symtab = ELFFile(f).get_section_by_name(".symtab")
         for sym in symtab.iter_symbols() if symtab is not None else ():

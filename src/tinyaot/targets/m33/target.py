@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot.targets.base import ModelSources, RunResult
+from tinyaot.targets.elf import ImageSizes
+from tinyaot.targets.elf import elf_sizes as _image_sizes
 from tinyaot.targets.m33 import mix as insn_mix
 from tinyaot.targets.m33.build import (
     build_program,
@@ -30,8 +32,7 @@ from tinyaot.targets.m33.config import (
 from tinyaot.targets.m33.mix import InstructionMix
 from tinyaot.targets.m33.qemu import guest_output, run_elf
 from tinyaot.targets.m33.report import GuestReport, parse_report
-from tinyaot.targets.sizes import ImageSizes
-from tinyaot.targets.sizes import elf_sizes as _image_sizes
+from tinyaot.targets.profiles import M33
 from tinyaot.targets.toolchain import M33Toolchain, find_m33_toolchain
 
 _NAME_RE = re.compile(r"[a-z_][a-z0-9_]*\Z")
@@ -204,8 +205,8 @@ def build_and_run_m33(
     Returns what the guest printed and the ELF; raises M33BuildError / M33RunError as run_m33 does.
     """
     tc = find_m33_toolchain()
-    elf = build_program(tc.gcc, sources, build_dir, include_dirs=include_dirs, cpu=cpu_flags, c_flags=c_flags,
-                        elf_name=elf_name)
+    profile = M33.derived("m33-program", cpu=M33.cpu if cpu_flags is None else tuple(cpu_flags), c_flags=tuple(c_flags))
+    elf = build_program(tc.gcc, sources, build_dir, include_dirs=include_dirs, profile=profile, elf_name=elf_name)
     return run_elf(tc.qemu, elf, timeout), elf
 
 
