@@ -38,6 +38,7 @@ EXIT_TABLE: tuple[tuple[type[BaseException], int], ...] = (
     (HostCompilerMissing, EXIT_TOOL),  # ... the host compiler ...
     (M33Error, EXIT_TOOL),  # ... the C build or the emulated run
     (InternalCompilerError, EXIT_BUG),  # a stage broke its own rules, or crashed: never the user's fault
+    # tinyaot's own bugs that are TinyAOTErrors belong above this line with EXIT_BUG, before the user's errors
     (TinyAOTError, EXIT_USER),  # what the user can fix: a bad argument, input file or model
     (MemoryError, EXIT_USER),
     (OSError, EXIT_USER),  # a path or a disk: the user's to fix
