@@ -1,7 +1,7 @@
 """The real-model corpus through tinyaot, one row per model (tests/model_corpus.py lists them): imported or the
 refusal; bit-exact with TFLite Micro (a quantized .tflite, on seeded random inputs and the real ones shipped);
 reference == host C; int8 vs float agreement (a float model); arena and state region vs the layer-by-layer bound
-and TFLite Micro's smallest arena (which holds the state too: an SVDF's); flash constants; whether it fits a Pico 2;
+and TFLite Micro's smallest arena (which holds the state too: an SVDF's, an LSTM's); flash constants; whether it fits a Pico 2;
 Cortex-M33 instructions (--m33).
 
     .venv/bin/python benchmarks/corpus.py [--only SUBSTRING ...] [--source tflm_examples mlperf_tiny torchvision
@@ -37,21 +37,31 @@ TFLM_CMSIS_INSTRUCTIONS = {"kws_ref_model.tflite": 7_682_309, "pretrainedResnet_
                            "ad01_int8.tflite": 583_540, "vww_96_int8.tflite": 24_047_057}
 
 
-def tflm_outputs(model: bytes, xs: list[np.ndarray], arena: int = 8 << 20, stream: bool = False) -> list[np.ndarray]:
-    """One invoke per input, each from TFLM's initial state (reset: its LSTM keeps its state in variable tensors
-    across invokes, while tinyaot's compiled LSTM starts every invoke from zero state), or one stream (`stream`: a
-    compiled model with state, whose run() takes a batch as one stream)."""
+def tflm_outputs(model: bytes, xs: list[np.ndarray], arena: int = 8 << 20) -> list[np.ndarray]:
+    """One invoke per input on one interpreter, in order, as tinyaot's run() takes a batch: TFLM's SVDF and LSTM
+    keep their state in variable tensors across invokes (until a reset), and so does the compiled model."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=arena)
     out = []
     for x in xs:
-        if not stream:
-            interp.reset()
         interp.set_input(x, 0)
         interp.invoke()
         out.append(np.array(interp.get_output(0)))
     return out
+
+
+def from_resets(cm, q: np.ndarray, engine: str) -> np.ndarray:
+    """Each sample run from a reset (a model with state, whose run() takes a batch as one stream): what the float
+    model, evaluated sample by sample from zero state, is compared with."""
+    if not cm.state_bytes:
+        return cm.run(q, engine=engine)
+    stream = cm.stream(engine)
+    rows = []
+    for x in q:
+        stream.reset()
+        rows.append(stream.step(x[None]))
+    return np.concatenate(rows)
 
 
 def tflm_min_arena(model: bytes, start: int) -> int | None:
@@ -176,7 +186,7 @@ def _outputs(entry, cm, model) -> dict:
         verdicts = []
         for label, x in batches:
             with _quiet_stderr():
-                want = np.stack(tflm_outputs(data, list(x[:, None]), stream=cm.state_bytes > 0))
+                want = np.stack(tflm_outputs(data, list(x[:, None])))
             ref, host = cm.run(x, engine="reference"), cm.run(x, engine="host")
             same = np.array_equal(ref.reshape(want.shape), want) and np.array_equal(host, ref)
             verdicts.append(f"{len(x)} {label} {'equal' if same else 'DIFFER'}")
@@ -186,7 +196,7 @@ def _outputs(entry, cm, model) -> dict:
     x = entry.inputs(N_EVAL, corpus.EVAL_SEED)
     xm = x if entry.is_tflite else cm.to_model_layout(x)
     q = cm.quantize_input(xm)
-    ref, host = cm.run(q, engine="reference"), cm.run(q, engine="host")
+    ref, host = from_resets(cm, q, "reference"), from_resets(cm, q, "host")
     row["ref_equals_host"] = bool(np.array_equal(ref, host))
     if entry.is_tflite:
         want = cm.float_reference(xm)

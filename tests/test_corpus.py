@@ -43,17 +43,14 @@ def _host_cc():
         pytest.skip("no host C compiler (gcc or $CC)")
 
 
-def _tflm(model: bytes, x: np.ndarray, stream: bool) -> np.ndarray:
-    """TFLite Micro on a batch as tinyaot's run() takes it: one invoke per sample from TFLM's initial state (an
-    LSTM keeps its state in TFLM's variable tensors across invokes until reset; tinyaot's starts every invoke from
-    zero state), or one stream for a compiled model with state."""
+def _tflm(model: bytes, x: np.ndarray) -> np.ndarray:
+    """TFLite Micro on a batch as tinyaot's run() takes it: one invoke per sample on one interpreter, in order (a
+    model with state, an SVDF's or an LSTM's, carries it from one invoke to the next in TFLM as in tinyaot)."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=max(1 << 20, 4 * len(model)))
     out = []
     for sample in x:
-        if not stream:
-            interp.reset()
         interp.set_input(sample[None], 0)
         interp.invoke()
         out.append(np.array(interp.get_output(0)))
@@ -68,7 +65,7 @@ def test_quantized_tflite_equals_tflm(entry):
     info = np.iinfo(cm.input_dtype)
     rng = np.random.default_rng(len(entry.name))
     x = rng.integers(info.min, info.max + 1, size=(N_RANDOM,) + tuple(cm.input_shape[1:])).astype(cm.input_dtype)
-    want = _tflm(entry.model().read_bytes(), x, stream=cm.state_bytes > 0)
+    want = _tflm(entry.model().read_bytes(), x)
     ref = cm.run(x, engine="reference")
     np.testing.assert_array_equal(ref.reshape(want.shape), want)
     np.testing.assert_array_equal(cm.run(x, engine="host"), ref)

@@ -73,15 +73,17 @@ def _tflm():
     pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
 
 
-def run_tflm(model: bytes, xs: np.ndarray) -> np.ndarray:
-    """TFLM's output for each input, its LSTM state reset before every invoke (tinyaot starts every sequence from
-    zero state)."""
+def run_tflm(model: bytes, xs: np.ndarray, stream: bool = True, resets=()) -> np.ndarray:
+    """TFLM's output for each input on one interpreter: one stream (its LSTM keeps its state in variable tensors
+    across invokes, as the compiled model does), reset before the invokes in `resets`, or before each (not
+    `stream`: as the reference kernel's one-invoke run starts)."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=256 * 1024)
     outs = []
-    for x in xs:
-        interp.reset()
+    for k, x in enumerate(xs):
+        if not stream or k in resets:
+            interp.reset()
         interp.set_input(x, 0)
         interp.invoke()
         outs.append(interp.get_output(0).copy())
@@ -107,7 +109,7 @@ def test_reference_equals_tflm_on_random_lstms():
         (lstm,) = [n for n in g.nodes if n.op != "reshape"]
         assert lstm.op == "lstm" and g.tensor(lstm.inputs[3]).dtype == "int64"
         xs = _inputs(rng, g.tensor(g.inputs[0]).shape, 3)
-        want = run_tflm(model, xs)
+        want = run_tflm(model, xs, stream=False)
         params = prepare_all(g)
         got = np.stack([run_unplanned(g, params, x)[g.outputs[0]] for x in xs])
         mismatch = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
@@ -130,15 +132,22 @@ def _shaped(key: str, time_major: bool = False) -> bytes:
 @pytest.mark.host
 @pytest.mark.parametrize("key", list(SHAPES))
 def test_host_c_equals_tflm(key):
-    """Speed mode (weights widened to int16 in flash) and size mode (the kernel widens them) alike."""
+    """Speed mode (weights widened to int16 in flash) and size mode (the kernel widens them) alike, six invokes
+    with the state carried over (a state region of c and h, int16); then on one stream, a reset and two more
+    invokes give TFLM's after its Reset."""
     _tflm()
     model = _shaped(key, time_major=key == "tiny")
     xs = _inputs(np.random.default_rng(1), from_tflite(model).tensor("input").shape, 6)
     want = run_tflm(model, xs)
     for optimize in ("speed", "size"):
         cm = tinyaot.compile(model, name="lstm16", optimize=optimize)
-        assert cm.input_dtype == cm.output_dtype == "int16"
+        assert cm.input_dtype == cm.output_dtype == "int16" and cm.state_bytes == 2 * 2 * SHAPES[key][2]
         np.testing.assert_array_equal(cm.run(xs, engine="host").reshape(want.shape), want)
+    frames = np.concatenate([xs[:4], xs[:2]])
+    want = run_tflm(model, frames, resets=(4,))
+    stream = cm.stream("host")
+    got = np.concatenate([stream.step(frames[:4]), (stream.reset(), stream.step(frames[4:]))[1]])
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
 
 
 @pytest.mark.host
@@ -184,7 +193,7 @@ def test_kernel_works_in_the_arena_and_the_state_is_planned():
     work = next(b for b in cm.plan.buffers if node.outputs[1] in b.tensors)
     assert work.nbytes == 6 * 9 * 2
     c = cm.c_sources.files["lstm16.c"]
-    assert re.search(r"tinyaot_lstm_s16\(\(const int16_t \*\)\(arena \+", c)
+    assert re.search(r"tinyaot_lstm_s16_stateful\(\(const int16_t \*\)\(arena \+", c)  # TFLM keeps its state
     assert "lstm16_lstm_0_weights_ih16" in c  # speed mode: the widened weights in flash
     size = tinyaot.compile(_shaped("odd"), name="l", optimize="size").c_sources.files["l.c"]
     assert ".weights_ih16 = 0," in size and "_weights_ih16[" not in size  # size mode: NULL, the kernel widens
@@ -228,8 +237,7 @@ def test_lstm_inside_a_16x8_model_equals_tflm_and_tracks_its_float_model():
     xs = np.random.default_rng(3).integers(-128, 128, (20, 1, 6, 5)).astype(np.int8)
     interp = runtime.Interpreter.from_bytes(model, arena_size=256 * 1024)
     want = [[], []]
-    for x in xs:
-        interp.reset()
+    for x in xs:  # one stream: the LSTM's state carries over, in TFLM as in the compiled model
         interp.set_input(x, 0)
         interp.invoke()
         for k in range(2):
@@ -261,23 +269,17 @@ def test_an_int32_bias_tflm_would_misread_is_refused():
 
 
 def _stateful(steps: int = 7):
-    """A 1-step 16x8 LSTM made stateful (the state region's slot: c, then h), one frame per invoke; the same layer
-    over the whole sequence as TFLM runs it, and a sequence."""
-    from tinyaot.pipeline import _plan_and_generate
-    from tinyaot.plan.contract import Contract
-
+    """A 1-step 16x8 LSTM as imported (stateful as TFLM's: the state region's slot holds c, then h), one frame per
+    invoke; the same layer over the whole sequence as TFLM runs it, and a sequence."""
     full = build(lstm16_model(np.random.default_rng(12), steps, 6, 5, clip=0.0))
-    g = from_tflite(build(lstm16_model(np.random.default_rng(12), 1, 6, 5, clip=0.0)))
-    (node,) = [n for n in g.nodes if n.op == "lstm"]
-    node.set_attrs(stateful=True)
-    cm = _plan_and_generate("lstm16_step", None, g, 4, Contract(True, False), None, "speed")
+    cm = tinyaot.compile(build(lstm16_model(np.random.default_rng(12), 1, 6, 5, clip=0.0)), name="lstm16_step")
     x = _inputs(np.random.default_rng(6), (1, steps, 6), 1)[0]
     return cm, x.reshape(steps, 1, 1, 6), run_tflm(full, x[None])[0].reshape(steps, 5)
 
 
 def test_a_stateful_16x8_lstm_carries_its_state_across_invokes():
-    """The kernel's stateful form, as a streamed layer would run it: one step per invoke gives TFLM's whole-sequence
-    output row by row."""
+    """The imported layer keeps its state across invokes: one step per invoke gives TFLM's whole-sequence output
+    row by row."""
     _tflm()
     cm, frames, want = _stateful()
     assert cm.state_bytes == 2 * 2 * 5

@@ -262,7 +262,7 @@ class CompiledModel:
         """Integers in and out, each input and output in its own dtype (int8; uint8 at a uint8 boundary, int16 at a
         16x8 one, int32 after a QUANTIZE: input_dtype, output_dtype). `x` is one input or a batch of them (dim 0);
         for a model with several inputs, a list with one such array per input, and a model with several outputs
-        returns a list of them. A model with state (stream=True, or an imported SVDF) runs the batch as one stream:
+        returns a list of them. A model with state (stream=True, an imported SVDF or LSTM) runs the batch as one stream:
         every call starts from a reset, then one invoke per sample in order on the same instance (cm.stream() keeps
         a stream going across calls)."""
         from tinyaot.targets.engines import engine_named

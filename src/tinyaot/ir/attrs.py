@@ -330,8 +330,9 @@ class RecurrentAttrs(Attrs):
     hidden: int | None = None
     last_only: bool | None = None  # the output is the last step's hidden state [1, H] instead of [1, T, H]
     cell_clip: float | None = None  # lstm: > 0 clips the cell state to +-cell_clip (TFLite's option)
-    stateful: bool | None = None  # streaming (passes/streaming.py): the initial state is read from the node's
-    #                               state slot and the final one written back (the spec's `state` trait)
+    stateful: bool | None = None  # streaming (passes/streaming.py), or an imported .tflite LSTM (TFLM's variable
+    #                               tensors): the initial state is read from the node's state slot and the final one
+    #                               written back (the spec's `state` trait)
 
     def validate(self) -> None:
         if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or self.hidden < 1:

@@ -7,9 +7,10 @@ sigmoid (i, f, o) or tanh (g), both a 256-entry table of sigmoid(k / 24) interpo
 state is int16 at a power-of-two scale: c = sat16(f * c) + sat16(i * g) (saturating), clipped when cell_clip > 0;
 the hidden state is int8: h = requantize(tanh(c) * o) + zero point. Each step's h is the output row.
 
-Streamed (the node's `stateful`, passes/streaming.py), the initial state is the node's slot of the state region
-(plan/state.py `hidden_and_cell`: c, then h - zero point, both int16, so zero bytes are the zero state) and the
-final state is written back there: one frame per invoke is T = 1 carried on from the invoke before.
+Stateful (the node's `stateful`: a streamed layer, passes/streaming.py, or an imported .tflite LSTM, whose state
+TFLM keeps in variable tensors across invokes), the initial state is the node's slot of the state region
+(plan/state.py `hidden_and_cell`: c, then h - zero point, both int16, so zero bytes are the zero state, TFLM's reset
+one) and the final state is written back there: one frame per invoke is T = 1 carried on from the invoke before.
 
 The int16 helpers here (sigmoid, tanh, the multiplier products) are the building blocks gru_s8 uses too.
 The C twin (c/kernels/lstm_s8.c) keeps c, the four gates and h in the layer's second output, int16 working

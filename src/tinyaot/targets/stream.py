@@ -10,7 +10,8 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.ref.interpreter import Interpreter
-from tinyaot.targets.engines import host_build, raw_rows
+from tinyaot.targets.base import RunResult
+from tinyaot.targets.engines import host_build, raw_rows, split_rows
 
 
 class _Stream:
@@ -44,7 +45,9 @@ class HostStream(_Stream):
         self.model.init(None)  # binds the static arena and state, and resets the state
 
     def _run(self, batch):
-        return self.model.run(raw_rows(batch))
+        """The runner's packed rows as run() gives them: each output in its own dtype (int16 viewed as such), a
+        list for several outputs."""
+        return split_rows(self.cm, RunResult(self.model.run(raw_rows(batch)))).outputs
 
     def reset(self) -> None:
         self.model.reset()

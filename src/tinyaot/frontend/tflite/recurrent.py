@@ -14,6 +14,13 @@ LSTM reads whatever type the file gives them (so an int32 bias, read as int64, i
 node with float32 weights (dynamic-range int8 weights dequantized), which tinyaot's calibration quantizes as it
 does PyTorch's nn.LSTM (quantize/recurrent.py). Where the two differ is IntegerLstm's and FloatLstm's, one converter
 per policy's table (converters.py).
+
+State: TFLM keeps the hidden and cell state in the operator's variable tensors from one Invoke to the next, until
+the interpreter's Reset (which AllocateTensors also calls): ResetVariableTensors writes an int8 tensor's zero point
+(real 0) and zeros into any other, whatever bytes the file's buffer holds. So the lstm node is `stateful`: its
+kernel starts from its slot of the state region and leaves its final state there (the slot holds c and h less its
+zero point, int16, so a reset's zero bytes are TFLM's reset state), and `<name>_reset()` is TFLM's Reset. A float
+model's LSTM is stateful too: TFLM runs it so, and its quantized model then behaves as the converter's int8 one.
 """
 from __future__ import annotations
 
@@ -194,7 +201,8 @@ def _emit(imp: Importer, op: OpInfo, ins: list[int], rules: IntegerLstm | FloatL
         seq = f"{name}_seq"
         g.add_tensor(Tensor(seq, (1, layer.steps, layer.hidden), g.tensor(y).dtype, qparams=g.tensor(y).qparams))
     state = rules.state(g, name, layer)
-    attrs = {"hidden": layer.hidden, "cell_clip": layer.cell_clip if layer.cell_clip > 0 else None}
+    attrs = {"hidden": layer.hidden, "cell_clip": layer.cell_clip if layer.cell_clip > 0 else None,
+             "stateful": True}  # TFLM's variable tensors: the state carries over from one invoke to the next
     g.nodes.append(Node("lstm", name, [x, f"{name}_w_ih", f"{name}_w_hh", f"{name}_bias"], [seq, state], attrs,
                         source=source))
     if layer.time_major:
