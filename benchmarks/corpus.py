@@ -1,8 +1,8 @@
 """The real-model corpus through tinyaot, one row per model (tests/model_corpus.py lists them): imported or the
 refusal; bit-exact with TFLite Micro (a quantized .tflite, on seeded random inputs and the real ones shipped);
 reference == host C; int8 vs float agreement (a float model); arena and state region vs the layer-by-layer bound
-and TFLite Micro's smallest arena (which holds the state too: an SVDF's, an LSTM's); flash constants; whether it fits a Pico 2;
-Cortex-M33 instructions (--m33).
+and TFLite Micro's smallest arena (which holds the state too: an SVDF's, an LSTM's); flash constants; whether it
+fits a Pico 2; Cortex-M33 instructions (--m33).
 
     .venv/bin/python benchmarks/corpus.py [--only SUBSTRING ...] [--source tflm_examples mlperf_tiny torchvision
                                           timm paper] [--m33] [--json]

@@ -65,9 +65,12 @@ def _table_vector(b: flatbuffers.Builder, offsets, start) -> int:
 
 
 def _options(b: flatbuffers.Builder, name: str, fields: dict) -> int:
+    """An options table; a list value is an int vector field (SqueezeOptions' SqueezeDims), written first."""
+    vectors = {k: _int_vector(b, v, getattr(tflite, f"{name}Start{k}Vector")) for k, v in fields.items()
+               if isinstance(v, (list, tuple))}
     getattr(tflite, f"{name}Start")(b)
     for key, value in fields.items():
-        getattr(tflite, f"{name}Add{key}")(b, value)
+        getattr(tflite, f"{name}Add{key}")(b, vectors.get(key, value))
     return getattr(tflite, f"{name}End")(b)
 
 

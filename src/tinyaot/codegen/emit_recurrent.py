@@ -3,8 +3,9 @@
 A recurrent kernel keeps its state (cell state, gates, hidden state) in the node's second output, a buffer the
 plan places in the arena live at the layer's step only, so the C needs no stack array or static buffer:
 `tinyaot_<ref>(input, &params, work, output)`. A stateful layer (the node's `stateful`: streamed by
-passes/streaming.py, or an imported .tflite LSTM) calls `tinyaot_<ref>_stateful(input, &params, work, output, slot)`: the same kernel starting from, and leaving its
-final state in, its slot of the state region (the slot last, as every stateful kernel takes it).
+passes/streaming.py, or an imported .tflite LSTM) calls `tinyaot_<ref>_stateful(input, &params, work, output,
+slot)`: the same kernel starting from, and leaving its final state in, its slot of the state region (the slot last,
+as every stateful kernel takes it).
 """
 from __future__ import annotations
 

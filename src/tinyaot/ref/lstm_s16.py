@@ -7,9 +7,10 @@ MultiplyByQuantizedMultiplier (the multiplier rounded to 15 bits, one rounding s
 gates, their sigmoid / tanh, the int16 cell state and its update are the int8 LSTM's; the hidden state is int16
 (zero point 0): h = sat16(requantize(tanh(c) * o)). Each step's h is the output row.
 
-Stateful (the node's `stateful`: as imported from a .tflite, or streamed), the slot is the int8 LSTM's (c, then h - zero point, int16; here the zero point
-is 0), so zero bytes are the zero state. The C twin (c/kernels/lstm_s16.c) keeps c, the four gates and h in the
-layer's int16 working memory (the node's second output, six rows of H as for the int8 LSTM).
+Stateful (the node's `stateful`: as imported from a .tflite, or streamed), the slot is the int8 LSTM's (c, then
+h - zero point, int16; here the zero point is 0), so zero bytes are the zero state. The C twin
+(c/kernels/lstm_s16.c) keeps c, the four gates and h in the layer's int16 working memory (the node's second output,
+six rows of H as for the int8 LSTM).
 """
 from __future__ import annotations
 

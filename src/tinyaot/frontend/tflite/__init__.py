@@ -10,8 +10,8 @@ One importer serves both, under two policies (policy.py) that say what a tensor 
 
 The modules, lowest first: reader (the flatbuffer, bounds-checked), policy (int8 vs float), importer (the pass
 over the operators and the helpers every converter uses), tflm_checks (TFLite Micro's Prepare checks), the
-converters by family (conv, elementwise, activations, pooling, moves, requantize, recurrent, svdf), converters
-(the tables), api (the entry points).
+converters by family (conv, elementwise, activations, pooling, moves, slices, requantize, recurrent, svdf),
+converters (the tables), api (the entry points).
 """
 from tinyaot.frontend.tflite.api import from_tflite, from_tflite_float, is_float_tflite
 from tinyaot.frontend.tflite.conv import compute_padding

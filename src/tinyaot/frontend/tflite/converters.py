@@ -18,6 +18,18 @@ from tinyaot.frontend.tflite.pooling import average_pool_2d, max_pool_2d, mean
 from tinyaot.frontend.tflite.reader import OpInfo
 from tinyaot.frontend.tflite.recurrent import FloatLstm, IntegerLstm, unidirectional_sequence_lstm
 from tinyaot.frontend.tflite.requantize import quantize
+from tinyaot.frontend.tflite.slices import (
+    depth_to_space,
+    expand_dims,
+    pack,
+    slice_,
+    space_to_depth,
+    split,
+    split_v,
+    squeeze,
+    strided_slice,
+    unpack,
+)
 from tinyaot.frontend.tflite.svdf import float_svdf, svdf
 
 Converter = Callable[[Importer, OpInfo], None]
@@ -54,6 +66,16 @@ CONVERTERS: dict[str, Converter] = {
     "TANH": tflm_table("tflm_tanh"),
     "TRANSPOSE": transpose,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm(IntegerLstm()),
+    "STRIDED_SLICE": strided_slice,
+    "SLICE": slice_,
+    "SPLIT": split,
+    "SPLIT_V": split_v,
+    "UNPACK": unpack,
+    "PACK": pack,
+    "SQUEEZE": squeeze,
+    "EXPAND_DIMS": expand_dims,
+    "DEPTH_TO_SPACE": depth_to_space,
+    "SPACE_TO_DEPTH": space_to_depth,
 }
 
 FLOAT_CONVERTERS: dict[str, Converter] = {

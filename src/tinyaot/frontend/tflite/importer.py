@@ -34,6 +34,12 @@ CUSTOM_OP_HINTS = {
 }
 
 
+def many_outputs(convert: Callable) -> Callable:
+    """Marks a converter of an operator with several outputs (SPLIT, SPLIT_V, UNPACK): it names each itself."""
+    convert.many_outputs = True
+    return convert
+
+
 def custom_op_hint(custom: str | None) -> str:
     """': why, and what to do.' for a custom operator (known ones by name), '' for a builtin one."""
     if not custom:
@@ -159,7 +165,7 @@ class Importer:
                     f"operator {op.index} ({op.name}) is not supported{custom_op_hint(op.custom) or ';'} tinyaot "
                     f"imports {', '.join(self.supported())}{self.policy.unsupported_tail}"
                 )
-            if len(op.outputs) != 1:
+            if len(op.outputs) != 1 and not (op.outputs and getattr(convert, "many_outputs", False)):
                 raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
             convert(self, op)
         for y in self.output_indices:
