@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from tflite_builder import Model, Op, T, build, load
+from tflite_builder import Model, Op, T, build, run_tflm_outputs, tflm_refuses
 
 import tinyaot
 from tinyaot.errors import ModelError, UnsupportedOpError
@@ -140,21 +140,6 @@ INT16 = ["strided_slice_masks", "strided_slice_rows", "slice", "split", "split_v
 PARAMS = [(c, "int8") for c in CASES] + [(c, "int16") for c in INT16]
 
 
-def run_tflm(model: bytes, xs: np.ndarray) -> list[np.ndarray]:
-    """Every output of TFLM, one invoke per input."""
-    from tflite_micro.python.tflite_micro import runtime
-
-    interp = runtime.Interpreter.from_bytes(model, arena_size=64 * 1024)
-    n_out = len(load(model).outputs)
-    outs: list[list[np.ndarray]] = [[] for _ in range(n_out)]
-    for x in xs:
-        interp.set_input(x, 0)
-        interp.invoke()
-        for k in range(n_out):
-            outs[k].append(interp.get_output(k).copy())
-    return [np.stack(o) for o in outs]
-
-
 @cache
 def _model(case: str, dtype: str) -> bytes:
     return build(CASES[case][0](dtype))
@@ -173,7 +158,7 @@ def _inputs(model: bytes, dtype: str) -> np.ndarray:
 def _check(case: str, dtype: str, engine: str) -> None:
     model = _model(case, dtype)
     xs = _inputs(model, dtype)
-    want = run_tflm(model, xs)
+    want = run_tflm_outputs(model, xs)
     cm = tinyaot.compile(model, name="moves")
     got = cm.run(xs, engine=engine)
     got = got if isinstance(got, list) else [got]
@@ -206,21 +191,11 @@ def test_float_graph_equals_tflm_float(case):
     _tflm()
     model = _model(case, "float32")
     xs = _inputs(model, "float32")
-    want = run_tflm(model, xs)
+    want = run_tflm_outputs(model, xs)
     g = from_tflite_float(model)
     values = evaluate(g, xs.reshape(SAMPLES, *xs.shape[2:]))  # a batch of samples along axis 0
     for name, w in zip(g.outputs, want):
         np.testing.assert_array_equal(np.asarray(values[name]).reshape(w.shape), w, err_msg=case)
-
-
-def _tflm_refuses(model: bytes) -> bool:
-    from tflite_micro.python.tflite_micro import runtime
-
-    try:
-        runtime.Interpreter.from_bytes(model, arena_size=64 * 1024).invoke()
-    except RuntimeError:
-        return True
-    return False
 
 
 TFLM_REFUSES = {
@@ -247,7 +222,7 @@ def test_what_tflm_refuses_is_refused_naming_its_rule(key):
     _tflm()
     make, error, message = TFLM_REFUSES[key]
     model = build(make())
-    assert _tflm_refuses(model)
+    assert tflm_refuses(model)
     with pytest.raises(error, match=message):
         from_tflite(model)
 
@@ -271,4 +246,4 @@ def test_int64_slice_indices_are_taken_as_tflm_takes_them():
     model = build(slice_op("int8", "int64"))
     xs = _inputs(model, "int8")
     np.testing.assert_array_equal(tinyaot.compile(model, name="s").run(xs).reshape(SAMPLES, -1),
-                                  run_tflm(model, xs)[0].reshape(SAMPLES, -1))
+                                  run_tflm_outputs(model, xs)[0].reshape(SAMPLES, -1))

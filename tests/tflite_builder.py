@@ -236,3 +236,29 @@ def run_tflm(model: bytes, inputs: np.ndarray) -> np.ndarray:
         interp.invoke()
         outs.append(interp.get_output(0).copy())
     return np.stack(outs)
+
+
+def run_tflm_outputs(model: bytes, inputs: np.ndarray) -> list[np.ndarray]:
+    """Every output of TFLite Micro's reference kernels, one invoke per input (a row per input)."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    interp = runtime.Interpreter.from_bytes(model, arena_size=max(64 * 1024, 8 * len(model)))
+    n_out = len(load(model).outputs)
+    outs: list[list[np.ndarray]] = [[] for _ in range(n_out)]
+    for x in inputs:
+        interp.set_input(x, 0)
+        interp.invoke()
+        for k in range(n_out):
+            outs[k].append(interp.get_output(k).copy())
+    return [np.stack(o) for o in outs]
+
+
+def tflm_refuses(model: bytes) -> bool:
+    """TFLite Micro refuses the model when allocating (its Prepare functions) or at its first invoke."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    try:
+        runtime.Interpreter.from_bytes(model, arena_size=max(64 * 1024, 8 * len(model))).invoke()
+    except RuntimeError:
+        return True
+    return False

@@ -164,7 +164,7 @@ _SPECS = (
     _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
           "pooling); clamp optional", OWN, rescales=True, ref="mean_s8", s16="mean_s16"),
     _spec("sum", ("x",), MeanAttrs, "sum over a run of consecutive axes (the mean's kernel without 1 / count); "
-          "clamp optional", OWN, rescales=True, ref="mean_s8", title="Sum"),
+          "clamp optional; 16x8: TFLM's int16 SUM", OWN, rescales=True, ref="mean_s8", s16="mean_s16", title="Sum"),
     _spec("add", ("a", "b"), ClampAttrs, "elementwise add with rescaling (TFLite's ADD); NumPy broadcasting up to "
           "4-D; one operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise",
           ref="add_s8", s16="add_s16", int8_constants=True),

@@ -14,7 +14,7 @@ from tinyaot.frontend.tflite.conv import batch_matmul, conv_2d, depthwise_conv_2
 from tinyaot.frontend.tflite.elementwise import binary, float_binary, minmax
 from tinyaot.frontend.tflite.importer import Importer
 from tinyaot.frontend.tflite.moves import concatenation, mirror_pad, pad, reshape, resize, transpose
-from tinyaot.frontend.tflite.pooling import average_pool_2d, max_pool_2d, mean
+from tinyaot.frontend.tflite.pooling import average_pool_2d, max_pool_2d, mean, reduce_max, sum_
 from tinyaot.frontend.tflite.reader import OpInfo
 from tinyaot.frontend.tflite.recurrent import FloatLstm, IntegerLstm, unidirectional_sequence_lstm
 from tinyaot.frontend.tflite.requantize import quantize
@@ -76,6 +76,8 @@ CONVERTERS: dict[str, Converter] = {
     "EXPAND_DIMS": expand_dims,
     "DEPTH_TO_SPACE": depth_to_space,
     "SPACE_TO_DEPTH": space_to_depth,
+    "SUM": sum_,
+    "REDUCE_MAX": reduce_max,
 }
 
 FLOAT_CONVERTERS: dict[str, Converter] = {
