@@ -306,3 +306,16 @@ def test_int64_slice_indices_are_taken_as_tflm_takes_them():
     xs = _inputs(model, "int8")
     np.testing.assert_array_equal(tinyaot.compile(model, name="s").run(xs).reshape(SAMPLES, -1),
                                   run_tflm_outputs(model, xs)[0].reshape(SAMPLES, -1))
+
+
+def test_common_builtins_tinyaot_does_not_import_say_why_and_what_to_do():
+    """An int8 model ending in ARG_MAX, and a REVERSE_V2: the refusal names the operator, why, and the way forward."""
+    arg_max = Model([_act((1, 10), "int8"), _i32([1]), T((1,), "int32")],
+                    [Op("ARG_MAX", [0, 1], [2], ("ArgMaxOptions", {"OutputType": 2}))], [0], [2])
+    with pytest.raises(UnsupportedOpError, match=r"operator 0 \(ARG_MAX\) is not supported: its output is an int32 "
+                                                 r"index.*take their argmax on the host.* tinyaot imports ADD, "):
+        from_tflite(build(arg_max))
+    reverse = Model([_act((1, 4, 3), "int8"), _i32([1]), _act((1, 4, 3), "int8")],
+                    [Op("REVERSE_V2", [0, 1], [2])], [0], [2])
+    with pytest.raises(UnsupportedOpError, match=r"\(REVERSE_V2\) is not supported: a reversed axis"):
+        from_tflite(build(reverse))

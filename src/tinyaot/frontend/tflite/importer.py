@@ -34,10 +34,27 @@ CUSTOM_OP_HINTS = {
 }
 
 
+# Why a builtin TFLite Micro runs is not imported, and what to do, for the ones models commonly hold.
+_ARG = ("its output is an int32 index, and tinyaot's models write int8 / int16 values: compile the model up to the "
+        "scores and take their argmax{} on the host (TFLM's picks the first of equal values, as numpy.arg{} does)")
+_DILATED = ("the form older converters give a dilated convolution (SPACE_TO_BATCH_ND, CONV_2D, BATCH_TO_SPACE_ND); "
+            "re-convert with a current TensorFlow, which writes one CONV_2D with its dilation")
+BUILTIN_HINTS = {
+    "ARG_MAX": _ARG.format("", "max"), "ARG_MIN": _ARG.format(" (argmin)", "min"),
+    "SPACE_TO_BATCH_ND": _DILATED, "BATCH_TO_SPACE_ND": _DILATED,
+    "REVERSE_V2": "a reversed axis, and tinyaot's slice walks forward: reverse the data before the model, or fold "
+                  "the reversal into the next layer's weights",
+}
+
+
 def many_outputs(convert: Callable) -> Callable:
     """Marks a converter of an operator with several outputs (SPLIT, SPLIT_V, UNPACK): it names each itself."""
     convert.many_outputs = True
     return convert
+
+
+def _hint(builtin: str) -> str:
+    return f": {BUILTIN_HINTS[builtin]}." if builtin in BUILTIN_HINTS else ";"
 
 
 def custom_op_hint(custom: str | None) -> str:
@@ -162,8 +179,8 @@ class Importer:
             convert = self.policy.converters.get(op.name)
             if convert is None:
                 raise UnsupportedOpError(
-                    f"operator {op.index} ({op.name}) is not supported{custom_op_hint(op.custom) or ';'} tinyaot "
-                    f"imports {', '.join(self.supported())}{self.policy.unsupported_tail}"
+                    f"operator {op.index} ({op.name}) is not supported{custom_op_hint(op.custom) or _hint(op.name)} "
+                    f"tinyaot imports {', '.join(self.supported())}{self.policy.unsupported_tail}"
                 )
             if len(op.outputs) != 1 and not (op.outputs and getattr(convert, "many_outputs", False)):
                 raise ModelError(f"operator {op.index} ({op.name}) has {len(op.outputs)} outputs, expected 1")
