@@ -399,6 +399,23 @@ def test_intermediates_change_nothing_as_in_tflm():
         np.testing.assert_array_equal(np.asarray(got).reshape(want.shape), want)
 
 
+def test_state_starts_from_tflms_reset_whatever_the_files_state_buffers_hold():
+    """TFLM allocates the variable tensors in its arena and resets them (AllocateTensors ends in Reset: an int8
+    tensor's zero point, here 3, zeros elsewhere), so bytes the file stores for them are never read: the same LSTM
+    with its states' buffers full of other values gives the same output, in TFLM and in tinyaot, over 4 invokes."""
+    _tflm()
+    m = _one_op_lstm()
+    filled = copy.deepcopy(m)
+    h, c = filled.ops[0].inputs[18], filled.ops[0].inputs[19]
+    filled.tensors[h].data = np.full((1, HIDDEN), 90, np.int8)
+    filled.tensors[c].data = np.full((1, HIDDEN), 3000, np.int16)
+    xs = np.random.default_rng(9).integers(-128, 128, size=(4, 1, STEPS, FEATURES)).astype(np.int8)
+    want = run_tflm(build(m), xs)[0]
+    np.testing.assert_array_equal(run_tflm(build(filled), xs)[0], want)
+    got = tinyaot.compile(build(filled), name="lstm_filled").run(xs)
+    np.testing.assert_array_equal(np.asarray(got).reshape(want.shape), want)
+
+
 def test_int8_lstm_biases_are_read_at_input_times_weight_scale():
     """The dequantized float model (cm.layer_errors) of an int8 LSTM: 40 seeded random walks within the input's
     range give the LSTM 39.9 dB local SQNR (measured; bound 30)."""
