@@ -1,13 +1,12 @@
 """tinyaot: compile trained neural networks to integer-only C for microcontrollers."""
-__version__ = "0.1.0"
-
-from tinyaot.errors import (  # noqa: E402
+from tinyaot.errors import (
     ArenaTooSmallError,
     CalibrationError,
     ModelError,
     TinyAOTError,
     UnsupportedOpError,
 )
+from tinyaot.version import __version__
 
 
 def compile(model, example_input=None, calibration=None, name: str = "model", **options):

@@ -5,7 +5,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS
 from tinyaot.codegen.ops import EmittedOp, describe, emitter_for, variant_emitter
@@ -13,6 +12,7 @@ from tinyaot.codegen.params import constant_bytes
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS, state_family
 from tinyaot.plan import MemoryPlan
+from tinyaot.version import __version__
 
 SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
 
