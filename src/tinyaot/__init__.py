@@ -1,4 +1,6 @@
 """tinyaot: compile trained neural networks to integer-only C for microcontrollers."""
+import difflib
+
 from tinyaot.errors import (
     ArenaTooSmallError,
     CalibrationError,
@@ -11,8 +13,10 @@ from tinyaot.version import __version__
 
 def compile(model, example_input=None, calibration=None, name: str = "model", **options):
     """Compile a model to int8; see tinyaot.pipeline.compile_model for the options."""
-    import difflib
-
+    # The one import inside a function that is not an optional heavy dependency: `import tinyaot` (and so every
+    # `import tinyaot.<module>`, which runs this file first) stays a few milliseconds instead of loading the whole
+    # compiler (the pipeline reaches 180 modules, rich and the tflite schema); nothing the pipeline imports imports
+    # this package back.
     from tinyaot.pipeline import COMPILE_OPTIONS as known
     from tinyaot.pipeline import compile_model
 

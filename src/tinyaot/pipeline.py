@@ -7,8 +7,12 @@ import os
 import re
 import warnings
 
+from tinyaot.codegen import generate_c
 from tinyaot.diagnostics import MemoryBudgetWarning, raise_or_warn, warn
 from tinyaot.errors import CalibrationError, ModelError
+from tinyaot.frontend.pt2e import from_pt2e, is_pt2e
+from tinyaot.frontend.pytorch import from_torch
+from tinyaot.frontend.tflite import from_tflite, from_tflite_float, is_float_tflite
 from tinyaot.guard import enter_stage, guarded, user_code
 from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
@@ -20,6 +24,7 @@ from tinyaot.passes.fold_flatten import fold_flatten_transpose
 from tinyaot.passes.fuse_activations import fuse_activations
 from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.passes.input_layout import accept_nchw_input
+from tinyaot.passes.streaming import stream_graph
 from tinyaot.passes.uint8_input import accept_uint8_input
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
@@ -29,6 +34,7 @@ from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samp
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
 from tinyaot.quantize.mixed import auto_int16_layers
+from tinyaot.quantize.pt2e_lower import lower_pt2e
 from tinyaot.report.budget import PICO2, TargetMemory, check_budget, check_target_memory
 
 # C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
@@ -80,8 +86,6 @@ def import_float_model(model, example_input) -> Graph:
         raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1; a tuple of them "
                          "when forward() takes several)")
     check_batch_one(example_input)
-    from tinyaot.frontend.pytorch import from_torch
-
     return from_torch(model, example_input)
 
 
@@ -152,8 +156,6 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None, opti
 
 def codegen_stage(g: Graph, memory, name: str, progress=None):
     """C sources for the planned graph; every kernel's Prepare runs here, so its qparam rules fail at compile."""
-    from tinyaot.codegen import generate_c
-
     _say(progress, "generating C")
     return generate_c(g, memory, name)
 
@@ -172,8 +174,6 @@ def _say(progress, message: str) -> None:
 def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: Contract | None = None,
                    progress=None, optimize: str = "speed") -> CompiledModel:
     """An int8 .tflite model is already quantized: import it and go straight to planning."""
-    from tinyaot.frontend.tflite import from_tflite
-
     contract = contract or Contract()
     _say(progress, "importing the .tflite model")
     int8_graph = from_tflite(model)
@@ -195,9 +195,6 @@ def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: i
                  input_layout: str = "NHWC", contract: Contract | None = None, progress=None,
                  optimize: str = "speed") -> CompiledModel:
     """A PT2E-converted GraphModule is already quantized: lower its q/dq patterns to int8 and go to planning."""
-    from tinyaot.frontend.pt2e import from_pt2e
-    from tinyaot.quantize.pt2e_lower import lower_pt2e
-
     contract = contract or Contract()
     if example_input is not None:
         check_batch_one(example_input)
@@ -303,8 +300,6 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
         raise ModelError("data= checks a model against its float twin window by window; with stream=True compile "
                          "the full-window model for that report (the streamed outputs equal its outputs)")
     if is_tflite(model):
-        from tinyaot.frontend.tflite import is_float_tflite
-
         if is_float_tflite(model):
             return _compile_float_tflite(model, calibration, data, opts)
         if opts.int16:
@@ -315,8 +310,6 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
         if calibration is not None:
             warnings.warn("calibration is ignored: this .tflite model is already int8", stacklevel=3)
         return _finish(cm, [], data, opts, float_model=float_model)
-    from tinyaot.frontend.pt2e import is_pt2e
-
     if is_pt2e(model):
         if opts.int16:
             raise ModelError("int16= chooses precision while tinyaot quantizes; a PT2E graph is already quantized")
@@ -364,8 +357,6 @@ class _Options:
 
 def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
     """A float .tflite: import it as a float graph and quantize it with tinyaot's own calibration."""
-    from tinyaot.frontend.tflite import from_tflite_float
-
     _say(opts.progress, "importing the float .tflite model")
     float_graph = float_passes(from_tflite_float(model))
     if calibration is None:
@@ -424,8 +415,6 @@ def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: _Options) 
 
 def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompiledModel:
     """The int8 full-window graph as a step function; the full-window graph stays reachable (cm.window_model())."""
-    from tinyaot.passes.streaming import stream_graph
-
     _say(opts.progress, "converting to a one-frame step function (streaming)")
     streamed, info = stream_graph(int8_graph)
     verify_graph(streamed, "the streaming conversion", quantized=True)
@@ -438,8 +427,6 @@ def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> Com
 
 
 def _is_pt2e(model) -> bool:
-    from tinyaot.frontend.pt2e import is_pt2e
-
     return is_pt2e(model)
 
 
