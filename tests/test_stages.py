@@ -60,15 +60,13 @@ LAZY = {
     ("__init__.py", "tinyaot.pipeline"),
     # CompiledModel calls pipeline._plan_and_generate: removed by the compile-result change.
     ("model.py", "tinyaot.pipeline"),
-    # split in progress: its converters move to modules of their own, with their imports at the top.
-    ("frontend/pytorch_ops.py", "tinyaot.ir.resize"),
+    # split in progress (pytorch_ops.py's converters in modules of their own): to move to the top.
+    ("frontend/pytorch_pooling.py", "tinyaot.ir.resize"),
+    ("frontend/pytorch_spatial.py", "tinyaot.ir.resize"),
 }
 # The only import cycle left, through the function-level import above: removed by the compile-result change.
 ALLOWED_CYCLES = [{"tinyaot.model", "tinyaot.pipeline"}]
-MAX_LINES = 600
-LONG_FILES = {
-    "frontend/pytorch_ops.py",  # split in progress
-}
+MAX_LINES = 600  # C kernels and generated tables are not .py files: no exceptions
 
 
 def _modules() -> dict[str, Path]:
@@ -206,7 +204,7 @@ def test_imports_inside_functions_are_optional_heavy_dependencies():
 def test_no_module_is_over_600_lines():
     """A file past 600 lines holds more than one thing: split it by what it does."""
     long = {p.relative_to(SRC).as_posix(): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
-    wrong = {rel: n for rel, n in long.items() if n > MAX_LINES and rel not in LONG_FILES}
+    wrong = {rel: n for rel, n in long.items() if n > MAX_LINES}
     assert wrong == {}, f"over {MAX_LINES} lines: " + ", ".join(f"{rel} ({n})" for rel, n in sorted(wrong.items()))
 
 
