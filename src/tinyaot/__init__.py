@@ -13,10 +13,9 @@ from tinyaot.version import __version__
 
 def compile(model, example_input=None, calibration=None, name: str = "model", **options):
     """Compile a model to int8; see tinyaot.pipeline.compile_model for the options."""
-    # The one import inside a function that is not an optional heavy dependency: `import tinyaot` (and so every
-    # `import tinyaot.<module>`, which runs this file first) stays a few milliseconds instead of loading the whole
-    # compiler (the pipeline reaches 180 modules, rich and the tflite schema); nothing the pipeline imports imports
-    # this package back.
+    # Imported here, not at the top, and not to dodge a cycle (nothing the pipeline imports imports this package):
+    # `import tinyaot`, which every `import tinyaot.<module>` runs first, stays a few milliseconds instead of
+    # loading the whole compiler (the pipeline reaches nearly every module, rich and the tflite schema).
     from tinyaot.pipeline import COMPILE_OPTIONS as known
     from tinyaot.pipeline import compile_model
 
