@@ -60,9 +60,6 @@ LAZY = {
     ("__init__.py", "tinyaot.pipeline"),
     # CompiledModel calls pipeline._plan_and_generate: removed by the compile-result change.
     ("model.py", "tinyaot.pipeline"),
-    # split in progress (pytorch_ops.py's converters in modules of their own): to move to the top.
-    ("frontend/pytorch_pooling.py", "tinyaot.ir.resize"),
-    ("frontend/pytorch_spatial.py", "tinyaot.ir.resize"),
 }
 # The only import cycle left, through the function-level import above: removed by the compile-result change.
 ALLOWED_CYCLES = [{"tinyaot.model", "tinyaot.pipeline"}]
