@@ -1,11 +1,14 @@
 """Float evaluation of a float Graph in NumPy (NHWC), for calibration and per-layer error reports.
 
-`real_<op>` is the real-valued definition of each IR op, which the int8 kernels in `ref/` approximate; the
-table the evaluator runs is built from the op registry, so an op without its definition fails at import.
+`real_<op>` is the real-valued definition of each IR op, which the int8 kernels in `ref/` approximate: here, or
+beside its integer kernel in its reference module (ref/<ref>.py, for ops added since, so an op's numerics live in
+one file); the table the evaluator runs is built from the op registry, so an op without its definition fails at
+import.
 """
 from __future__ import annotations
 
 import math
+from importlib import import_module
 from typing import Callable
 
 import numpy as np
@@ -324,16 +327,26 @@ def real_svdf(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return y if clamp is None else np.clip(y, clamp[0], clamp[1])
 
 
+def real_definition(op: str) -> Callable[[Node, list[np.ndarray], Graph], np.ndarray] | None:
+    """real_<op>: here, or beside the op's integer kernel in its reference module (ref/<ref>.py), where an op
+    added since keeps all of its numerics."""
+    if f"real_{op}" in globals():
+        return globals()[f"real_{op}"]
+    ref = OPS[op].ref
+    return getattr(import_module(f"tinyaot.ref.{ref}"), f"real_{op}", None) if ref else None
+
+
 def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]]:
     """real_<op> for every op a float model can hold (the registry's lowered ops), found by name."""
     table = {}
     for s in OPS.values():
         if s.qparams in (AFTER_LOWERING, FLOAT_ONLY):
             continue
-        if f"real_{s.name}" not in globals():
-            raise RuntimeError(f"quantize/float_eval.py has no real_{s.name}: every lowered op needs its real "
-                             "definition (calibration runs it)")
-        table[s.name] = globals()[f"real_{s.name}"]
+        real = real_definition(s.name)
+        if real is None:
+            raise RuntimeError(f"{s.name} has no real_{s.name} in quantize/float_eval.py or ref/{s.ref}.py: every "
+                               "lowered op needs its real definition (calibration runs it)")
+        table[s.name] = real
     return table
 
 

@@ -1,4 +1,5 @@
-"""LOGISTIC, TANH, HARD_SWISH, the RELU family and SOFTMAX.
+"""LOGISTIC, TANH, HARD_SWISH, the RELU family and SOFTMAX, with this family's rows of the converter tables
+(CONVERTERS, and FLOAT_CONVERTERS where a float model's differs; converters.py merges them all).
 
 An int8 model's LOGISTIC / TANH / HARD_SWISH is a 256-entry table filled at compile time by TFLM's own integer
 kernels (ref/tflm_activations.py): bit-exact with TFLite Micro, at the cost of one table lookup per element. A float
@@ -7,6 +8,7 @@ model's is the real function, whose table tinyaot's PTQ fills.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -60,3 +62,20 @@ def softmax(imp: Importer, op: OpInfo) -> None:
         raise ModelError(f"operator {op.index} (SOFTMAX) has beta {beta}; softmax(beta * x) needs a positive, finite "
                          f"beta (converters write 1.0); {REPAIR}")
     imp.node(op, "softmax", [x], {"beta": beta})
+
+
+CONVERTERS: dict[str, Callable[[Importer, OpInfo], None]] = {
+    "HARD_SWISH": tflm_table("tflm_hard_swish"),
+    "LOGISTIC": tflm_table("tflm_logistic"),
+    "RELU": relu((0.0, math.inf), rescales=True),
+    "RELU6": relu((0.0, 6.0), rescales=False),
+    "RELU_N1_TO_1": relu((-1.0, 1.0), rescales=False),
+    "SOFTMAX": softmax,
+    "TANH": tflm_table("tflm_tanh"),
+}
+
+FLOAT_CONVERTERS: dict[str, Callable[[Importer, OpInfo], None]] = {
+    "HARD_SWISH": real_table("hardswish"),
+    "LOGISTIC": real_table("sigmoid"),
+    "TANH": real_table("tanh"),
+}
