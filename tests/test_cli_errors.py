@@ -326,6 +326,7 @@ def test_ops_lists_every_supported_op_once_by_family(capsys):
     rc, out, _ = cli(capsys, "ops")
     listed = [op for line in out.splitlines() if line.startswith("    ") for op in line.strip(" ,").split(", ")]
     assert rc == 0 and "  activations:" in out and "  convolution, linear, matmul, attention:" in out
+    assert "  other:" not in out  # every op in a family: by its name, or by its converter module's table
     assert sorted(op for op in listed if op.startswith(("aten.", "<"))) == supported_ops()
     assert "CONV_2D" in listed and "aten.upsample_bicubic2d.vec" not in listed  # refused with advice, not listed
     rc, out, _ = cli(capsys, "ops", "--json")
