@@ -127,6 +127,10 @@ CASES = {
     "softmax": lambda: _unary("softmax", (1, 10), act("y", (1, 10), 1 / 256, -128), {"beta": 1.0}),
     "lut": lambda: _unary("lut", (1, 16), act("y", (1, 16), 1 / 256, -128), {"function": "sigmoid"}),
     "relu": lambda: _unary("relu", (1, 16), act("y", (1, 16), 0.05, -3), {"clamp": (0.0, float("inf"))}),
+    "prelu": lambda: one_op_graph("prelu", [act("x", (1, 2, 4, 3), 0.05, -3), Tensor(
+        "alpha", (3,), "int8", data=np.array([-90, 4, 100], np.int8), qparams=QParams.per_tensor(0.01, 7))],
+        act("y", (1, 2, 4, 3), 0.04, 1), {}),
+    "leaky_relu": lambda: _unary("leaky_relu", (1, 16), act("y", (1, 16), 0.04, 1), {"alpha": -0.3}),
     "transpose": lambda: _unary("transpose", (1, 2, 3, 4), act("y", (1, 4, 2, 3), 0.05, -3), {"perm": (0, 3, 1, 2)}),
     "quantize": lambda: _unary("quantize", (1, 16), act("y", (1, 16), 0.03, 11), {}),
     "sum": lambda: _unary("sum", (1, 3, 4, 2), act("y", (1, 3, 1, 2), 0.2, -3), {"axes": (2,), "keepdims": True}),

@@ -272,6 +272,15 @@ class ReluAttrs(Attrs):
 
 
 @dataclass(frozen=True, eq=False)
+class LeakyReluAttrs(Attrs):
+    alpha: float | None = None  # the slope below zero: y = x for x >= 0, alpha * x below
+
+    def validate(self) -> None:
+        if self.alpha is None or isinstance(self.alpha, bool) or not math.isfinite(self.alpha):
+            raise AttrError(f"leaky_relu alpha must be a finite number, got {self.alpha!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class TransposeAttrs(Attrs):
     perm: tuple[int, ...] | None = None
 

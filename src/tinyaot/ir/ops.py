@@ -38,6 +38,7 @@ from tinyaot.ir.attrs import (
     DepthwiseAttrs,
     GroupNormAttrs,
     LayerNormAttrs,
+    LeakyReluAttrs,
     LutAttrs,
     MaxPoolAttrs,
     MeanAttrs,
@@ -212,6 +213,15 @@ _SPECS = (
     _spec("relu", ("x",), ReluAttrs, "standalone clamp when it cannot fuse into a producer; clamp required; "
           "rescales if qparams differ", INHERIT, rescales=True, overlap="elementwise", ref="relu_s8",
           s16="relu_s16"),
+    _spec("prelu", ("x", "alpha (constant; broadcasts to x, e.g. one per channel, the last axis)"), NoAttrs,
+          "x where x >= 0, alpha * x below, TFLite Micro's int8 PRELU: the input's offset taken off, then one "
+          "requantization by input_scale / output_scale (x >= its zero point) or of x * alpha by input_scale * "
+          "alpha_scale / output_scale", OWN, rescales=True, overlap="elementwise", ref="prelu_s8",
+          int8_constants=True, title="PReLU"),
+    _spec("leaky_relu", ("x",), LeakyReluAttrs, "x where x >= 0, alpha * x below with one alpha, TFLite Micro's "
+          "int8 LEAKY_RELU: prelu's kernel with one alpha of 1 and the multiplier input_scale * alpha / "
+          "output_scale (negative for a negative alpha)", OWN, rescales=True, overlap="elementwise",
+          ref="prelu_s8", title="LeakyReLU"),
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
           moves_only=True, ref="transpose_s8", s16="transpose_s16"),
