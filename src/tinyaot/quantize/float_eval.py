@@ -7,7 +7,6 @@ import.
 """
 from __future__ import annotations
 
-import math
 from importlib import import_module
 from typing import Callable
 
@@ -17,6 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import AFTER_LOWERING, FLOAT_ONLY, OPS
 from tinyaot.ir.resize import nearest_source
+from tinyaot.ref.activations import real_function
 
 
 def _clamp(node: Node, y: np.ndarray) -> np.ndarray:
@@ -205,32 +205,12 @@ def real_softmax(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-LUT_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "tanh": np.tanh,
-    "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
-    "hardsigmoid": lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0,
-    "silu": lambda x: x / (1.0 + np.exp(-x)),
-    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
-    "gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
-}
-
-
-# TFLite Micro's integer activations approximate these real functions.
-LUT_FUNCTIONS.update({"tflm_logistic": LUT_FUNCTIONS["sigmoid"], "tflm_tanh": np.tanh,
-                      "tflm_hard_swish": LUT_FUNCTIONS["hardswish"]})
-
-
 def real_lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     if a["function"] == "affine":
         y = args[0] * a["scale_by"] + a["offset"]
     else:
-        y = LUT_FUNCTIONS[a["function"]](args[0])
+        y = real_function(a["function"])(args[0])
     return _clamp(node, y)
 
 
