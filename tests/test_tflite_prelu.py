@@ -3,8 +3,8 @@
 Seeded one-op models: PRELU with random shapes (2-D to 4-D), alphas that broadcast in every way TFLM's
 BroadcastPrelu4DSlow takes (one value, one per channel, per pixel, the input's full shape) and random scales and
 zero points for input, alpha and output; LEAKY_RELU with random qparams and alphas (negative, zero, above 1) on all
-256 inputs. TFLM runs each; tinyaot's reference (ref/prelu_s8.py) must give every byte, and the generated C the
-reference's (one host build for all of them).
+256 inputs, and its int16 (16x8) form on 4,096 inputs across the int16 range. TFLM runs each; tinyaot's reference
+(ref/prelu_s8.py, ref/leaky_relu_s16.py) must give every byte, and the generated C the reference's.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import tinyaot
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.frontend.tflite import from_tflite, from_tflite_float
-from tinyaot.ref import prelu_s8
+from tinyaot.ref import leaky_relu_s16, prelu_s8
 
 pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
 
@@ -57,6 +57,18 @@ def _leaky_model(rng) -> tuple[bytes, float]:
     tensors = [T((1, 256), scale=in_scale, zero_point=int(rng.integers(-128, 128))),
                T((1, 256), scale=out_scale, zero_point=int(rng.integers(-128, 128)))]
     return build(Model(tensors, [Op("LEAKY_RELU", [0], [1], ("LeakyReluOptions", {"Alpha": alpha}))], [0], [1])), alpha
+
+
+def _leaky16_model(rng) -> tuple[bytes, float]:
+    """TFLM's int16 LEAKY_RELU takes any zero points; converters write 0, as tinyaot's 16x8 tensors have them."""
+    alpha = _f32(rng.choice([0.1, 0.2, -0.5, 1.7, rng.uniform(-2.0, 3.0)]))
+    in_scale = _f32(10 ** rng.uniform(-5, -2))
+    out_scale = _f32(rng.choice([in_scale, in_scale * 10 ** rng.uniform(-0.7, 0.7)]))
+    tensors = [T((1, 4096), "int16", scale=in_scale), T((1, 4096), "int16", scale=out_scale)]
+    return build(Model(tensors, [Op("LEAKY_RELU", [0], [1], ("LeakyReluOptions", {"Alpha": alpha}))], [0], [1])), alpha
+
+
+INT16_INPUTS = np.concatenate([np.arange(-32768, 32768, 32), np.arange(-1024, 1024)]).astype(np.int16).reshape(1, 4096)
 
 
 def _inputs(shape, rng, n: int = 3) -> np.ndarray:
@@ -129,6 +141,28 @@ def test_a_negative_alpha_rounds_as_tflm_does_not_as_the_literal_multiply():
     literal = np.where(v >= 0, want, np.clip(literal, -128, 127))
     assert (literal != want).sum() >= 10, "the pinned case no longer tells the two roundings apart"
     np.testing.assert_array_equal(prelu_s8.prelu_s8(ALL_INPUTS, p).reshape(-1), want)
+
+
+def test_int16_leaky_relu_matches_tflm():
+    rng = np.random.default_rng(16)
+    for k in range(30):
+        model, alpha = _leaky16_model(rng)
+        g = from_tflite(model)
+        p = leaky_relu_s16.prepare(g.nodes[0], g)
+        want = run_tflm(model, INT16_INPUTS.reshape(1, 1, 4096)).reshape(-1)
+        got = leaky_relu_s16.leaky_relu_s16(INT16_INPUTS.reshape(-1), p)
+        bad = np.nonzero(got != want)[0]
+        assert bad.size == 0, f"case {k} alpha {alpha}: inputs {INT16_INPUTS.reshape(-1)[bad][:6]} give " \
+                              f"{got[bad][:6]}, TFLM {want[bad][:6]}"
+
+
+@pytest.mark.host
+def test_int16_leaky_relu_host_c_equals_tflm():
+    rng = np.random.default_rng(17)
+    for k in range(3):
+        model, _ = _leaky16_model(rng)
+        cm = tinyaot.compile(model, name=f"leaky16_{k}")
+        np.testing.assert_array_equal(cm.run(INT16_INPUTS, engine="host"), run_tflm(model, INT16_INPUTS[None])[0])
 
 
 @pytest.mark.host

@@ -220,8 +220,8 @@ _SPECS = (
           int8_constants=True, title="PReLU"),
     _spec("leaky_relu", ("x",), LeakyReluAttrs, "x where x >= 0, alpha * x below with one alpha, TFLite Micro's "
           "int8 LEAKY_RELU: prelu's kernel with one alpha of 1 and the multiplier input_scale * alpha / "
-          "output_scale (negative for a negative alpha)", OWN, rescales=True, overlap="elementwise",
-          ref="prelu_s8", title="LeakyReLU"),
+          "output_scale (negative for a negative alpha); 16x8: TFLM's int16 LEAKY_RELU", OWN, rescales=True,
+          overlap="elementwise", ref="prelu_s8", s16="leaky_relu_s16", title="LeakyReLU"),
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
           moves_only=True, ref="transpose_s8", s16="transpose_s16"),

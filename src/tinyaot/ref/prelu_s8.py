@@ -59,6 +59,14 @@ def _multiplier(node: Node, real: float, what: str) -> tuple[int, int]:
     return m, s
 
 
+def leaky_multipliers(node: Node, in_scale: float, out_scale: float) -> tuple[int, int, int, int]:
+    """(m1, s1, m2, s2) of a leaky_relu (its int16 kernel's too): TFLM's LEAKY_RELU Prepare, in double."""
+    m1, s1 = _multiplier(node, float(in_scale) / float(out_scale), "input_scale / output_scale")
+    slope = float(in_scale) * float(np.float32(node.attrs["alpha"])) / float(out_scale)
+    m2, s2 = _multiplier(node, slope, "input_scale * alpha / output_scale")
+    return m1, s1, m2, s2
+
+
 def _alpha(node: Node, g: Graph, y: Tensor) -> tuple[Tensor, tuple[int, ...], tuple[int, ...]]:
     """prelu's alpha, checked, and the output / alpha shapes as collapsed 4-D ones."""
     if len(node.inputs) != 2:
@@ -92,19 +100,15 @@ def prepare(node: Node, g: Graph) -> PreluParams:
     _checks.same_shape(node, y, x.shape)
     s_in, s_out = x.qparams.scale[0], y.qparams.scale[0]
     if node.op == LEAKY_RELU:
-        alpha = float(node.attrs["alpha"])
-        identity = float(s_in) / float(s_out)
-        slope = float(s_in) * float(np.float32(alpha)) / float(s_out)
         out4, _, a4 = broadcast.collapse(broadcast.pad4(y.shape), broadcast.pad4(y.shape), (1, 1, 1, 1))
-        values, alpha_zp, formula = np.ones(1, np.int8), 0, "input_scale * alpha / output_scale"
+        values, alpha_zp = np.ones(1, np.int8), 0
+        m1, s1, m2, s2 = leaky_multipliers(node, s_in, s_out)
     else:
         a, out4, a4 = _alpha(node, g, y)
-        identity = float(s_in) / float(s_out)
-        slope = float(s_in) * float(a.qparams.scale[0]) / float(s_out)
         values, alpha_zp = np.asarray(a.data, np.int8), int(a.qparams.zero_point[0])
-        formula = "input_scale * alpha_scale / output_scale"
-    m1, s1 = _multiplier(node, identity, "input_scale / output_scale")
-    m2, s2 = _multiplier(node, slope, formula)
+        m1, s1 = _multiplier(node, float(s_in) / float(s_out), "input_scale / output_scale")
+        m2, s2 = _multiplier(node, float(s_in) * float(a.qparams.scale[0]) / float(s_out),
+                             "input_scale * alpha_scale / output_scale")
     return PreluParams(out_shape=out4, alpha_strides=broadcast.strides(a4),
                        input_offset=-int(x.qparams.zero_point[0]), alpha_offset=-alpha_zp,
                        output_offset=int(y.qparams.zero_point[0]), output_multiplier_1=m1, output_shift_1=s1,

@@ -903,6 +903,17 @@ typedef struct {
 /* TFLM's int16 RELU / RELU6: output[i] = clamp(requantize(input[i], multiplier, shift)). In place. */
 void tinyaot_relu_s16(const int16_t *input, const tinyaot_relu16_params *params, int16_t *output);
 
+/* One int16 leaky ReLU (TFLM's int16 LEAKY_RELU). */
+typedef struct {
+    int32_t size;
+    int32_t output_multiplier_1, output_shift_1;  /* input >= 0: input_scale / output_scale */
+    int32_t output_multiplier_2, output_shift_2;  /* below: input_scale * alpha / output_scale; negative: the
+                                                     negated requantization by its magnitude */
+} tinyaot_leaky_relu16_params;
+
+/* TFLM's int16 LEAKY_RELU: output[i] = clamp(requantize(input[i], multiplier 1 or 2 by its sign)). In place. */
+void tinyaot_leaky_relu_s16(const int16_t *input, const tinyaot_leaky_relu16_params *params, int16_t *output);
+
 /* One int16 mean over a run of consecutive axes: the input seen as [outer][count][inner]. */
 typedef struct {
     int32_t outer, count, inner;
