@@ -89,3 +89,39 @@ def test_a_prelu_weight_computed_in_forward_is_refused_clearly():
     cal = _calibration()
     with pytest.raises(UnsupportedOpError, match="expected a parameter, got the activation"):
         tinyaot.compile(Computed(), torch.from_numpy(cal[:1]), calibration=cal, name="bad")
+
+
+
+def _pt2e():
+    """A PT2E-quantized conv -> PReLU(8) -> conv, and tinyaot's compile of it."""
+    pytest.importorskip("torchao", reason="torchao (the PT2E quantization flow) is not installed")
+    from pt2e_models import quantize_pt2e
+
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.PReLU(8), nn.Conv2d(8, 4, 1)).eval()
+    with torch.no_grad():
+        model[1].weight.uniform_(-0.5, 1.0)
+    cal = _calibration()
+    gm = quantize_pt2e(model, torch.from_numpy(cal[:1]), cal[:32])
+    return tinyaot.compile(gm, torch.from_numpy(cal[:1]), name="pt2e_prelu"), gm, cal
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_pt2e_prelu_gets_an_int8_alpha_and_tracks_pt2e():
+    """PT2E leaves PReLU's weight float between its dequantize and quantize; its lowering gives it int8 qparams from
+    its values, as PTQ does (the int8_constants trait), where it used to reach the kernel as float32."""
+    cm, gm, cal = _pt2e()
+    alpha = [cm.graph.tensor(n.inputs[1]) for n in cm.graph.nodes if n.op == "prelu"]
+    assert len(alpha) == 1 and alpha[0].dtype == "int8"
+    with torch.no_grad():
+        want = np.concatenate([gm(torch.from_numpy(cal[k : k + 1])).numpy() for k in range(16)])  # batch 1
+    got = cm.run_float(cal[:16].transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    assert np.abs(got - want).max() < 0.05 * np.abs(want).max(), np.abs(got - want).max()
+
+
+@pytest.mark.host
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_pt2e_prelu_reference_equals_host_c():
+    cm, _, _ = _pt2e()
+    x = random_int8((8, *cm.input_shape[1:]), seed=6)
+    np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x))

@@ -72,7 +72,7 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             if node.op in INT8_CONSTANTS and wide:
                 inputs = _lower_int16_constants(g, q, inputs)
             elif node.op in INT8_CONSTANTS:
-                _lower_constant_operands(g, q, node)
+                lower_constant_operands(g, q, node)
             for c in (c for c in node.inputs if g.tensor(c).is_const and c not in q.tensors):
                 q.add_tensor(g.tensor(c))  # float constants its prepare folds into integers (layer_norm's gamma)
         elif node.op in SOFTMAX:
@@ -112,12 +112,13 @@ def _rewired(g: Graph, node: Node, wide: bool, out16: bool, convert: Converter) 
     return [one(i) for i in node.inputs]
 
 
-def _lower_constant_operands(g: Graph, q: Graph, node: Node) -> None:
+def lower_constant_operands(g: Graph, q: Graph, node: Node) -> None:
     """A constant operand of an element-wise op (a learned scale, an added tensor): int8 with per-tensor qparams
-    covering its values, as TFLite's converter quantizes a constant input; its kernel reads it from flash."""
+    covering its values, as TFLite's converter quantizes a constant input; its kernel reads it from flash. PT2E's
+    lowering calls it too (quantize/pt2e_lower.py): PT2E leaves such an operand float."""
     for name in node.inputs:
         t = g.tensor(name)
-        if not t.is_const or name in q.tensors:
+        if not t.is_const or name in q.tensors or t.dtype != "float32":  # PT2E's may be int8 already
             continue
         data = np.asarray(t.data, dtype=np.float64)
         qp = activation_qparams(float(data.min()), float(data.max()))

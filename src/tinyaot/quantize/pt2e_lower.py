@@ -39,7 +39,7 @@ import numpy as np
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
-from tinyaot.quantize.lower import SOFTMAX_QPARAMS, WEIGHT_AXIS
+from tinyaot.quantize.lower import INT8_CONSTANTS, SOFTMAX_QPARAMS, WEIGHT_AXIS, lower_constant_operands
 
 SAME_QPARAMS = ops_where(qparams=ops.INHERIT, rescales=False)  # PT2E requantizes after them if it must
 RESCALING = frozenset(n for n in ops_where(rescales=True) if OPS[n].qparams != ops.WEIGHTED)
@@ -177,6 +177,8 @@ class _Lowering:
         elif op in RESCALING:
             if info is None:
                 raise self.float_error(node, "its output is never quantized")
+            if op in INT8_CONSTANTS:  # an element-wise op's constant operand (PReLU's alpha): int8, as in PTQ
+                lower_constant_operands(self.g, self.q, node)
             for c in (c for c in node.inputs if self.g.tensor(c).is_const and c not in self.q.tensors):
                 self.q.add_tensor(self.g.tensor(c))  # float constants its prepare folds (layer_norm's gamma)
             self.emit(node, op, list(node.inputs), out, info.qparams(), node.attrs, info)
