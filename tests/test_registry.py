@@ -288,6 +288,7 @@ def test_every_kernel_op_one_op_graph_reference_equals_host_c():
     """int8-input cases in one C build (kernel_suite); the uint8 one through its own compiled model."""
     from tinyaot.model import CompiledModel
     from tinyaot.pipeline import plan
+    from tinyaot.result import CompileResult
 
     cases, others = [], []
     for op in KERNEL_OPS:
@@ -302,7 +303,7 @@ def test_every_kernel_op_one_op_graph_reference_equals_host_c():
     assert mismatches(cases, run_host(cases)) == []
     for op, g, x in others:
         memory = plan(g)
-        cm = CompiledModel(f"case_{op}", None, g, memory, memory)
+        cm = CompiledModel(CompileResult(f"case_{op}", g, memory, memory))
         np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x, engine="reference"), err_msg=op)
 
 

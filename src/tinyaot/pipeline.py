@@ -6,6 +6,7 @@ import inspect
 import os
 import re
 import warnings
+from dataclasses import replace
 
 from tinyaot.diagnostics import MemoryBudgetWarning, raise_or_warn, warn
 from tinyaot.errors import CalibrationError, ModelError
@@ -30,6 +31,7 @@ from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
 from tinyaot.quantize.mixed import auto_int16_layers
 from tinyaot.report.budget import PICO2, TargetMemory, check_budget, check_target_memory
+from tinyaot.result import CompileResult, StreamWindow
 
 # C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
 # ("_instance_invoke", "_ERROR_ARENA_MISALIGNED" is a macro), so names stay short enough for any linker.
@@ -170,7 +172,7 @@ def _say(progress, message: str) -> None:
 
 
 def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: Contract | None = None,
-                   progress=None, optimize: str = "speed") -> CompiledModel:
+                   progress=None, optimize: str = "speed") -> CompileResult:
     """An int8 .tflite model is already quantized: import it and go straight to planning."""
     from tinyaot.frontend.tflite import from_tflite
 
@@ -182,18 +184,17 @@ def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: 
 
 
 def _plan_and_generate(name: str, float_graph, int8_graph: Graph, alignment: int, contract: Contract, progress,
-                       optimize: str, **extra) -> CompiledModel:
+                       optimize: str, **extra) -> CompileResult:
     """The stages after quantization, the same for every front end: plan, plan the fp32 twin, generate C."""
     planned, memory, free = plan_stage(int8_graph, alignment, contract, progress, optimize)
     twin = float_plan(float_graph if float_graph is not None else planned, alignment, contract)
-    cm = CompiledModel(name, float_graph, planned, memory, twin, unconstrained_arena_bytes=free,
-                       c_sources=codegen_stage(planned, memory, name, progress), **extra)
-    return cm
+    return CompileResult(name, planned, memory, twin, float_graph=float_graph, unconstrained_arena_bytes=free,
+                         sources=codegen_stage(planned, memory, name, progress), **extra)
 
 
 def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: int = 4,
                  input_layout: str = "NHWC", contract: Contract | None = None, progress=None,
-                 optimize: str = "speed") -> CompiledModel:
+                 optimize: str = "speed") -> CompileResult:
     """A PT2E-converted GraphModule is already quantized: lower its q/dq patterns to int8 and go to planning."""
     from tinyaot.frontend.pt2e import from_pt2e
     from tinyaot.quantize.pt2e_lower import lower_pt2e
@@ -310,11 +311,11 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
         if opts.int16:
             raise ModelError("int16= chooses precision while tinyaot quantizes; this .tflite model is already "
                              "quantized (its int16 tensors, if any, are imported as they are)")
-        cm = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract, progress=progress,
-                            optimize=opts.optimize)
+        result = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract,
+                                progress=progress, optimize=opts.optimize)
         if calibration is not None:
             warnings.warn("calibration is ignored: this .tflite model is already int8", stacklevel=3)
-        return _finish(cm, [], data, opts, float_model=float_model)
+        return _finish(replace(result, options=opts), [], data, opts, float_model=float_model)
     from tinyaot.frontend.pt2e import is_pt2e
 
     if is_pt2e(model):
@@ -322,9 +323,9 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
             raise ModelError("int16= chooses precision while tinyaot quantizes; a PT2E graph is already quantized")
         if calibration is not None:
             warnings.warn("calibration is ignored: a PT2E-converted graph is already quantized", stacklevel=3)
-        cm = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
-                          contract=opts.contract, progress=progress, optimize=opts.optimize)
-        return _finish(cm, check_pt2e_example(example_input, cm), data, opts)
+        result = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
+                              contract=opts.contract, progress=progress, optimize=opts.optimize)
+        return _finish(replace(result, options=opts), check_pt2e_example(example_input, result), data, opts)
     _say(progress, "importing the PyTorch model (torch.export)")
     float_graph = float_passes(import_float_model(model, example_input), input_layout)
     if calibration is None:
@@ -400,10 +401,10 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
     raise_or_warn(findings, opts.strict, opts.name)  # said before the later stages, which may refuse the model
     if opts.stream:
         return _finish(_stream(float_graph, int8_graph, calib, opts), [], None, opts, said=findings)
-    cm = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
-                            opts.optimize, calibration=calib)
-    cm.int16_layers = int16_layers
-    return _finish(cm, [], data, opts, said=findings)
+    result = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
+                                opts.optimize, calibration=calib, options=opts,
+                                int16_layers=tuple(int16_layers.items()))
+    return _finish(result, [], data, opts, said=findings)
 
 
 def _check_int16(int16):
@@ -422,7 +423,7 @@ def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: _Options) 
     return auto_int16_layers(float_graph, int8_graph, batch)
 
 
-def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompiledModel:
+def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompileResult:
     """The int8 full-window graph as a step function; the full-window graph stays reachable (cm.window_model())."""
     from tinyaot.passes.streaming import stream_graph
 
@@ -430,11 +431,9 @@ def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> Com
     streamed, info = stream_graph(int8_graph)
     verify_graph(streamed, "the streaming conversion", quantized=True)
     kept = Contract(True, opts.contract.separate_output)  # invoke leaves the caller's frame as it was written
-    cm = _plan_and_generate(opts.name, None, streamed, opts.alignment, kept, opts.progress, opts.optimize,
-                            calibration=calib)
-    cm.stream_info = info
-    cm.window = (float_graph, int8_graph, opts)  # what window_model() plans on first use
-    return cm
+    return _plan_and_generate(opts.name, None, streamed, opts.alignment, kept, opts.progress, opts.optimize,
+                              calibration=calib, options=opts, stream_info=info,
+                              window=StreamWindow(float_graph, int8_graph))  # what window_model() plans
 
 
 def _is_pt2e(model) -> bool:
@@ -443,18 +442,19 @@ def _is_pt2e(model) -> bool:
     return is_pt2e(model)
 
 
-def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model=None, said=()) -> CompiledModel:
+def _finish(result: CompileResult, findings: list, data, opts: _Options, float_model=None,
+            said=()) -> CompiledModel:
     """Findings become warnings (errors when strict); data= runs the trust check; the budget check says whether
     the model fits its target. `said`: findings already raised as warnings by an earlier stage, kept in
     cm.findings."""
     new = list(findings)
-    cm.findings = list(said) + new  # before the check: its diagnosis reads them (noise-like samples, ...)
+    result = replace(result, findings=(*said, *new))  # before the check: its diagnosis reads them (noise, ...)
     if data is not None:
         _say(opts.progress, "checking the int8 model on the data= samples")
-        cm.check = cm.check_data(data, float_model=float_model)
-        new += cm.check.findings
-        cm.findings += cm.check.findings
-    raise_or_warn(new, opts.strict, cm.name)
-    cm.budget = check_budget(cm, opts.target_memory)
-    warn(list(cm.budget.findings), None, MemoryBudgetWarning)
-    return cm
+        check = CompiledModel(result).check_data(data, float_model=float_model)
+        new += check.findings
+        result = replace(result, findings=(*result.findings, *check.findings), check=check)
+    raise_or_warn(new, opts.strict, result.name)
+    budget = check_budget(CompiledModel(result), opts.target_memory)
+    warn(list(budget.findings), None, MemoryBudgetWarning)
+    return CompiledModel(replace(result, budget=budget))

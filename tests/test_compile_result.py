@@ -1,0 +1,103 @@
+"""A compile result is a value: CompiledModel is a read-only view of a frozen CompileResult, and no module of tinyaot
+writes an attribute into a CompiledModel after the pipeline built it."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_mlp
+
+import tinyaot
+from tinyaot.model import CompiledModel
+from tinyaot.result import CompileResult
+
+SRC = Path(tinyaot.__file__).parent
+# Every name a CompiledModel answers to, and what it keeps privately: an assignment to one of these outside
+# model.py is (almost certainly) a write into a CompiledModel.
+MEMBERS = frozenset({n for n in dir(CompiledModel) if not n.startswith("__")}
+                    | {f.name for f in dataclasses.fields(CompileResult)} | {"_result", "_memo"})
+
+
+@pytest.fixture(scope="module")
+def cm():
+    model = make_mlp([8, 16, 4], relu=True, seed=0)
+    cal = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+    return tinyaot.compile(model, torch.zeros(1, 8), calibration=cal)
+
+
+@pytest.mark.parametrize("attr", ["findings", "budget", "int16_layers", "stream_info", "something_new", "_memo"])
+def test_setting_an_attribute_of_a_compiled_model_raises(cm, attr):
+    with pytest.raises(AttributeError, match=f"CompiledModel is read-only: cannot set '{attr}'"):
+        setattr(cm, attr, None)
+    with pytest.raises(AttributeError, match="read-only"):
+        delattr(cm, attr)
+
+
+def test_the_result_is_frozen_and_the_view_reads_it(cm):
+    r = cm.result
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.findings = ()
+    assert cm.graph is r.graph and cm.plan is r.plan and cm.findings == list(r.findings)
+    assert cm.c_sources is r.sources and cm.arena_bytes == r.plan.arena_bytes
+    assert cm.budget is r.budget and cm.budget is not None
+    cm.findings.append("not kept")  # a fresh list each time: the result keeps a tuple
+    assert cm.findings == list(r.findings)
+    renamed = CompiledModel(dataclasses.replace(r, name="other"))  # another value, not an edit of this one
+    assert renamed.name == "other" and cm.name == "model"
+
+
+def _targets(t):
+    if isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            yield from _targets(e)
+    elif isinstance(t, ast.Starred):
+        yield from _targets(t.value)
+    else:
+        yield t
+
+
+def attribute_writes(source: str) -> list[tuple[int, str]]:
+    """(line, what) of every write that names a CompiledModel member on an object other than `self`: `x.attr = `,
+    `x.attr += `, `setattr(x, "attr", ...)`, `object.__setattr__(x, "attr", ...)`, `x.__dict__["attr"] = `."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in (a for target in targets for a in _targets(target)):
+            if isinstance(t, ast.Attribute) and t.attr in MEMBERS \
+                    and not (isinstance(t.value, ast.Name) and t.value.id == "self"):
+                found.append((node.lineno, ast.unparse(t)))
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and t.value.attr == "__dict__" \
+                    and isinstance(t.slice, ast.Constant) and t.slice.value in MEMBERS:
+                found.append((node.lineno, ast.unparse(t)))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("setattr", "object.__setattr__") \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in MEMBERS:
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_the_scan_finds_each_kind_of_write():
+    """The scan below can fail: each way of writing into a CompiledModel is found, and self.x = ... is not."""
+    source = """
+cm.findings = []
+cm.findings += [1]
+cm.budget: object = None
+a, cm.window = 1, 2
+setattr(cm, "stream_info", 3)
+object.__setattr__(cm, "_memo", 4)
+cm.__dict__["check"] = 5
+self.cm.int16_layers = {}
+self.findings = []
+cm.unrelated_attribute = 6
+"""
+    assert [line for line, _ in attribute_writes(source)] == [2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def test_nothing_outside_model_py_writes_into_a_compiled_model():
+    writes = [f"{path.relative_to(SRC)}:{line}: {what}" for path in sorted(SRC.rglob("*.py"))
+              if path != SRC / "model.py" for line, what in attribute_writes(path.read_text())]
+    assert writes == []
