@@ -101,3 +101,13 @@ def test_nothing_outside_model_py_writes_into_a_compiled_model():
     writes = [f"{path.relative_to(SRC)}:{line}: {what}" for path in sorted(SRC.rglob("*.py"))
               if path != SRC / "model.py" for line, what in attribute_writes(path.read_text())]
     assert writes == []
+
+
+def test_model_py_does_not_import_the_pipeline():
+    """pipeline.py imports model.py; a streamed model's window is planned by backend.py, which knows neither."""
+    def imported(path: Path) -> set[str]:
+        return {n.module for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom)} | \
+            {a.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Import) for a in n.names}
+
+    assert "tinyaot.pipeline" not in imported(SRC / "model.py")
+    assert not {"tinyaot.pipeline", "tinyaot.model"} & imported(SRC / "backend.py")

@@ -84,8 +84,8 @@ def test_pytorch_gru_compiles_one_node_per_layer_and_tracks_float(model):
 
 @pytest.mark.host
 def test_random_gru_layers_host_equals_reference():
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
     from tinyaot.result import CompileResult
 
     rng = np.random.default_rng(21)

@@ -511,8 +511,8 @@ def _chain_graph():
 
 
 def _chain():
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
     from tinyaot.quantize.scheme import quantize_array
     from tinyaot.result import CompileResult
 

@@ -238,9 +238,9 @@ def test_random_stateful_layers_host_equals_reference_across_invokes():
     from test_gru import _random_gru_graph
     from test_lstm import _lstm_model
 
+    from tinyaot.backend import plan
     from tinyaot.frontend.tflite import from_tflite
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
     from tinyaot.result import CompileResult
 
     rng = np.random.default_rng(31)

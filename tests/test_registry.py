@@ -286,8 +286,8 @@ def test_no_table_of_op_names_outside_the_registry():
 @pytest.mark.host
 def test_every_kernel_op_one_op_graph_reference_equals_host_c():
     """int8-input cases in one C build (kernel_suite); the uint8 one through its own compiled model."""
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
     from tinyaot.result import CompileResult
 
     cases, others = [], []

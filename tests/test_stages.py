@@ -58,8 +58,8 @@ def test_stages_are_ranked_module_by_module():
 def test_the_planning_stage_does_not_mutate_its_input():
     from conftest import shared_file
 
+    from tinyaot.backend import plan_stage
     from tinyaot.frontend.tflite import from_tflite
-    from tinyaot.pipeline import plan_stage
     from tinyaot.plan.contract import Contract
 
     g = from_tflite(shared_file("models/mlperf_tiny/pretrainedResnet_quant.tflite"))  # residual adds to fuse

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tinyaot.backend import plan_and_generate
 from tinyaot.errors import ModelError, TinyAOTError
 from tinyaot.ir import Graph, QParams
 from tinyaot.plan import MemoryPlan
@@ -147,10 +148,8 @@ class CompiledModel:
         if self.window is None:
             raise ModelError(f"'{self.name}' was not compiled with stream=True: it is its own full-window model")
         if self._memo.window_model is None:
-            from tinyaot.pipeline import _plan_and_generate
-
             opts = self._result.options
-            self._memo.window_model = CompiledModel(_plan_and_generate(
+            self._memo.window_model = CompiledModel(plan_and_generate(
                 f"{self.name}_window", self.window.float_graph, self.window.graph, opts.alignment, opts.contract, None,
                 opts.optimize, calibration=self.calibration, options=opts))
         return self._memo.window_model

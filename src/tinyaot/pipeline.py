@@ -8,9 +8,10 @@ import re
 import warnings
 from dataclasses import replace
 
+from tinyaot.backend import plan_and_generate, say
 from tinyaot.diagnostics import MemoryBudgetWarning, raise_or_warn, warn
 from tinyaot.errors import CalibrationError, ModelError
-from tinyaot.guard import enter_stage, guarded, user_code
+from tinyaot.guard import enter_stage, guarded
 from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
 from tinyaot.ir.verify import verify_graph
@@ -19,10 +20,8 @@ from tinyaot.passes.fold_affine import fold_affine_chains
 from tinyaot.passes.fold_batch_norm import fold_batch_norm
 from tinyaot.passes.fold_flatten import fold_flatten_transpose
 from tinyaot.passes.fuse_activations import fuse_activations
-from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.passes.input_layout import accept_nchw_input
 from tinyaot.passes.uint8_input import accept_uint8_input
-from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
 from tinyaot.plan.kernels import check_optimize
 from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch_len, collect_ranges
@@ -108,67 +107,11 @@ def _as_torch_module(model):
                      f"path or bytes), got {type(model).__name__}")
 
 
-def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory"):
-    """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
-    (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
-    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py)."""
-    fused = fuse_residual_adds(g)
-    if fused is None:
-        return plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
-    fused_plan = plan_graph(fused, alignment=alignment, contract=contract, optimize=optimize)
-    plain_plan = plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
-    if fused_plan.arena_bytes >= plain_plan.arena_bytes:
-        return plain_plan
-    g.nodes[:], g.tensors = fused.nodes, fused.tensors
-    return fused_plan
-
-
 def is_tflite(model) -> bool:
     """A .tflite path (str / PathLike) or the bytes of a .tflite file."""
     if isinstance(model, (bytes, bytearray, memoryview)):
         return True
     return isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".tflite")
-
-
-def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
-    """The plan the same graph needs with fp32 activations: for models that arrive already quantized."""
-    tensors = {k: t if t.is_const else dataclasses.replace(t, dtype="float32")
-               for k, t in g.tensors.items()}
-    return plan(g.replace(tensors=tensors), alignment, contract)
-
-
-def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None, optimize: str = "memory"):
-    """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
-    plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
-    says what the contract costs). `g` itself is left as it was."""
-    _say(progress, "planning memory")
-    verify_graph(g, "quantization", quantized=True)
-    planned = g.replace()
-    free = None
-    if contract.any:
-        free = plan(planned, alignment, optimize=optimize).arena_bytes
-    memory = plan(planned, alignment, contract, optimize)  # last: planning reorders `planned` to this plan's order
-    verify_graph(planned, "planning", quantized=True)
-    return planned, memory, free
-
-
-def codegen_stage(g: Graph, memory, name: str, progress=None):
-    """C sources for the planned graph; every kernel's Prepare runs here, so its qparam rules fail at compile."""
-    from tinyaot.codegen import generate_c
-
-    _say(progress, "generating C")
-    return generate_c(g, memory, name)
-
-
-def _say(progress, message: str) -> None:
-    """A stage starts: tell the caller's progress callback, and the guard (an internal error names the stage)."""
-    enter_stage(message)
-    if progress is not None:
-        try:
-            progress(message)
-        except Exception as exc:  # the caller's own code: it leaves as it came, not as tinyaot's bug
-            user_code(exc)
-            raise
 
 
 def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: Contract | None = None,
@@ -177,19 +120,10 @@ def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: 
     from tinyaot.frontend.tflite import from_tflite
 
     contract = contract or Contract()
-    _say(progress, "importing the .tflite model")
+    say(progress, "importing the .tflite model")
     int8_graph = from_tflite(model)
-    return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
+    return plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
                               check_optimize(optimize), reference_graph=dequantized_graph(int8_graph))
-
-
-def _plan_and_generate(name: str, float_graph, int8_graph: Graph, alignment: int, contract: Contract, progress,
-                       optimize: str, **extra) -> CompileResult:
-    """The stages after quantization, the same for every front end: plan, plan the fp32 twin, generate C."""
-    planned, memory, free = plan_stage(int8_graph, alignment, contract, progress, optimize)
-    twin = float_plan(float_graph if float_graph is not None else planned, alignment, contract)
-    return CompileResult(name, planned, memory, twin, float_graph=float_graph, unconstrained_arena_bytes=free,
-                         sources=codegen_stage(planned, memory, name, progress), **extra)
 
 
 def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: int = 4,
@@ -202,15 +136,15 @@ def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: i
     contract = contract or Contract()
     if example_input is not None:
         check_batch_one(example_input)
-    _say(progress, "importing the PT2E graph")
+    say(progress, "importing the PT2E graph")
     g, act_q, weight_q = from_pt2e(model, example_input)
     g = fold_flatten_transpose(g)  # permutes fully-connected columns only: per-row weight scales stay
     g = input_layout_pass(g, input_layout)
     g.prune()
     verify_graph(g, "the PT2E import", quantized=False)
-    _say(progress, "lowering to int8 with the PT2E graph's own qparams")
+    say(progress, "lowering to int8 with the PT2E graph's own qparams")
     int8_graph = lower_pt2e(g, act_q, weight_q)
-    return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
+    return plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
                               check_optimize(optimize), reference_graph=dequantized_graph(int8_graph))
 
 
@@ -326,7 +260,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
         result = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
                               contract=opts.contract, progress=progress, optimize=opts.optimize)
         return _finish(replace(result, options=opts), check_pt2e_example(example_input, result), data, opts)
-    _say(progress, "importing the PyTorch model (torch.export)")
+    say(progress, "importing the PyTorch model (torch.export)")
     float_graph = float_passes(import_float_model(model, example_input), input_layout)
     if calibration is None:
         raise CalibrationError(
@@ -367,7 +301,7 @@ def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledM
     """A float .tflite: import it as a float graph and quantize it with tinyaot's own calibration."""
     from tinyaot.frontend.tflite import from_tflite_float
 
-    _say(opts.progress, "importing the float .tflite model")
+    say(opts.progress, "importing the float .tflite model")
     float_graph = float_passes(from_tflite_float(model))
     if calibration is None:
         raise CalibrationError(
@@ -386,14 +320,14 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
         findings = [f for i, s in enumerate(samples) for f in check_samples(s, float_graph, f"calibration input {i}")]
     else:
         findings = check_samples(samples, float_graph)
-    _say(opts.progress, f"calibrating on {batch_len(batch)} samples")
+    say(opts.progress, f"calibrating on {batch_len(batch)} samples")
     calib = collect_ranges(float_graph, batch, observer=opts.observer, layer_observers=opts.layer_observers)
     findings += check_ranges(float_graph, calib, opts.observer)
-    _say(opts.progress, "quantizing to int8")
+    say(opts.progress, "quantizing to int8")
     int8_graph, lowering_findings = lower_to_int8(float_graph, calib.ranges)
     int16_layers = _int16_layers(float_graph, int8_graph, batch, opts)
     if int16_layers:
-        _say(opts.progress, f"int16 activations for {', '.join(int16_layers)}")
+        say(opts.progress, f"int16 activations for {', '.join(int16_layers)}")
         int8_graph, lowering_findings = lower_to_int8(float_graph, calib.ranges, tuple(int16_layers))
     findings += lowering_findings
     if opts.input_dtype == "uint8":
@@ -401,7 +335,7 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
     raise_or_warn(findings, opts.strict, opts.name)  # said before the later stages, which may refuse the model
     if opts.stream:
         return _finish(_stream(float_graph, int8_graph, calib, opts), [], None, opts, said=findings)
-    result = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
+    result = plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
                                 opts.optimize, calibration=calib, options=opts,
                                 int16_layers=tuple(int16_layers.items()))
     return _finish(result, [], data, opts, said=findings)
@@ -427,11 +361,11 @@ def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> Com
     """The int8 full-window graph as a step function; the full-window graph stays reachable (cm.window_model())."""
     from tinyaot.passes.streaming import stream_graph
 
-    _say(opts.progress, "converting to a one-frame step function (streaming)")
+    say(opts.progress, "converting to a one-frame step function (streaming)")
     streamed, info = stream_graph(int8_graph)
     verify_graph(streamed, "the streaming conversion", quantized=True)
     kept = Contract(True, opts.contract.separate_output)  # invoke leaves the caller's frame as it was written
-    return _plan_and_generate(opts.name, None, streamed, opts.alignment, kept, opts.progress, opts.optimize,
+    return plan_and_generate(opts.name, None, streamed, opts.alignment, kept, opts.progress, opts.optimize,
                               calibration=calib, options=opts, stream_info=info,
                               window=StreamWindow(float_graph, int8_graph))  # what window_model() plans
 
@@ -450,7 +384,7 @@ def _finish(result: CompileResult, findings: list, data, opts: _Options, float_m
     new = list(findings)
     result = replace(result, findings=(*said, *new))  # before the check: its diagnosis reads them (noise, ...)
     if data is not None:
-        _say(opts.progress, "checking the int8 model on the data= samples")
+        say(opts.progress, "checking the int8 model on the data= samples")
         check = CompiledModel(result).check_data(data, float_model=float_model)
         new += check.findings
         result = replace(result, findings=(*result.findings, *check.findings), check=check)
