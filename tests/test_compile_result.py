@@ -111,3 +111,32 @@ def test_model_py_does_not_import_the_pipeline():
 
     assert "tinyaot.pipeline" not in imported(SRC / "model.py")
     assert not {"tinyaot.pipeline", "tinyaot.model"} & imported(SRC / "backend.py")
+
+
+def test_compile_takes_every_compile_option_as_a_keyword_with_its_default():
+    """tinyaot.compile spells its options out (no **options); CompileOptions documents them once: the two agree."""
+    import inspect
+
+    from tinyaot.options import CompileOptions
+
+    params = inspect.signature(tinyaot.compile).parameters
+    assert not any(p.kind is p.VAR_KEYWORD for p in params.values())
+    inputs = ("calibration", "data", "float_model")  # what is compiled and checked, not how
+    options = {n: p.default for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n not in inputs}
+    assert options == {f.name: f.default for f in dataclasses.fields(CompileOptions)}
+    assert [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY][:3] == list(inputs)
+
+
+def test_compile_options_are_checked_and_normalized():
+    from tinyaot.errors import ModelError
+    from tinyaot.options import CompileOptions
+    from tinyaot.plan.contract import Contract
+    from tinyaot.report.budget import PICO2
+
+    o = CompileOptions(name="KWS", int16=["fc1"], preserve_input=1)
+    assert (o.name, o.int16, o.target_memory, o.contract) == ("kws", ("fc1",), PICO2, Contract(True, False))
+    assert dataclasses.replace(o, optimize="size").name == "kws"  # a replace is checked again, and still holds
+    with pytest.raises(ModelError, match="optimize must be one of"):
+        CompileOptions(optimize="fast")
+    with pytest.raises(ModelError, match=r"no option 'optimise' \(did you mean 'optimize'\?\)"):
+        tinyaot.compile(None, optimise="size")

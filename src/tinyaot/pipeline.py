@@ -1,10 +1,7 @@
 """The compiler's stages, in order. Each reads the previous stage's output and nothing later."""
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import os
-import re
 import warnings
 from dataclasses import replace
 
@@ -16,6 +13,7 @@ from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
 from tinyaot.ir.verify import verify_graph
 from tinyaot.model import CompiledModel
+from tinyaot.options import CompileOptions, check_alignment, check_name
 from tinyaot.passes.fold_affine import fold_affine_chains
 from tinyaot.passes.fold_batch_norm import fold_batch_norm
 from tinyaot.passes.fold_flatten import fold_flatten_transpose
@@ -29,33 +27,8 @@ from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samp
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
 from tinyaot.quantize.mixed import auto_int16_layers
-from tinyaot.report.budget import PICO2, TargetMemory, check_budget, check_target_memory
+from tinyaot.report.budget import check_budget
 from tinyaot.result import CompileResult, StreamWindow
-
-# C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
-# ("_instance_invoke", "_ERROR_ARENA_MISALIGNED" is a macro), so names stay short enough for any linker.
-MAX_NAME_LENGTH = 32
-MAX_ALIGNMENT = 4096
-
-
-def check_name(name) -> str:
-    """The model name prefixes every generated C symbol and file: a short C identifier."""
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise ModelError(f"model name {name!r} must be a C identifier (letters, digits, '_'), e.g. 'mnist'")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ModelError(f"model name {name[:40]!r}... is {len(name)} characters; it prefixes every generated C "
-                         f"symbol, so keep it to {MAX_NAME_LENGTH} or fewer, e.g. {name[:12]!r}")
-    return name.lower()
-
-
-def check_alignment(alignment) -> int:
-    """Arena alignment: a power of two bytes (the kernels need at least 4 for word access on the M33)."""
-    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1 \
-            or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
-        raise ModelError(f"alignment must be a power of two from 1 to {MAX_ALIGNMENT} bytes (e.g. 4, 8, 16), "
-                         f"got {alignment!r}")
-    return alignment
-
 
 
 def check_batch_one(example_input, what: str = "example_input") -> None:
@@ -170,63 +143,11 @@ def input_layout_pass(g: Graph, input_layout: str) -> Graph:
 
 
 @guarded("checking the arguments")
-def compile_model(model, example_input=None, *, calibration=None, data=None, name: str = "model",
-                  alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
-                  observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
-                  float_model=None, preserve_input: bool = False, separate_output: bool = False,
-                  optimize: str = "speed", stream: bool = False, int16=None, target_memory=None,
-                  progress=None) -> CompiledModel:
-    """Compile a model to int8 C.
-
-    example_input and calibration are in PyTorch's layout (e.g. NCHW); for a float .tflite, in its own (NHWC).
-    The compiled model takes NHWC input (no run-time permute); input_layout="NCHW" adds one transpose at the
-    start instead. input_dtype="uint8" makes the input uint8 (zero point + 128), converted in place by one
-    cheap first step.
-
-    observer chooses how each activation range is estimated from the calibration samples ("auto", "minmax",
-    "percentile", "mse"); layer_observers overrides it per layer or tensor name. data= are samples used only to
-    check the compiled model (never to calibrate): the check report is cm.check. strict=True turns calibration
-    warnings into a CalibrationError (for CI). float_model= is the float .tflite an int8 .tflite came from.
-
-    The smallest arena lets invoke overwrite the input and put the output over it. preserve_input=True keeps the
-    input's bytes intact across invoke; separate_output=True keeps the output apart from the input (double
-    buffering); cm.contract says what holds and what it cost. optimize="speed" (default) runs the convs that
-    qualify through int16 weights widened at compile time (faster, twice their weight flash, a small work buffer
-    in the arena); "size" keeps int8 weights (the conv kernel widens them as it reads: no more flash than the
-    int8 model); "memory" runs the plain int8 kernels for the smallest arena. progress is called with each
-    stage's name.
-
-    int16= gives chosen layers int16 activations (TFLite's 16x8 scheme; quantize/mixed.py): a list of layer names
-    (the names of the report), or "auto" for the layers whose int8 kernel loses the most on the calibration
-    samples (local SQNR below 30 dB); the layers reading them run 16x8 kernels too, and the model's input and
-    output stay int8. cm.int16_layers says which were chosen and why.
-
-    target_memory=(flash_bytes, ram_bytes) is what the target leaves the model: flash for its constants, RAM for
-    its arena and state region (default: the Raspberry Pi Pico 2, report/budget.py). A model that does not fit
-    is still compiled, with a MemoryBudgetWarning that gives the numbers and what would help; cm.budget holds
-    the verdict.
-
-    stream=True (a PyTorch causal Conv1d / TCN model, or one with nn.LSTM / nn.GRU layers; example and
-    calibration full windows): calibrated and quantized as the full-window model, then converted to a step
-    function (passes/streaming.py): each invoke takes one frame and outputs the full model's output at that frame
-    (a model that outputs only a recurrent layer's last step: its output for the sequence ending at that frame),
-    each causal conv keeping its past frames and each recurrent layer its hidden (and cell) state in the state
-    region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream). A streamed model's invoke
-    leaves its input frame as it was (preserve_input is implied: a caller may keep its own frames there).
-
-    Every error is a TinyAOTError; an unexpected exception inside a stage (a tinyaot bug) leaves as an
-    InternalCompilerError naming the stage and the layer, the original chained (guard.py).
-    """
-    if progress is not None and not callable(progress):
-        raise ModelError(f"progress must be a function taking the stage's name (e.g. print), got "
-                         f"{type(progress).__name__}")
-    if not isinstance(input_layout, str) or input_layout.upper() not in ("NHWC", "NCHW"):
-        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
-    opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
-                    Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
-                    bool(stream), _check_int16(int16), check_target_memory(target_memory))
-    if input_dtype not in ("int8", "uint8"):
-        raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
+def compile_model(model, example=None, *, calibration=None, data=None, float_model=None,
+                  options: CompileOptions | None = None) -> CompiledModel:
+    """tinyaot.compile's work, with its options checked (tinyaot.compile says what each argument is)."""
+    opts = options if options is not None else CompileOptions()
+    stream, progress, example_input = opts.stream, opts.progress, example
     if stream and (is_tflite(model) or _is_pt2e(model)):
         raise ModelError("stream=True converts a PyTorch nn.Module (a causal Conv1d / TCN or recurrent model) "
                          "calibrated by tinyaot; .tflite and PT2E models are not streamed yet: compile the "
@@ -245,7 +166,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
         if opts.int16:
             raise ModelError("int16= chooses precision while tinyaot quantizes; this .tflite model is already "
                              "quantized (its int16 tensors, if any, are imported as they are)")
-        result = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract,
+        result = compile_tflite(model, name=opts.name, alignment=opts.alignment, contract=opts.contract,
                                 progress=progress, optimize=opts.optimize)
         if calibration is not None:
             warnings.warn("calibration is ignored: this .tflite model is already int8", stacklevel=3)
@@ -257,11 +178,12 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
             raise ModelError("int16= chooses precision while tinyaot quantizes; a PT2E graph is already quantized")
         if calibration is not None:
             warnings.warn("calibration is ignored: a PT2E-converted graph is already quantized", stacklevel=3)
-        result = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
-                              contract=opts.contract, progress=progress, optimize=opts.optimize)
+        result = compile_pt2e(model, example_input, name=opts.name, alignment=opts.alignment,
+                              input_layout=opts.input_layout, contract=opts.contract, progress=progress,
+                              optimize=opts.optimize)
         return _finish(replace(result, options=opts), check_pt2e_example(example_input, result), data, opts)
     say(progress, "importing the PyTorch model (torch.export)")
-    float_graph = float_passes(import_float_model(model, example_input), input_layout)
+    float_graph = float_passes(import_float_model(model, example_input), opts.input_layout)
     if calibration is None:
         raise CalibrationError(
             "a float model needs calibration samples: pass calibration= a few hundred representative "
@@ -276,28 +198,7 @@ def compile_model(model, example_input=None, *, calibration=None, data=None, nam
     return _quantize_and_plan(float_graph, sets, batches, data, opts)
 
 
-COMPILE_OPTIONS = tuple(inspect.signature(compile_model).parameters)[2:]  # after model, example_input
-
-
-@dataclasses.dataclass(frozen=True)
-class _Options:
-    """compile()'s options, validated, as the later stages read them."""
-
-    name: str
-    alignment: int
-    input_dtype: str
-    observer: str
-    layer_observers: dict | None
-    strict: bool
-    contract: Contract
-    progress: object  # callable(str) or None
-    optimize: str = "speed"
-    stream: bool = False  # convert to a one-frame step function (passes/streaming.py)
-    int16: object = ()  # layer names, or "auto" (quantize/mixed.py)
-    target_memory: TargetMemory = PICO2  # what the target leaves the model (report/budget.py)
-
-
-def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
+def _compile_float_tflite(model, calibration, data, opts: CompileOptions) -> CompiledModel:
     """A float .tflite: import it as a float graph and quantize it with tinyaot's own calibration."""
     from tinyaot.frontend.tflite import from_tflite_float
 
@@ -313,7 +214,7 @@ def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledM
     return _quantize_and_plan(float_graph, samples, samples.batch, data, opts)
 
 
-def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> CompiledModel:
+def _quantize_and_plan(float_graph, samples, batch, data, opts: CompileOptions) -> CompiledModel:
     """samples/batch: one input's SampleSet and model-layout batch, or lists of them (several inputs)."""
     enter_stage("checking the calibration samples")
     if isinstance(samples, list):
@@ -341,23 +242,14 @@ def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> Com
     return _finish(result, [], data, opts, said=findings)
 
 
-def _check_int16(int16):
-    if int16 is None or int16 == "auto":
-        return int16 or ()
-    if isinstance(int16, str) or not isinstance(int16, (list, tuple, set, frozenset)) \
-            or not all(isinstance(n, str) for n in int16):
-        raise ModelError(f"int16 must be a list of layer names or 'auto', got {int16!r}")
-    return tuple(int16)
-
-
-def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: _Options) -> dict[str, str]:
+def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: CompileOptions) -> dict[str, str]:
     """Layer -> why it has int16 activations (int16="auto": its int8 error; or asked for by name)."""
     if opts.int16 != "auto":
         return dict.fromkeys(opts.int16, "chosen by name")
     return auto_int16_layers(float_graph, int8_graph, batch)
 
 
-def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompileResult:
+def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: CompileOptions) -> CompileResult:
     """The int8 full-window graph as a step function; the full-window graph stays reachable (cm.window_model())."""
     from tinyaot.passes.streaming import stream_graph
 
@@ -376,7 +268,7 @@ def _is_pt2e(model) -> bool:
     return is_pt2e(model)
 
 
-def _finish(result: CompileResult, findings: list, data, opts: _Options, float_model=None,
+def _finish(result: CompileResult, findings: list, data, opts: CompileOptions, float_model=None,
             said=()) -> CompiledModel:
     """Findings become warnings (errors when strict); data= runs the trust check; the budget check says whether
     the model fits its target. `said`: findings already raised as warnings by an earlier stage, kept in
