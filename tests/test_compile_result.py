@@ -44,6 +44,8 @@ def test_the_result_is_frozen_and_the_view_reads_it(cm):
     assert cm.graph is r.graph and cm.plan is r.plan and cm.findings == list(r.findings)
     assert cm.c_sources is r.sources and cm.arena_bytes == r.plan.arena_bytes
     assert cm.budget is r.budget and cm.budget is not None
+    assert [t.name for t in cm.timings][:2] == ["import_torch", "fold_batch_norm"] and cm.timings[-1].name == \
+        "check_budget" and all(t.seconds >= 0 for t in cm.timings)
     cm.findings.append("not kept")  # a fresh list each time: the result keeps a tuple
     assert cm.findings == list(r.findings)
     renamed = CompiledModel(dataclasses.replace(r, name="other"))  # another value, not an edit of this one

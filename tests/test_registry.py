@@ -316,11 +316,12 @@ def test_attributes_are_validated_when_the_node_is_made():
         Node("sort", "s", ["x"], ["y"], {})
     n = Node("conv2d", "c", ["x", "w", "b"], ["y"], {"stride": [2, 2]})
     assert n.attrs["stride"] == (2, 2) and n.attrs.get("clamp") is None and "clamp" not in n.attrs
-    n.set_attrs(clamp=(0.0, 6.0))
-    assert n.attrs == {"stride": (2, 2), "clamp": (0.0, 6.0)}  # unset attributes stay unset (None)
+    clamped = n.with_attrs(clamp=(0.0, 6.0))
+    assert clamped.attrs == {"stride": (2, 2), "clamp": (0.0, 6.0)}  # unset attributes stay unset (None)
+    assert n.attrs.get("clamp") is None and clamped.inputs is not n.inputs  # a new node: n is left as it was
     assert Node("max_pool2d", "p", ["x"], ["y"], {"kernel": 3}).attrs["kernel"] == (3, 3)
     with pytest.raises(ModelError, match="lo <= hi"):
-        n.set_attrs(clamp=(6.0, 0.0))
+        n.with_attrs(clamp=(6.0, 0.0))
 
 
 def test_the_ir_verifier_names_the_stage_and_the_broken_rule():

@@ -148,10 +148,9 @@ class CompiledModel:
         if self.window is None:
             raise ModelError(f"'{self.name}' was not compiled with stream=True: it is its own full-window model")
         if self._memo.window_model is None:
-            opts = self._result.options
             self._memo.window_model = CompiledModel(plan_and_generate(
-                f"{self.name}_window", self.window.float_graph, self.window.graph, opts.alignment, opts.contract, None,
-                opts.optimize, calibration=self.calibration, options=opts))
+                f"{self.name}_window", self._result.options, self.window.graph, self.window.float_graph,
+                calibration=self.calibration))
         return self._memo.window_model
 
     def stream(self, engine: str = "reference"):
