@@ -26,7 +26,7 @@ from tinyaot.options import check_alignment, check_name
 from tinyaot.report.budget import parse_target_memory
 
 _COMMAND_FIELDS = ("engine", "picture", "compare_float", "no_m33", "target", "copy_to_ram", "mix", "no_layers", "out",
-                   "random_calibration")
+                   "random_calibration", "timings")
 
 
 def build_request(ns: argparse.Namespace) -> Request:
