@@ -420,15 +420,15 @@ def test_export_pico2_converts_the_calibration_samples(capsys, files):
 
 @pytest.mark.arm
 def test_copy_to_ram_reaches_the_pico2_export(capsys, monkeypatch):
-    import tinyaot.targets.pico2 as pico2
+    import tinyaot.model
 
-    real, seen = pico2.export_pico2, {}
+    real, seen = tinyaot.model.export_pico2, {}
 
     def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram=False):
         seen["copy_to_ram"] = copy_to_ram
         return real(cm, out_dir, inputs=inputs, labels=labels)
 
-    monkeypatch.setattr(pico2, "export_pico2", export_pico2)
+    monkeypatch.setattr(tinyaot.model, "export_pico2", export_pico2)  # the name CompiledModel.export calls
     rc, _, err = cli(capsys, "export", "fc.tflite", "--target", "pico2", "--copy-to-ram", "-o", "p_ram")
     assert rc == 0 and seen == {"copy_to_ram": True}, err
 

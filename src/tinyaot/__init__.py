@@ -1,17 +1,16 @@
 """tinyaot: compile trained neural networks to integer-only C for microcontrollers."""
-__version__ = "0.1.0"
+import difflib
+import functools
+import inspect
 
-import difflib  # noqa: E402
-import functools  # noqa: E402
-import inspect  # noqa: E402
-
-from tinyaot.errors import (  # noqa: E402
+from tinyaot.errors import (
     ArenaTooSmallError,
     CalibrationError,
     ModelError,
     TinyAOTError,
     UnsupportedOpError,
 )
+from tinyaot.version import __version__
 
 
 def _unknown_options_named(compile_fn):
@@ -60,18 +59,17 @@ def compile(model, example=None, *, calibration=None, data=None, float_model=Non
     Every error is a TinyAOTError; an unexpected exception inside a stage (a tinyaot bug) leaves as an
     InternalCompilerError naming the stage and the layer, the original chained (guard.py).
     """
-    from tinyaot import pipeline  # looked up at call time (a test may replace pipeline.compile_model)
-    from tinyaot.guard import guarded
-    from tinyaot.options import CompileOptions
+    # Imported here, not at the top, and not to dodge a cycle (nothing the pipeline imports imports this package):
+    # `import tinyaot`, which every `import tinyaot.<module>` runs first, stays a few milliseconds instead of
+    # loading the whole compiler (the pipeline reaches nearly every module, rich and the tflite schema).
+    from tinyaot.pipeline import compile_model
 
-    with guarded("checking the arguments"):
-        options = CompileOptions(name=name, alignment=alignment, input_layout=input_layout, input_dtype=input_dtype,
-                                 observer=observer, layer_observers=layer_observers, strict=strict,
-                                 preserve_input=preserve_input, separate_output=separate_output,
-                                 optimize=optimize, stream=stream, int16=int16, target_memory=target_memory,
-                                 progress=progress)
-    return pipeline.compile_model(model, example, calibration=calibration, data=data, float_model=float_model,
-                                  options=options)
+    options = dict(name=name, alignment=alignment, input_layout=input_layout, input_dtype=input_dtype,
+                   observer=observer, layer_observers=layer_observers, strict=strict, preserve_input=preserve_input,
+                   separate_output=separate_output, optimize=optimize, stream=stream, int16=int16,
+                   target_memory=target_memory, progress=progress)  # CompileOptions' fields, checked by it
+    return compile_model(model, example, calibration=calibration, data=data, float_model=float_model,
+                         options=options)
 
 
 __all__ = [

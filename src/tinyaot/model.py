@@ -9,13 +9,23 @@ from pathlib import Path
 import numpy as np
 
 from tinyaot.backend import plan_and_generate
+from tinyaot.codegen import generate_c
 from tinyaot.errors import ModelError, TinyAOTError
 from tinyaot.ir import Graph, QParams
+from tinyaot.ir.layout import torch_sample_shape, torch_to_model_layout
 from tinyaot.plan import MemoryPlan
+from tinyaot.plan.contract import contract_report
+from tinyaot.quantize.calibrate import as_real_array, as_sample_batch, as_sample_batches
 from tinyaot.quantize.float_eval import evaluate
 from tinyaot.quantize.scheme import quantize_array
+from tinyaot.report.memory import MemoryReport
+from tinyaot.report.profile import profile
+from tinyaot.report.quant_error import compare_float_tflite, layer_errors
 from tinyaot.result import CompileResult, PassTime, StreamWindow
-from tinyaot.targets.engines import ENGINES
+from tinyaot.targets.engines import ENGINES, engine_named, host_build
+from tinyaot.targets.pico2 import export_pico2
+from tinyaot.targets.sizes import m33_code_bytes
+from tinyaot.targets.stream import open_stream
 
 
 class CompiledModel:
@@ -156,16 +166,12 @@ class CompiledModel:
     def stream(self, engine: str = "reference"):
         """A stream over this model: step(frame) runs one invoke on the same state, reset() starts again.
         ("reference" or "host"; cm.run(frames, engine=...) runs a whole batch as one stream from a reset.)"""
-        from tinyaot.targets.stream import open_stream
-
         return open_stream(self, engine)
 
     @property
     def contract(self):
         """plan.contract.ContractReport: whether invoke keeps the input, whether the output sits over it, and
         the arena bytes preserve_input / separate_output cost."""
-        from tinyaot.plan.contract import contract_report
-
         return contract_report(self.plan, self.graph, self.unconstrained_arena_bytes)
 
     @property
@@ -195,8 +201,6 @@ class CompiledModel:
     @cached_property
     def code_bytes(self) -> int | None:
         """Bytes of machine code (model + kernels) for Cortex-M33, or None without the toolchain."""
-        from tinyaot.targets.sizes import m33_code_bytes
-
         return m33_code_bytes(self.c_sources)
 
     @property
@@ -261,8 +265,6 @@ class CompiledModel:
         hand."""
         if self._result.sources is not None:
             return self._result.sources
-        from tinyaot.codegen import generate_c
-
         return generate_c(self.graph, self.plan, self.name)
 
     def export(self, directory, target: str = "c", inputs=None, labels=None, **pico2_options) -> list[Path]:
@@ -272,8 +274,6 @@ class CompiledModel:
         arguments are options of targets.pico2.export_pico2. Returns the files written.
         """
         if target == "pico2":
-            from tinyaot.targets.pico2 import export_pico2
-
             return export_pico2(self, directory, inputs=inputs, labels=labels, **pico2_options)
         if pico2_options:
             raise ModelError(f"{', '.join(sorted(pico2_options))}: options of target 'pico2' only")
@@ -343,8 +343,6 @@ class CompiledModel:
         returns a list of them. A model with state (stream=True, an imported SVDF or LSTM) runs the batch as one stream:
         every call starts from a reset, then one invoke per sample in order on the same instance (cm.stream() keeps
         a stream going across calls)."""
-        from tinyaot.targets.engines import engine_named
-
         runner = engine_named(engine)  # targets/engines.py: the registry of engines
         batch, form = self._as_batch(x)
         batches = batch if isinstance(batch, list) else [batch]
@@ -365,8 +363,6 @@ class CompiledModel:
         return self._shape_like(result.outputs, form)
 
     def _host_model(self, arena_bytes: int | None):
-        from tinyaot.targets.engines import host_build
-
         model = host_build(self).model  # the host library, built once and loaded
         model.init(arena_bytes)
         return model
@@ -393,8 +389,6 @@ class CompiledModel:
     def to_model_layout(self, x):
         """A batch in PyTorch's channels-first layout -> the layout this model takes (NCHW -> NHWC); a list with
         one batch per input for a model with several."""
-        from tinyaot.ir.layout import torch_to_model_layout
-
         return self._each_input(x, lambda v, t: torch_to_model_layout(np.asarray(v), *self.graph.io_layout_of(t)))
 
     def _each_input(self, x, fn):
@@ -455,31 +449,21 @@ class CompiledModel:
 
     # ---- reports --------------------------------------------------------------------------
     def report(self):
-        from tinyaot.report.memory import MemoryReport
-
         return MemoryReport.of(self)
 
     def profile(self, x=None, mix: bool = False):
         """Exact Cortex-M33 instructions per op for one inference (x: one int8 input; zeros by default); mix=True
         also counts each op's loads, stores, multiplies and branches (QEMU plugin; needs a host C compiler)."""
-        from tinyaot.report.profile import profile
-
         return profile(self, x, mix=mix)
 
     def layer_errors(self, samples, labels=None):
         """int8 vs float per layer on float `samples` in the model's input layout (as for run_float)."""
-        from tinyaot.report.quant_error import layer_errors
-
         return layer_errors(self, samples, labels=labels)
 
     def check_data(self, data, labels=None, float_model=None, model_layout: bool = False):
         """The trust check of compile(data=): `data` in PyTorch's layout like the calibration samples (or in the
         model's with model_layout=True; or (inputs, labels)); a float .tflite `float_model` adds the output
         agreement with it."""
-        from tinyaot.ir.layout import torch_sample_shape
-        from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches
-        from tinyaot.report.quant_error import compare_float_tflite
-
         if isinstance(data, tuple) and len(data) == 2 and labels is None and self.n_inputs == 1:
             data, labels = data
         g = self.graph
@@ -510,8 +494,6 @@ class _Memo:
 
 def _labels(labels, n: int) -> np.ndarray:
     """One integer class per data sample."""
-    from tinyaot.quantize.calibrate import as_real_array
-
     y = as_real_array(labels, "labels", ModelError).reshape(-1)
     if len(y) != n or not np.array_equal(y, np.round(y)):
         what = f"{len(y)} labels" if len(y) != n else "labels that are not whole numbers"
@@ -521,8 +503,6 @@ def _labels(labels, n: int) -> np.ndarray:
 
 def _real(x) -> np.ndarray:
     """Float64 from real numbers only (text, complex, object arrays are a ModelError, not a NumPy crash)."""
-    from tinyaot.quantize.calibrate import as_real_array
-
     return as_real_array(x, "input", ModelError)
 
 

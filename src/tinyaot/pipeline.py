@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Mapping
 
 from tinyaot.backend import BACKEND
 from tinyaot.diagnostics import MemoryBudgetWarning, raise_or_warn, warn
 from tinyaot.driver import Pass, Unit, result_of, run_passes, say
 from tinyaot.errors import CalibrationError, ModelError
+from tinyaot.frontend.pt2e import from_pt2e, is_pt2e
+from tinyaot.frontend.pytorch import from_torch
 from tinyaot.frontend.tflite import from_tflite, from_tflite_float, is_float_tflite
 from tinyaot.guard import guarded
 from tinyaot.ir import Graph
@@ -56,8 +59,6 @@ def import_float_model(model, example_input) -> Graph:
         raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1; a tuple of them "
                          "when forward() takes several)")
     check_batch_one(example_input)
-    from tinyaot.frontend.pytorch import from_torch
-
     return from_torch(model, example_input)
 
 
@@ -98,8 +99,6 @@ def _import_torch(u: Unit) -> dict:
 
 
 def _import_pt2e(u: Unit) -> dict:
-    from tinyaot.frontend.pt2e import from_pt2e  # torch: an optional dependency
-
     if u.example is not None:
         check_batch_one(u.example)
     g, act_q, weight_q = from_pt2e(u.model, u.example)
@@ -340,12 +339,12 @@ PT2E = (
 
 @guarded("checking the arguments")
 def compile_model(model, example=None, *, calibration=None, data=None, float_model=None,
-                  options: CompileOptions | None = None) -> CompiledModel:
-    """tinyaot.compile's work, with its options checked (tinyaot.compile says what each argument is): the table
-    of the model's front end, run by the driver."""
-    opts = options if options is not None else CompileOptions()
+                  options: CompileOptions | Mapping[str, object] | None = None) -> CompiledModel:
+    """tinyaot.compile's work (tinyaot.compile says what each argument is): its options checked (a CompileOptions,
+    or its fields as keywords), then the table of the model's front end, run by the driver."""
+    opts = options if isinstance(options, CompileOptions) else CompileOptions(**(options or {}))
     tflite = is_tflite(model)
-    pt2e = not tflite and _is_pt2e(model)
+    pt2e = not tflite and is_pt2e(model)
     if opts.stream and (tflite or pt2e):
         raise ModelError("stream=True converts a PyTorch nn.Module (a causal Conv1d / TCN or recurrent model) "
                          "calibrated by tinyaot; .tflite and PT2E models are not streamed yet: compile the "
@@ -372,9 +371,3 @@ def compile_model(model, example=None, *, calibration=None, data=None, float_mod
     unit, timings = run_passes(table, Unit(opts.name, opts, model=model, example=example,
                                            calibration_input=calibration, data=data, float_model=float_model))
     return CompiledModel(result_of(unit, timings))
-
-
-def _is_pt2e(model) -> bool:
-    from tinyaot.frontend.pt2e import is_pt2e  # torch: an optional dependency
-
-    return is_pt2e(model)

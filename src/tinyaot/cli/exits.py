@@ -12,11 +12,11 @@ import os
 import sys
 import traceback
 
-from tinyaot import __version__
 from tinyaot.errors import InternalCompilerError, InternalError, TinyAOTError
 from tinyaot.targets.host import HostCompilerMissing
 from tinyaot.targets.m33 import M33Error
 from tinyaot.targets.toolchain import ToolchainMissing
+from tinyaot.version import __version__
 
 EXIT_OK = 0
 EXIT_WRONG = 1  # demo: an engine got a digit wrong

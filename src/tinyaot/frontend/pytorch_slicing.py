@@ -19,6 +19,7 @@ import operator
 from dataclasses import replace
 
 from tinyaot.frontend.fx_util import layer_name
+from tinyaot.frontend.pytorch_builder import torch_to_ir_shape
 from tinyaot.frontend.pytorch_recurrent import recurrent_getitem, recurrent_select
 
 SPLITS = ("aten.split.Tensor", "aten.split.sizes", "aten.split_with_sizes.default", "aten.unsafe_split.Tensor",
@@ -83,8 +84,6 @@ def _composed(first, begin, end, strides):
 
 def _check_shape(b, n, v) -> None:
     """The sliced value has the shape torch.export recorded (a front-end bug otherwise, caught here)."""
-    from tinyaot.frontend.pytorch_ops import torch_to_ir_shape
-
     want = tuple(int(d) for d in n.meta["val"].shape)
     if v.nhwc:
         want = torch_to_ir_shape(want)

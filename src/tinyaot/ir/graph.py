@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from tinyaot.ir.attrs import AttrError
+from tinyaot.ir.ops import make_attrs
+
 
 @dataclass(frozen=True)
 class QParams:
@@ -78,8 +81,6 @@ class Node:
     source: str = ""
 
     def __post_init__(self) -> None:
-        from tinyaot.ir.ops import AttrError, make_attrs
-
         try:
             self.attrs = make_attrs(self.op, self.attrs)
         except AttrError as exc:
@@ -175,6 +176,21 @@ class Graph:
         self.tensors = {k: v for k, v in self.tensors.items() if k in used}
 
     def __str__(self) -> str:
-        from tinyaot.ir.printer import format_graph
+        """A human-readable dump, one node per line."""
+        lines = [f"inputs: {', '.join(_fmt_tensor(self.tensor(n)) for n in self.inputs)}"]
+        for node in self.nodes:
+            ins = ", ".join(n if self.tensor(n).is_const else _fmt_tensor(self.tensor(n)) for n in node.inputs)
+            outs = ", ".join(_fmt_tensor(self.tensor(n)) for n in node.outputs)
+            attrs = " ".join(f"{k}={v}" for k, v in node.attrs.items() if not hasattr(v, "shape"))
+            lines.append(f"  {node.name} = {node.op}({ins}) {attrs} -> {outs}")
+        lines.append(f"outputs: {', '.join(self.outputs)}")
+        return "\n".join(lines)
 
-        return format_graph(self)
+
+def _fmt_tensor(t: Tensor) -> str:
+    q = ""
+    if t.qparams is not None and t.qparams.is_per_tensor:
+        q = f" s={t.qparams.scale[0]:.6g} zp={t.qparams.zero_point[0]}"
+    elif t.qparams is not None:
+        q = f" per-channel[{len(t.qparams.scale)}]"
+    return f"{t.name}:{t.dtype}{list(t.shape)}{q}"

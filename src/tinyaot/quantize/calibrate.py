@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from rich.console import Console
+from rich.progress import Progress
 
 from tinyaot.errors import CalibrationError, TinyAOTError
 from tinyaot.ir import Graph
@@ -216,9 +218,6 @@ def _chunks(n: int, chunk: int, progress: bool, what: str):
     if not progress:
         yield from starts
         return
-    from rich.console import Console
-    from rich.progress import Progress
-
     console = Console(stderr=True)
     if not console.is_terminal:  # a log file gets no bar
         yield from starts

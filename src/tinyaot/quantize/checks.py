@@ -11,6 +11,7 @@ import numpy as np
 from tinyaot.diagnostics import Finding
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS
+from tinyaot.quantize.calibrate import as_sample_batch
 from tinyaot.quantize.observers import Calibration, steps_used
 
 MIN_SAMPLES = 32  # fewer and the ranges are a guess
@@ -188,8 +189,6 @@ def check_pt2e_example(example_input, cm) -> list[Finding]:
         return []
     if isinstance(example_input, (tuple, list)):  # several inputs: one finding at most, for the first that is noise
         return next((f for f in (check_pt2e_example(x, cm) for x in example_input) if f), [])
-    from tinyaot.quantize.calibrate import as_sample_batch
-
     x = as_sample_batch(example_input, tuple(np.asarray(example_input).shape[1:]), "example input").batch
     noise = noise_like(x, _signal_axes(x.shape[1:], cm.graph))
     if not noise:

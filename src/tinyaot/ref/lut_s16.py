@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks, lut_s8
 from tinyaot.ref.lstm_s8 import SIGMOID_Q16, tanh_q15
 from tinyaot.ref.softmax_s16 import lut_lookup, lut_populate

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks, tflm_activations
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tinyaot.errors import ModelError
-from tinyaot.quantize.fixedpoint import quantize_multiplier
+from tinyaot.fixedpoint import quantize_multiplier
 
 ACC_LIMIT = 2**30  # |bias + sum x * w| below this: tinyaot_requantize_right's doubling cannot overflow
 FAST_MAX_RIGHT = 22  # speed's k = 2^(right - 1) + (zero_point << right) fits in 30 bits (emit_conv.requant_triples)

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 from tinyaot.ref import _checks
 
 STATE_BITS = {"int16": 16, "int8": 8}

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
-from tinyaot.quantize.fixedpoint import (
+from tinyaot.fixedpoint import (
     INT32_MAX,
     INT32_MIN,
     quantize_multiplier,
