@@ -147,7 +147,7 @@ def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():
 
 
 def test_memory_mode_keeps_the_plain_int8_kernels():
-    from tinyaot.pipeline import plan
+    from tinyaot.backend import plan
 
     case = CONVS[1]
     plain = plan(case.graph, optimize="memory")
@@ -157,7 +157,7 @@ def test_memory_mode_keeps_the_plain_int8_kernels():
 
 
 def test_pairs_kernel_needs_right_shifts_and_word_alignment():
-    from tinyaot.pipeline import plan
+    from tinyaot.backend import plan
 
     case = conv_case(1)
     g = case.graph

@@ -291,8 +291,9 @@ def test_no_table_of_op_names_outside_the_registry():
 @pytest.mark.host
 def test_every_kernel_op_one_op_graph_reference_equals_host_c():
     """int8-input cases in one C build (kernel_suite); the uint8 one through its own compiled model."""
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
+    from tinyaot.result import CompileResult
 
     cases, others = [], []
     for op in KERNEL_OPS:
@@ -307,7 +308,7 @@ def test_every_kernel_op_one_op_graph_reference_equals_host_c():
     assert mismatches(cases, run_host(cases)) == []
     for op, g, x in others:
         memory = plan(g)
-        cm = CompiledModel(f"case_{op}", None, g, memory, memory)
+        cm = CompiledModel(CompileResult(f"case_{op}", g, memory, memory))
         np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x, engine="reference"), err_msg=op)
 
 
@@ -320,11 +321,12 @@ def test_attributes_are_validated_when_the_node_is_made():
         Node("sort", "s", ["x"], ["y"], {})
     n = Node("conv2d", "c", ["x", "w", "b"], ["y"], {"stride": [2, 2]})
     assert n.attrs["stride"] == (2, 2) and n.attrs.get("clamp") is None and "clamp" not in n.attrs
-    n.set_attrs(clamp=(0.0, 6.0))
-    assert n.attrs == {"stride": (2, 2), "clamp": (0.0, 6.0)}  # unset attributes stay unset (None)
+    clamped = n.with_attrs(clamp=(0.0, 6.0))
+    assert clamped.attrs == {"stride": (2, 2), "clamp": (0.0, 6.0)}  # unset attributes stay unset (None)
+    assert n.attrs.get("clamp") is None and clamped.inputs is not n.inputs  # a new node: n is left as it was
     assert Node("max_pool2d", "p", ["x"], ["y"], {"kernel": 3}).attrs["kernel"] == (3, 3)
     with pytest.raises(ModelError, match="lo <= hi"):
-        n.set_attrs(clamp=(6.0, 0.0))
+        n.with_attrs(clamp=(6.0, 0.0))
 
 
 def test_the_ir_verifier_names_the_stage_and_the_broken_rule():

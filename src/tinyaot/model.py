@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from tinyaot.backend import plan_and_generate
 from tinyaot.codegen import generate_c
 from tinyaot.errors import ModelError, TinyAOTError
 from tinyaot.ir import Graph, QParams
@@ -19,6 +21,7 @@ from tinyaot.quantize.scheme import quantize_array
 from tinyaot.report.memory import MemoryReport
 from tinyaot.report.profile import profile
 from tinyaot.report.quant_error import compare_float_tflite, layer_errors
+from tinyaot.result import CompileResult, PassTime, StreamWindow
 from tinyaot.targets.engines import ENGINES, engine_named, host_build
 from tinyaot.targets.pico2 import export_pico2
 from tinyaot.targets.sizes import m33_code_bytes
@@ -26,30 +29,103 @@ from tinyaot.targets.stream import open_stream
 
 
 class CompiledModel:
-    def __init__(self, name: str, float_graph: Graph | None, graph: Graph, plan: MemoryPlan,
-                 float_plan: MemoryPlan, calibration=None, reference_graph: Graph | None = None,
-                 unconstrained_arena_bytes: int | None = None, c_sources=None):
-        self.name = name
-        if c_sources is not None:  # the pipeline's code generation stage; generated on first use otherwise
-            self.__dict__["c_sources"] = c_sources
-        self.float_graph = float_graph
-        # What int8 is checked against: the float model, or for an imported int8 model the float model its
-        # integers stand for (weights dequantized, activations unrounded).
-        self.reference_graph = reference_graph if reference_graph is not None else float_graph
-        self.calibration = calibration  # quantize.observers.Calibration (PTQ only)
-        self.findings: list = []  # diagnostics.Finding: what compilation noticed
-        self.check = None  # report.quant_error.QuantReport of the data= samples
-        self.budget = None  # report.budget.Budget: does the model fit its target's flash and RAM?
-        self.graph = graph
-        self.plan = plan
-        self.float_plan = float_plan
-        self.unconstrained_arena_bytes = unconstrained_arena_bytes  # the arena without preserve/separate
-        self._host = None
-        self.last_m33 = None  # M33Result of the latest m33 run
-        self.stream_info = None  # passes.streaming.StreamInfo of a model compiled with stream=True
-        self.int16_layers: dict = {}  # layer -> why it has int16 activations (quantize/mixed.py)
-        self.window = None  # (float graph, int8 graph, options) of the full window a streamed model came from
-        self._window_model = None
+    """A read-only view of a CompileResult (cm.result): its numbers, its C, and runs on every engine. Nothing
+    writes into it; what it remembers of its own use (the latest Cortex-M33 run, the window model of a streamed
+    one) it keeps privately."""
+
+    def __init__(self, result: CompileResult):
+        object.__setattr__(self, "_result", result)
+        object.__setattr__(self, "_memo", _Memo())
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"CompiledModel is read-only: cannot set {name!r}. It shows what the compile made "
+                             "(cm.result, a frozen CompileResult); compile again with other options, or build a "
+                             "CompiledModel from dataclasses.replace(cm.result, ...)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"CompiledModel is read-only: cannot delete {name!r}")
+
+    # ---- what the compile made (CompileResult's fields) -------------------------------------
+    @property
+    def result(self) -> CompileResult:
+        return self._result
+
+    @property
+    def name(self) -> str:
+        return self._result.name
+
+    @property
+    def graph(self) -> Graph:
+        return self._result.graph
+
+    @property
+    def plan(self) -> MemoryPlan:
+        return self._result.plan
+
+    @property
+    def float_plan(self) -> MemoryPlan:
+        return self._result.float_plan
+
+    @property
+    def float_graph(self) -> Graph | None:
+        return self._result.float_graph
+
+    @property
+    def reference_graph(self) -> Graph | None:
+        """What int8 is checked against: the float model, or for an imported int8 model the float model its
+        integers stand for (weights dequantized, activations unrounded)."""
+        r = self._result
+        return r.reference_graph if r.reference_graph is not None else r.float_graph
+
+    @property
+    def calibration(self):
+        """quantize.observers.Calibration (PTQ only)."""
+        return self._result.calibration
+
+    @property
+    def findings(self) -> list:
+        """diagnostics.Finding: what compilation noticed (a fresh list: the result keeps a tuple)."""
+        return list(self._result.findings)
+
+    @property
+    def check(self):
+        """report.quant_error.QuantReport of the data= samples (None without data=)."""
+        return self._result.check
+
+    @property
+    def budget(self):
+        """report.budget.Budget: does the model fit its target's flash and RAM?"""
+        return self._result.budget
+
+    @property
+    def unconstrained_arena_bytes(self) -> int | None:
+        """The arena without preserve_input / separate_output."""
+        return self._result.unconstrained_arena_bytes
+
+    @property
+    def int16_layers(self) -> dict:
+        """Layer -> why it has int16 activations (quantize/mixed.py)."""
+        return dict(self._result.int16_layers)
+
+    @property
+    def stream_info(self):
+        """passes.streaming.StreamInfo of a model compiled with stream=True (None otherwise)."""
+        return self._result.stream_info
+
+    @property
+    def window(self) -> StreamWindow | None:
+        """The full window a streamed model came from (None for a model not streamed)."""
+        return self._result.window
+
+    @property
+    def timings(self) -> tuple[PassTime, ...]:
+        """Each pass's time, in the order they ran."""
+        return self._result.timings
+
+    @property
+    def last_m33(self):
+        """M33Result of the latest run on the "m33" engine (None before one)."""
+        return self._memo.last_m33
 
     # ---- numbers -------------------------------------------------------------------------
     @property
@@ -81,13 +157,11 @@ class CompiledModel:
         streaming conversion, planned and generated on first use."""
         if self.window is None:
             raise ModelError(f"'{self.name}' was not compiled with stream=True: it is its own full-window model")
-        if self._window_model is None:
-            from tinyaot.pipeline import _plan_and_generate
-
-            float_graph, int8_graph, opts = self.window
-            self._window_model = _plan_and_generate(f"{self.name}_window", float_graph, int8_graph, opts.alignment,
-                                                    opts.contract, None, opts.optimize, calibration=self.calibration)
-        return self._window_model
+        if self._memo.window_model is None:
+            self._memo.window_model = CompiledModel(plan_and_generate(
+                f"{self.name}_window", self._result.options, self.window.graph, self.window.float_graph,
+                calibration=self.calibration))
+        return self._memo.window_model
 
     def stream(self, engine: str = "reference"):
         """A stream over this model: step(frame) runs one invoke on the same state, reset() starts again.
@@ -187,6 +261,10 @@ class CompiledModel:
     # ---- code -----------------------------------------------------------------------------
     @cached_property
     def c_sources(self):
+        """The generated C (codegen.CSources): the pipeline's, or generated on first use for a result built by
+        hand."""
+        if self._result.sources is not None:
+            return self._result.sources
         return generate_c(self.graph, self.plan, self.name)
 
     def export(self, directory, target: str = "c", inputs=None, labels=None, **pico2_options) -> list[Path]:
@@ -281,7 +359,7 @@ class CompiledModel:
                 batches[i] = b.astype(dtype)
         result = runner.run(self, batches if isinstance(batch, list) else batches[0], arena_bytes)
         if runner.emulated:
-            self.last_m33 = result
+            self._memo.last_m33 = result
         return self._shape_like(result.outputs, form)
 
     def _host_model(self, arena_bytes: int | None):
@@ -404,6 +482,14 @@ class CompiledModel:
         if float_model is not None:
             report.extra["float .tflite"] = compare_float_tflite(self, float_model, x)
         return report
+
+
+@dataclass
+class _Memo:
+    """What a CompiledModel remembers of its own use (not of the compile)."""
+
+    last_m33: object = None  # M33Result of the latest m33 run
+    window_model: CompiledModel | None = None  # a streamed model's full-window twin, planned on first use
 
 
 def _labels(labels, n: int) -> np.ndarray:

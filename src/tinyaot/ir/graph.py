@@ -6,6 +6,7 @@ The same op names appear in the IR, the NumPy reference (`tinyaot.ref`) and the 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,9 +86,11 @@ class Node:
         except AttrError as exc:
             raise AttrError(f"layer '{self.name}'{f' at {self.source}' if self.source else ''}: {exc}") from None
 
-    def set_attrs(self, **changes) -> None:
-        """Change attributes (validated again); a pass's way to fold a clamp into a producer."""
-        self.attrs = self.attrs.replace(**changes)
+    def with_attrs(self, **changes) -> Node:
+        """A new node with some attributes changed (validated again): a pass's way to fold a clamp into a
+        producer without editing the graph it was given."""
+        return dataclasses.replace(self, inputs=list(self.inputs), outputs=list(self.outputs),
+                                   attrs=self.attrs.replace(**changes))
 
 
 @dataclass
@@ -116,6 +119,13 @@ class Graph:
         if unknown:
             raise TypeError(f"Graph has no field(s) {', '.join(sorted(unknown))}")
         return Graph(**(fields | changes))
+
+    def copy(self) -> Graph:
+        """A copy a pass may edit: new nodes and tensors, new lists and dicts. Constant data arrays are shared (a
+        pass gives a tensor new data rather than writing into its array), and so are the frozen attrs and qparams."""
+        return self.replace(tensors={k: dataclasses.replace(t) for k, t in self.tensors.items()},
+                            nodes=[dataclasses.replace(n, inputs=list(n.inputs), outputs=list(n.outputs))
+                                   for n in self.nodes])
 
     def per_input(self, x) -> list:
         """One value per graph input: `x` itself for a one-input graph, else the list given (one per input)."""

@@ -57,8 +57,10 @@ def lower_pt2e(g: Graph, act_q: dict, weight_q: dict) -> Graph:
 def _fuse_float_clamps(g: Graph, act_q: dict) -> Graph:
     """op -> relu -> q with the op's output never quantized: PT2E's fused pattern, one kernel with a clamp.
 
-    An op whose output PT2E did quantize keeps its own output; the ReLU after it then rescales on its own.
+    An op whose output PT2E did quantize keeps its own output; the ReLU after it then rescales on its own. A new
+    graph: `g` is left as it was.
     """
+    g = g.copy()
     for act in [n for n in g.nodes if n.op == "relu"]:
         src = act.inputs[0]
         producer = g.producer(src)
@@ -66,8 +68,9 @@ def _fuse_float_clamps(g: Graph, act_q: dict) -> Graph:
             continue
         if src in act_q or len(g.consumers(src)) != 1 or src in g.outputs:
             continue
-        producer.set_attrs(clamp=act.attrs["clamp"])
-        producer.outputs = list(act.outputs)
+        fused = producer.with_attrs(clamp=act.attrs["clamp"])
+        fused.outputs = list(act.outputs)
+        g.nodes[g.nodes.index(producer)] = fused
         g.nodes.remove(act)
     g.prune()
     return g
