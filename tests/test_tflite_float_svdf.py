@@ -23,6 +23,7 @@ from tinyaot.frontend.tflite import from_tflite_float
 from tinyaot.quantize import calibrate
 from tinyaot.quantize.calibrate import collect_ranges
 from tinyaot.quantize.float_eval import evaluate
+from tinyaot.quantize.svdf import weights_time_steps
 
 FEATURES = 16
 LAYERS = ((24, 2, 8), (16, 1, 4))  # (filters, rank, memory) of each SVDF
@@ -198,6 +199,7 @@ def test_constants_follow_tflites_converter_and_tflm_runs_them_bit_exact():
         assert wf.dtype == "int8" and wf.qparams.is_per_tensor and np.abs(wf.data).max() == 127
         assert wt.dtype == "int16" and wt.qparams.is_per_tensor and np.abs(wt.data).max() == 512
         assert state.zero_point == (0,) and b.dtype == "int32"
+        assert g.tensor(node.outputs[0]).qparams.zero_point == (-128,)  # the RELU folded into the output's range
         assert b.qparams.scale[0] == float(np.float32(state.scale[0]) * np.float32(wt.qparams.scale[0]))
     exported = int8_tflite(cm)
     xq = cm.quantize_input(TEST.reshape(-1, FEATURES))
@@ -206,6 +208,15 @@ def test_constants_follow_tflites_converter_and_tflm_runs_them_bit_exact():
         np.testing.assert_array_equal(w, q.reshape(w.shape))
     for w, q in zip(tinyaot.compile(exported, name="exported").run(xq), got):
         np.testing.assert_array_equal(w, q)
+
+
+def test_weights_time_keeps_the_int32_sum_from_wrapping():
+    """The converter's 512 steps while rank x memory <= 64; beyond, fewer, so that rank x memory products of an int16
+    state (|s| <= 32768) and weights_time stay within 2^30 (the bias has the other half of int32)."""
+    assert weights_time_steps(1, 8) == weights_time_steps(2, 32) == weights_time_steps(1, 64) == 512
+    assert weights_time_steps(2, 64) == 256 and weights_time_steps(1, 100) == 327
+    for rank, memory in ((1, 64), (3, 50), (4, 999)):
+        assert 32768 * weights_time_steps(rank, memory) * rank * memory <= 2**30
 
 
 def test_calibration_reads_the_samples_as_one_stream():
