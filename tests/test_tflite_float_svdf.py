@@ -4,7 +4,8 @@ The model is shaped like TFLM's keyword benchmark (two stacked SVDF layers with 
 seeded weights (not trained) and seeded smooth frames (a few drifting sinusoids per feature, plus noise). An SVDF
 keeps state from one invoke to the next, so its calibration samples are consecutive frames of one stream and the
 test streams are run in order from a reset: TFLM's float interpreter over a stream is the reference, tinyaot's int8
-model (reference interpreter and host C) runs the same stream.
+model (reference interpreter, host C, Cortex-M33) runs the same stream. The int8 model, written back as a .tflite,
+also runs on TFLM's integer kernels, bit-exact: what tinyaot chose passes TFLM's Prepare.
 """
 from __future__ import annotations
 
@@ -183,6 +184,15 @@ def test_reference_equals_host_c_on_every_byte_over_a_stream_and_a_reset():
     for r, h in zip(ref, stream.step(xq[:20])):
         np.testing.assert_array_equal(np.asarray(h).reshape(20, -1), np.asarray(r)[:20].reshape(20, -1))
     assert len(np.unique(ref[1])) > 100  # the first SVDF's output spans int8
+
+
+@pytest.mark.m33
+def test_cortex_m33_equals_the_reference_over_a_stream():
+    cm = compiled()
+    xq = cm.quantize_input(TEST[:30].reshape(-1, FEATURES))
+    for r, m in zip(cm.run(xq), cm.run(xq, engine="m33")):
+        np.testing.assert_array_equal(m, r)
+    assert cm.last_m33.instructions is not None
 
 
 def test_constants_follow_tflites_converter_and_tflm_runs_them_bit_exact():
