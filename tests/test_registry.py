@@ -166,7 +166,8 @@ def test_every_op_has_its_spec_and_traits(op):
     s = OPS[op]
     assert issubclass(s.attrs, ops.Attrs) and s.doc and s.operands
     assert s.qparams in (ops.WEIGHTED, ops.OWN, ops.INHERIT, ops.SOFTMAX, ops.AFTER_LOWERING, ops.FLOAT_ONLY,
-                         ops.RECURRENT)
+                         ops.RECURRENT, ops.SVDF)
+    assert not s.observed or s.qparams == ops.SVDF  # a float graph's observed output: lowering must drop it
     assert (s.weight_axis is not None) == (s.qparams == ops.WEIGHTED)
     assert s.overlap in (None, "elementwise", "window", "residual", "transposed")
     assert s.macs in (None, "dense", "conv", "depthwise", "transposed", "recurrent", "svdf")

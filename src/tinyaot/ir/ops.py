@@ -77,6 +77,9 @@ AFTER_LOWERING = "after lowering"  # made by a pass on the int8 graph, never low
 FLOAT_ONLY = "float only"  # folded away before lowering
 RECURRENT = "recurrent"  # quantize/recurrent.py: weights per gate row, the output's from calibration, the state's
 #                         power-of-two scale from the calibrated range of the float graph's second output
+SVDF = "svdf"  # quantize/svdf.py, TFLite's converter's SVDF scheme: the int16 state's symmetric scale from the
+#               calibrated range of the float graph's observed output (the feature activations), the output's from
+#               calibration
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class OpSpec:
     #                            recurrent layer's int16 state; "svdf", an SVDF's activation state); its kernel
     #                            takes them last. An op whose attrs have `stateful` keeps them only when that is
     #                            set (state_family)
+    observed: bool = False  # in a float graph the node has a second output that only calibration reads (an SVDF's
+    #                          feature activations, the values its state keeps), which lowering drops
     s16_by_input: bool = False  # the 16x8 variant runs for an int16 input only: an int8 input with an int16
     #                             output runs the int8 kernel, which then writes int16 (TFLM's int8 -> int16 softmax)
     variants: tuple[KernelVariant, ...] = ()  # kernels the plan may run it as instead of `ref` (ir/variants.py), in
@@ -268,8 +273,10 @@ _SPECS = (
                    "bias[filters / rank]"), SvdfAttrs, "TFLite's SVDF with TFLite Micro's integer semantics: each "
           "invoke shifts every filter's activation state (kept in the state region across invokes, TFLite's variable "
           "tensor) by one, appends the requantized feature dot product, takes the dot product with weights_time, "
-          "sums rank filters per unit with the bias and requantizes to int8", OWN, rescales=True, macs="svdf",
-          ref="svdf_s8", emit="emit_stream", state="svdf", title="SVDF"),
+          "sums rank filters per unit with the bias and requantizes to int8; in a float graph (a float .tflite) the "
+          "second output is the feature activations, whose calibrated range gives the int16 state its scale",
+          SVDF, rescales=True, macs="svdf", ref="svdf_s8", emit="emit_stream", state="svdf", observed=True,
+          title="SVDF"),
     _spec("batch_norm", ("x", "scale", "shift"), BatchNormAttrs, "y = x * scale + shift per channel; folded "
           "into the producing conv or linear (passes/fold_batch_norm.py)", FLOAT_ONLY),
 )

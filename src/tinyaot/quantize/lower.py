@@ -31,6 +31,7 @@ from tinyaot.quantize.scheme import (
     quantize_weights_per_channel,
     round_half_away,
 )
+from tinyaot.quantize.svdf import lower_svdf
 from tinyaot.ref.per_channel import DEAD_BIAS_LIMIT, per_channel_multipliers
 
 SOFTMAX_QPARAMS = QParams.per_tensor(1.0 / 256.0, -128)
@@ -40,6 +41,7 @@ OWN = ops_where(qparams=ops.OWN)
 SOFTMAX = ops_where(qparams=ops.SOFTMAX)
 INT8_CONSTANTS = ops_where(int8_constants=True)
 RECURRENT = ops_where(qparams=ops.RECURRENT)
+SVDF = ops_where(qparams=ops.SVDF)
 SOFTMAX_MIN_STEP = 2.0**-26  # TFLite Micro's softmax input resolution (beta * scale, Q5.26)
 
 
@@ -58,6 +60,11 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             x8 = convert.as_int8(node.inputs[0], node.source)
             findings += lower_recurrent(g, q, Node(node.op, node.name, [x8, *node.inputs[1:]], list(node.outputs),
                                                    dict(node.attrs), node.source), ranges)
+            continue
+        if node.op in SVDF:  # TFLite's converter's SVDF scheme, an int16 state (quantize/svdf.py); int8 input
+            x8 = convert.as_int8(node.inputs[0], node.source)
+            findings += lower_svdf(g, q, Node(node.op, node.name, [x8, *node.inputs[1:]], list(node.outputs),
+                                              dict(node.attrs), node.source), ranges)
             continue
         wide = node.name in mix.nodes  # a 16x8 kernel: int16 activations in and out
         inputs = _rewired(g, node, wide, node.outputs[0] in mix.tensors, convert)
@@ -81,7 +88,7 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             raise UnsupportedOpError(
                 f"op '{node.op}' in layer '{node.name}' ({node.source or 'no source location'}) has no int8 "
                 f"lowering; int8 ops available: "
-                f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | RECURRENT))}"
+                f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | RECURRENT | SVDF))}"
             )
         attrs = dict(node.attrs)
         if wide and out.name not in mix.tensors:  # a 16x8 kernel whose output stays int8: its own int16 twin

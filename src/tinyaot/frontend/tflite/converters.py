@@ -2,9 +2,9 @@
 
 CONVERTERS is the int8 / 16x8 model's table (and what `tinyaot ops` lists). A float model's differs where tinyaot's
 PTQ takes over from TFLM's integer kernels: its activations are the real functions, a one-number constant operand of
-ADD / SUB / MUL is a table, its LSTM has float32 weights, its SVDF is refused, and QUANTIZE is no operator of it.
-A family module may hold its own rows (activations.py: CONVERTERS, FLOAT_CONVERTERS), merged here, so that adding
-an operator to it edits that module only.
+ADD / SUB / MUL is a table, its LSTM and SVDF have float32 weights (its SVDF a float32 state), and QUANTIZE is no
+operator of it. A family module may hold its own rows (activations.py: CONVERTERS, FLOAT_CONVERTERS), merged here,
+so that adding an operator to it edits that module only.
 """
 from __future__ import annotations
 
