@@ -4,8 +4,9 @@ Each stage reads what it needs from here rather than keeping its own list of op 
 op's output qparams are chosen, the fusion pass which ops take a clamp, the planner which ops are views or may
 run in place, the reference interpreter and the code generator which kernel an op runs, and which kernel
 variants the plan may choose instead (ir/variants.py). Adding an op is one OpSpec here (its attrs dataclass,
-ir/attrs.py, and traits), a converter per front end, a reference kernel (ref/<kernel>.py: prepare + <kernel>), its
-C kernel and emitter; docs/ARCHITECTURE.md walks through it.
+ir/attrs.py, and traits), a converter per front end, a reference kernel (ref/<kernel>.py: prepare + <kernel>) and
+its C kernel with its params struct; the generic emitter writes the call (an op needing more names its own
+emitter); docs/ARCHITECTURE.md walks through it.
 
 Conventions shared by all front ends (PyTorch, TFLite, PT2E) and all backends:
 - Activations are NHWC (4-D) or [batch, features] (2-D). A PyTorch NCHW model is converted to NHWC
