@@ -138,7 +138,8 @@ def _mean(b: Builder, n) -> None:
 
 def _sum(b: Builder, n) -> None:
     """sum over dims that are a run of consecutive IR axes after the batch (MobileViTv2's sum over the patches,
-    keepdim=True, of a channels-last feature map): the sum op, the mean's kernel without 1 / count."""
+    keepdim=True, of a channels-last feature map; timm's split attention summing its paths, x.sum(dim=1) of
+    channel groups [N, paths, C, H, W], a feature map again): the sum op, the mean's kernel without 1 / count."""
     x = b.arg(n.args[0])
     rank = x.torch_rank
     dims = n.args[1] if len(n.args) > 1 and n.args[1] is not None else list(range(rank))
@@ -151,14 +152,15 @@ def _sum(b: Builder, n) -> None:
         raise b.error(f"sum over dims {tuple(dims)} is not supported; supported: dims after the batch that are "
                       "consecutive in tinyaot's channels-last layout (e.g. the spatial dims, or the last dim)")
     spatial = [2, 3] if rank == 4 else [2]
-    if x.nhwc and not keepdim and dims != spatial:
+    groups = x.nhwc and rank == 5 and len(dims) == 1 and dims[0] in (1, 2)  # one axis of channel groups
+    if x.nhwc and not keepdim and dims != spatial and not groups:
         raise b.error(f"sum over dims {tuple(dims)} of a feature map with keepdim=False is not supported; pass "
                       "keepdim=True (or sum over all spatial dims)")
     shape = b.shape(x)
     out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdim else \
         tuple(d for a, d in enumerate(shape) if a not in axes)
     y = b.emit("sum", [x.name], out, {"axes": tuple(axes), "keepdims": keepdim})
-    b.bind(n, y, x.nhwc and keepdim, rank if keepdim else len(val_shape(n)))
+    b.bind(n, y, x.nhwc and (keepdim or groups), rank if keepdim else len(val_shape(n)))
 
 
 CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {

