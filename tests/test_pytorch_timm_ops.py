@@ -124,3 +124,65 @@ def test_split_attention():
 
 def test_stack_in_torch_order():
     _check(StackTokens(), (3, 8, 8), 25)
+
+
+# ---- F.normalize ----------------------------------------------------------------------------------------------
+class CrossCovarianceAttention(nn.Module):
+    """XCiT's XCA: q and k normalized over the tokens, their cross-covariance softmaxed per head."""
+
+    def __init__(self, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        torch.manual_seed(3)
+        self.embed = nn.Conv2d(3, dim, 2, stride=2)
+        self.qkv, self.proj = nn.Linear(dim, dim * 3), nn.Linear(dim, dim)
+        self.temperature = nn.Parameter(torch.rand(heads, 1, 1) + 0.5)
+        self.heads = heads
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2)  # [B, N, C]
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 4, 1).unbind(0)
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        attn = ((q @ k.transpose(-2, -1)) * self.temperature).softmax(dim=-1)
+        return self.proj((attn @ v).permute(0, 3, 1, 2).reshape(b, n, c))
+
+
+class NormalizeFeatureMap(nn.Module):
+    """F.normalize of a feature map over its channels (the IR's last axis), over its width (a transpose there and
+    back), and x / x.norm(...) without eps over the channels of a pooled map ([B, C, 1, 1]: a view)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(4)
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        pooled = y.mean((2, 3), keepdim=True)
+        return F.normalize(y, dim=1) + F.normalize(y, dim=-1) + pooled / pooled.norm(dim=1, keepdim=True)
+
+
+def test_normalize_in_cross_covariance_attention():
+    cm = _check(CrossCovarianceAttention(), (3, 12, 12), 30)
+    assert [n.op for n in cm.graph.nodes].count("l2_normalize") == 2
+
+
+def test_normalize_over_any_dim():
+    cm = _check(NormalizeFeatureMap(), (3, 8, 8), 25)
+    assert [n.op for n in cm.graph.nodes].count("l2_normalize") == 3
+
+
+class BareNorm(nn.Module):
+    def forward(self, x):
+        return x * x.norm(dim=-1, keepdim=True)
+
+
+class OneNorm(nn.Module):
+    def forward(self, x):
+        return F.normalize(x, p=1.0, dim=-1)
+
+
+@pytest.mark.parametrize("model", [BareNorm(), OneNorm()], ids=["norm read by mul", "p=1"])
+def test_other_norms_are_refused_naming_normalize(model):
+    with pytest.raises(tinyaot.errors.UnsupportedOpError, match="F.normalize's divisor"):
+        tinyaot.compile(model, torch.zeros(1, 4, 6), calibration=_inputs((4, 6, 6), 8, 1)[:, 0])

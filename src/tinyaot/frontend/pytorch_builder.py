@@ -68,6 +68,8 @@ class Builder:
         self.node_names: set[str] = set()
         self.current = None  # the FX node being converted, for error messages
         self.items: dict[str, Value] = {}  # "<fx node>#<k>": item k of an op that returns a tuple, for getitem
+        self.claimed: set[str] = set()  # FX nodes an earlier node's converter converted with it (the chain of
+        #                                 F.normalize): skipped, the last one's value bound already
 
     # ---- tensors ----------------------------------------------------------------------------
     def const(self, name: str, array: np.ndarray) -> str:

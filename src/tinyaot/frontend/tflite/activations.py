@@ -1,4 +1,4 @@
-"""LOGISTIC, TANH, HARD_SWISH, the RELU family and SOFTMAX.
+"""LOGISTIC, TANH, HARD_SWISH, the RELU family, SOFTMAX and L2_NORMALIZATION.
 
 An int8 model's LOGISTIC / TANH / HARD_SWISH is a 256-entry table filled at compile time by TFLM's own integer
 kernels (ref/tflm_activations.py): bit-exact with TFLite Micro, at the cost of one table lookup per element. A float
@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 import tinyaot.frontend.tflite.tflm_checks as tflm
-from tinyaot.errors import ModelError
+from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.frontend.tflite.importer import Importer
 from tinyaot.frontend.tflite.reader import REPAIR, OpInfo
 
@@ -60,3 +60,23 @@ def softmax(imp: Importer, op: OpInfo) -> None:
         raise ModelError(f"operator {op.index} (SOFTMAX) has beta {beta}; softmax(beta * x) needs a positive, finite "
                          f"beta (converters write 1.0); {REPAIR}")
     imp.node(op, "softmax", [x], {"beta": beta})
+
+
+L2_NORM_EPSILON = 1e-6  # TFLM's float L2_NORMALIZATION floors the norm here (its integer kernel has no epsilon)
+
+
+def l2_normalization(imp: Importer, op: OpInfo) -> None:
+    """x / ||x|| over the last axis. TFLM's Prepare takes up to 4 dims, int8 or float32, and no fused activation;
+    it no longer checks an int8 output's qparams: its kernel writes at scale 1/128 and zero point 0 whatever they
+    say, as tinyaot's does (converters write exactly those)."""
+    (xi,) = imp.args(op, 1, 1)
+    if len(imp.t(xi).shape) > 4:
+        raise UnsupportedOpError(f"operator {op.index} (L2_NORMALIZATION) has a {len(imp.t(xi).shape)}-D input; "
+                                 "TFLite Micro's Prepare takes up to 4 dims")
+    o = imp.options(op, "L2NormOptions") if op.options_type else None
+    if o is not None and o.FusedActivationFunction() != 0:
+        raise UnsupportedOpError(f"operator {op.index} (L2_NORMALIZATION) has a fused activation; TFLite Micro's "
+                                 "Prepare requires NONE")
+    x = imp.ir_input(xi, op)
+    imp.check_shape(op, imp.g.tensor(x).shape)
+    imp.node(op, "l2_normalize", [x], {"eps": L2_NORM_EPSILON})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from tinyaot.frontend.tflite.activations import real_table, relu, softmax, tflm_table
+from tinyaot.frontend.tflite.activations import l2_normalization, real_table, relu, softmax, tflm_table
 from tinyaot.frontend.tflite.conv import batch_matmul, conv_2d, depthwise_conv_2d, fully_connected, transpose_conv
 from tinyaot.frontend.tflite.elementwise import binary, float_binary, minmax
 from tinyaot.frontend.tflite.importer import Importer
@@ -44,6 +44,7 @@ CONVERTERS: dict[str, Converter] = {
     "TRANSPOSE_CONV": transpose_conv,
     "FULLY_CONNECTED": fully_connected,
     "HARD_SWISH": tflm_table("tflm_hard_swish"),
+    "L2_NORMALIZATION": l2_normalization,
     "LOGISTIC": tflm_table("tflm_logistic"),
     "MAX_POOL_2D": max_pool_2d,
     "MAXIMUM": minmax("maximum"),
