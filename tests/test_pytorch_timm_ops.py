@@ -186,3 +186,58 @@ class OneNorm(nn.Module):
 def test_other_norms_are_refused_naming_normalize(model):
     with pytest.raises(tinyaot.errors.UnsupportedOpError, match="F.normalize's divisor"):
         tinyaot.compile(model, torch.zeros(1, 4, 6), calibration=_inputs((4, 6, 6), 8, 1)[:, 0])
+
+
+# ---- F.pad beyond the spatial dims ----------------------------------------------------------------------------
+class PadTokens(nn.Module):
+    """CoaT's convolutional relative position encoding pads the token axis of [B, heads, N, C] by one at the start
+    (its class token); a [B, D] vector padded at its end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(5)
+        self.embed, self.head = nn.Conv2d(3, 8, 2, stride=2), nn.Linear(8, 6)
+
+    def forward(self, x):
+        t = self.embed(x).flatten(2).transpose(1, 2)  # [B, N, 8]
+        heads = t.reshape(t.shape[0], t.shape[1], 2, 4).transpose(1, 2)  # [B, 2, N, 4]
+        padded = F.pad(heads, (0, 0, 1, 0, 0, 0))  # [B, 2, N + 1, 4]
+        vec = F.pad(self.head(t.mean(1)), (0, 3))  # [B, 9]
+        return padded.flatten(1)[:, :9] + vec
+
+
+class PadChannels(nn.Module):
+    """Zero channels added to a feature map (alone, with the spatial dims, and to a 1-D signal's channels)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(6)
+        self.conv, self.conv1d = nn.Conv2d(3, 6, 3, padding=1), nn.Conv1d(3, 4, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        a = F.pad(y, (0, 0, 0, 0, 2, 3))  # [B, 11, H, W]
+        b = F.pad(y, (1, 1, 2, 0, 3, 2))[:, :, 2:, 1:-1]  # channels, H and W, the spatial pads cropped off again
+        signal = F.pad(self.conv1d(x.mean(2)), (1, 1, 0, 7))  # [B, 11, W]
+        return a + b + signal[:, :, None, :]
+
+
+def test_pad_of_the_token_axis():
+    cm = _check(PadTokens(), (3, 8, 8), 32)
+    assert [n.op for n in cm.graph.nodes].count("pad") == 2
+
+
+def test_pad_of_channels():
+    cm = _check(PadChannels(), (3, 8, 8), 28)
+    pads = [(cm.graph.tensor(n.inputs[0]).shape, n.attrs["padding"]) for n in cm.graph.nodes if n.op == "pad"]
+    assert len(pads) == 5, pads  # channels; H and W in one node, then channels; a signal's L, then its channels
+
+
+class PadBatch(nn.Module):
+    def forward(self, x):
+        return F.pad(x.flatten(1), (0, 0, 1, 0))
+
+
+def test_pad_of_the_batch_is_refused():
+    with pytest.raises(tinyaot.errors.UnsupportedOpError, match="padding the batch dimension"):
+        tinyaot.compile(PadBatch(), torch.zeros(1, 3, 4, 4), calibration=_inputs((3, 4, 4), 8, 1))
