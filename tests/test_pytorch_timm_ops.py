@@ -241,3 +241,62 @@ class PadBatch(nn.Module):
 def test_pad_of_the_batch_is_refused():
     with pytest.raises(tinyaot.errors.UnsupportedOpError, match="padding the batch dimension"):
         tinyaot.compile(PadBatch(), torch.zeros(1, 3, 4, 4), calibration=_inputs((3, 4, 4), 8, 1))
+
+
+# ---- adaptive pooling with uneven windows ---------------------------------------------------------------------
+class AdaptivePools(nn.Module):
+    """Adaptive pooling to sizes that do not divide the input: 10x6 -> 4x4 average (windows of 3 at starts 0, 2, 5, 7;
+    of 2 at 0, 1, 3, 4), 10x6 -> 4x5 max, 5x5 -> 3x3 average (sizes 2, 3, 2), 7 -> 5 in 1-D."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(7)
+        self.conv, self.conv1d = nn.Conv2d(3, 4, 3, padding=1), nn.Conv1d(3, 4, 4, padding=2)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))  # [B, 4, 10, 6]
+        a = F.adaptive_avg_pool2d(y, (4, 4)).flatten(1)
+        m = F.adaptive_max_pool2d(y, (4, 5)).flatten(1)
+        c = F.adaptive_avg_pool2d(y[:, :, :5, :5], 3).flatten(1)
+        s = F.adaptive_avg_pool1d(self.conv1d(x.mean(2)), 5).flatten(1)  # [B, 4, 7] -> [B, 4, 5]
+        return torch.cat([a, m, c, s], dim=1)
+
+
+def test_uneven_adaptive_pooling():
+    """One pooling kernel per run of rows and run of columns: 2 x 2, 2 x 1 (6 -> 5 is uniform), 3 x 3, 1 x 3."""
+    cm = _check(AdaptivePools(), (3, 10, 6), 28)
+    pools = [n for n in cm.graph.nodes if n.op in ("avg_pool2d", "max_pool2d")]
+    assert len(pools) == 4 + 2 + 9 + 3, [n.name for n in pools]
+
+
+@pytest.mark.parametrize(("size", "out", "kind"), [((10, 6), (4, 4), "avg"), ((7, 5), (5, 3), "avg"),
+                                                   ((10, 6), (4, 5), "max"), ((3, 9), (2, 5), "max")])
+def test_uneven_adaptive_windows_are_pytorchs(size, out, kind):
+    """Each output is its PyTorch window's average (or maximum) of the int8 input, on random inputs where a wrong
+    window cannot hide (a neighbouring window's average is ~0.2 away): within half a step of the input's (the
+    pool's rounding) plus half a step of each concatenation's output (each requantizes to its own qparams) of the
+    window's value computed from the dequantized int8 input."""
+    pool = F.adaptive_avg_pool2d if kind == "avg" else (lambda t, o: F.adaptive_max_pool2d(t, o))
+    model = type("Pool", (nn.Module,), {"forward": lambda self, t: pool(t, out)})().eval()
+    cal = np.random.default_rng(1).uniform(-1, 1, (32, 2, *size)).astype(np.float32)
+    cm = tinyaot.compile(model, torch.from_numpy(cal[:1]), calibration=cal, name="pool")
+    x = cal[:6]  # samples the calibration saw: no output saturates
+    q = cm.quantize_input(cm.to_model_layout(x))
+    ref = cm.run(q, engine="reference")
+    np.testing.assert_array_equal(cm.run(q, engine="host"), ref)
+    in_scale, in_zp = cm.input_qparams
+    xq = torch.from_numpy(((q.astype(np.float64) - in_zp) * in_scale).transpose(0, 3, 1, 2))
+    want = pool(xq, out).numpy().transpose(0, 2, 3, 1)
+    steps = [cm.graph.tensor(n.outputs[0]).qparams.scale[0] for n in cm.graph.nodes if n.op == "concat"]
+    assert steps, "uneven windows are pooled in pieces"
+    np.testing.assert_array_less(np.abs(cm.dequantize_output(ref) - want), (in_scale + sum(steps)) / 2 + 1e-9)
+
+
+class TooManyWindows(nn.Module):
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, 7)
+
+
+def test_adaptive_pooling_needing_too_many_kernels_is_refused():
+    with pytest.raises(tinyaot.errors.UnsupportedOpError, match=r"2x2 to 7x7.*49 pooling kernels.*up to 16"):
+        tinyaot.compile(TooManyWindows(), torch.zeros(1, 3, 2, 2), calibration=_inputs((3, 2, 2), 8, 1))
