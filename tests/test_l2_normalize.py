@@ -11,6 +11,8 @@ from conftest import have_host_cc
 import tinyaot
 from tinyaot.errors import UnsupportedOpError
 from tinyaot.ref.l2_normalize_s8 import MAX_DEPTH, inv_sqrt_multiplier
+from tinyaot.targets import host
+from tinyaot.targets.base import ModelSources
 
 pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
 tb = pytest.importorskip("tflite_builder", reason="tests/tflite_builder.py (the .tflite writer) is missing")
@@ -113,3 +115,21 @@ def test_inverse_square_root_over_the_whole_int32_range():
     np.testing.assert_allclose(approx * np.sqrt(acc), 1.0, atol=2**-19)
     m0, s0 = inv_sqrt_multiplier(np.array([0, 1]))
     assert m0.tolist() == [2**31 - 1] * 2 and s0.tolist() == [0, 0]
+
+
+@pytest.mark.host
+def test_kernel_is_clean_under_asan_and_ubsan(tmp_path):
+    """The special rows and the largest sums (rows of 200 values as far from the zero point as int8 goes) under
+    AddressSanitizer and UndefinedBehaviorSanitizer: no report, TFLM's bytes."""
+    problem = host.sanitizer_problem()
+    if problem is not None:
+        pytest.skip(f"no sanitizer support on this machine: {problem}")
+    rng = np.random.default_rng(11)
+    model = _graph((1, 4, 200), 0.003, -128)
+    path = tmp_path / "l2.tflite"
+    path.write_bytes(model)
+    cm = tinyaot.compile(path, name="l2")
+    x = _samples((1, 4, 200), -128, rng)
+    target = host.SanitizedHostTarget()
+    got = target.run(target.build(ModelSources.of(cm)), x).outputs
+    np.testing.assert_array_equal(got.reshape(-1), tb.run_tflm(model, x).reshape(-1))
