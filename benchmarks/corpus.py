@@ -25,6 +25,7 @@ import numpy as np
 
 import tinyaot
 from tinyaot.errors import TinyAOTError
+from tinyaot.report.kernels import fast_kernel_coverage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -165,6 +166,7 @@ def measure(entry, use_m33: bool) -> dict:
                warnings=sorted({type(w.message).__name__ + ": " + str(w.message).split(".")[0][:90] for w in caught}))
     row["n_warnings"] = len(row["warnings"])
     row["fits_pico2"] = cm.budget.fits  # report/budget.py: constants and RAM against the Pico 2's
+    row["fast_mac_share"] = fast_kernel_coverage(cm.graph, cm.plan).share  # conv / FC MACs on fast kernels
     row.update(_outputs(entry, cm, model))
     if use_m33:
         x = _random_int8(cm, 1, 0)
@@ -223,6 +225,8 @@ def _cell(r: dict, key: str) -> str:
         return ""
     if key == "top1_agreement":
         return f"{v:.0%}"
+    if key == "fast_mac_share":
+        return f"{v:.1%}"
     if key == "fits_pico2":
         return "yes" if v else "**no**"
     if key in ("ref_equals_host",):
@@ -236,7 +240,7 @@ def markdown(rows: list[dict]) -> str:
             ("bound B", "lower_bound_bytes"), ("TFLM arena B", "tflm_min_arena_bytes"),
             ("constants B", "constant_bytes"), ("fits Pico 2", "fits_pico2"), ("= TFLM", "tflm_bit_exact"),
             ("ref = host", "ref_equals_host"), ("SQNR dB", "sqnr_db"), ("top-1 agree", "top1_agreement"),
-            ("M33 instr", "m33_instructions")]
+            ("fast MACs", "fast_mac_share"), ("M33 instr", "m33_instructions")]
     cols = [c for c in cols if any(r.get(c[1]) is not None for r in rows)]
     lines = ["| " + " | ".join(t for t, _ in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
@@ -282,12 +286,13 @@ def main(argv: list[str] | None = None) -> int:
             ("state", "state_bytes"), ("bound", "lower_bound_bytes"), ("TFLM arena", "tflm_min_arena_bytes"),
             ("consts", "constant_bytes"),
             ("fits Pico 2", "fits_pico2"), ("= TFLM", "tflm_bit_exact"), ("ref = host", "ref_equals_host"),
-            ("SQNR dB", "sqnr_db"), ("top-1 agree", "top1_agreement"), ("M33 instr", "m33_instructions"),
+            ("SQNR dB", "sqnr_db"), ("top-1 agree", "top1_agreement"), ("fast MACs", "fast_mac_share"),
+            ("M33 instr", "m33_instructions"),
             ("TFLM+CMSIS", "tflm_cmsis_instructions"), ("warnings", "n_warnings"), ("compile s", "compile_s")]
     for title, _ in cols:
         t.add_column(title, justify="left" if title in ("model", "source", "status", "= TFLM") else "right")
     for r in rows:
-        t.add_row(*(_fmt(r.get(key)) for _, key in cols))
+        t.add_row(*(_cell(r, key) if key == "fast_mac_share" else _fmt(r.get(key)) for _, key in cols))
     Console(width=220).print(t)
     for r in rows:
         if r["status"] != "ok":

@@ -8,7 +8,12 @@ from dataclasses import asdict, dataclass
 from rich.table import Table
 
 from tinyaot.ir.ops import OPS
+from tinyaot.ir.variants import PLAIN, RING
+from tinyaot.report.macs import node_macs
 from tinyaot.report.render import render_text
+
+COVERED_MACS = ("conv", "depthwise", "transposed", "dense")  # OpSpec.macs kinds of the conv / FC layers
+SLOW_VARIANTS = (PLAIN, RING)  # the ring calls its plain twin (ir/variants.py): no faster than plain
 
 
 @dataclass(frozen=True)
@@ -54,3 +59,32 @@ def kernel_report(graph, plan, model: str = "model") -> KernelReport:
         rows.append(KernelRow(k.node, ops[k.node], k.variant, v.c_kernel if v else "", v.weights if v else "",
                               k.work_bytes, k.rejected))
     return KernelReport(model, plan.optimize, tuple(rows))
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The share of conv / fully-connected MACs (depthwise and transposed convs included) that run a fast kernel
+    variant (pairs, pairs_w8, wide, wide_w8 ...: any variant but plain and ring), read from the plan's records."""
+
+    fast_macs: int
+    macs: int
+
+    @property
+    def share(self) -> float | None:
+        return self.fast_macs / self.macs if self.macs else None
+
+    def to_dict(self) -> dict:
+        return {"fast_macs": self.fast_macs, "conv_fc_macs": self.macs, "fast_mac_share": self.share}
+
+
+def fast_kernel_coverage(graph, plan) -> Coverage:
+    fast = total = 0
+    for node in graph.nodes:
+        if node.op not in OPS or OPS[node.op].macs not in COVERED_MACS:
+            continue
+        macs = node_macs(node, graph)
+        total += macs
+        choice = plan.kernel_of(node.name)
+        if choice is not None and choice.variant not in SLOW_VARIANTS:
+            fast += macs
+    return Coverage(fast, total)

@@ -1,5 +1,7 @@
 """Per-op profile on the emulated Cortex-M33: exact instructions per op, MACs, instructions per MAC, and (with
-mix=True) what kinds of instructions they were: loads, stores, multiplies, branches taken or not, others."""
+mix=True) what kinds of instructions they were: loads, stores, multiplies, branches taken or not, others, and from
+them estimated cycles and milliseconds at the Pico 2's clock (targets/m33/timing.py, docs/timing.md).  The share
+of conv / FC MACs on fast kernels comes from the plan (report/kernels.py)."""
 from __future__ import annotations
 
 import re
@@ -10,12 +12,14 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
+from tinyaot.report.kernels import Coverage, fast_kernel_coverage
 from tinyaot.report.macs import node_macs
 from tinyaot.report.render import render_text
 from tinyaot.targets.base import ModelSources
 from tinyaot.targets.engines import raw_rows
 from tinyaot.targets.m33 import M33Target
 from tinyaot.targets.m33.mix import InstructionMix
+from tinyaot.targets.m33.timing import SYS_CLOCK_HZ, XipEstimate, cycles_to_ms, estimate_cycles, xip_estimate
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,11 @@ class OpProfile:
     def per_mac(self) -> float | None:
         return self.instructions / self.macs if self.macs else None
 
+    @property
+    def estimated_cycles(self) -> int | None:
+        """From the mix (timing.py); None without it."""
+        return None if self.mix is None else estimate_cycles(self.mix)
+
 
 @dataclass(frozen=True)
 class ProfileReport:
@@ -39,6 +48,29 @@ class ProfileReport:
     total_instructions: int  # one inference, measured without per-op markers
     ops: tuple[OpProfile, ...]
     stack_bytes: int
+    constant_bytes: int = 0  # what the Pico 2 reads through its XIP cache (xip)
+    coverage: Coverage | None = None  # conv / FC MACs on fast kernels, from the plan
+    clock_hz: int = SYS_CLOCK_HZ
+
+    @property
+    def estimated_cycles(self) -> int | None:
+        """One inference, estimated: its measured instructions at the ops' estimated cycles per instruction (so
+        the few instructions between the ops count at the ops' average); None without the mix."""
+        if not self.has_mix:
+            return None
+        ops = [o for o in self.ops if o.mix is not None]
+        instructions = sum(o.instructions for o in ops)
+        cycles = sum(o.estimated_cycles for o in ops)
+        return round(self.total_instructions * cycles / instructions) if instructions else 0
+
+    @property
+    def estimated_ms(self) -> float | None:
+        c = self.estimated_cycles
+        return None if c is None else cycles_to_ms(c, self.clock_hz)
+
+    @property
+    def xip(self) -> XipEstimate:
+        return xip_estimate(self.constant_bytes, self.clock_hz)
 
     @property
     def total_macs(self) -> int:
@@ -49,32 +81,70 @@ class ProfileReport:
         return any(o.mix is not None for o in self.ops)
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "total_instructions": self.total_instructions, "total_macs": self.total_macs,
-                "stack_bytes": self.stack_bytes, "ops": [_op_dict(o) for o in self.ops]}
+        d = {"model": self.model, "total_instructions": self.total_instructions, "total_macs": self.total_macs,
+             "stack_bytes": self.stack_bytes, "constant_bytes": self.constant_bytes,
+             "ops": [_op_dict(o, self.clock_hz) for o in self.ops]}
+        if self.coverage is not None:
+            d["coverage"] = self.coverage.to_dict()
+        d["estimated"] = {"note": "estimates from a simple Cortex-M33 timing model (docs/timing.md); the "
+                          "instructions are exact", "clock_hz": self.clock_hz,
+                          "cycles": self.estimated_cycles, "ms": self.estimated_ms,
+                          "pico2_xip": self.xip.to_dict()}
+        return d
 
     def __rich_console__(self, console, options):
         t = Table(title=f"Cortex-M33 profile of '{self.model}': {self.total_instructions:,} instructions per "
                   f"inference, {self.total_macs:,} MACs (QEMU -icount, exact)")
-        for col in ("step", "layer", "kernel", "MACs", "instructions", "instr/MAC", "share"):
+        estimated = ("est. cycles", "est. ms") if self.has_mix else ()
+        for col in ("step", "layer", "kernel", "MACs", "instructions", "instr/MAC", "share", *estimated):
             names = col in ("layer", "kernel")  # long names wrap rather than lose their ends
             t.add_column(col, justify="left" if names else "right", overflow="fold" if names else "ellipsis")
         summed = sum(o.instructions for o in self.ops) or 1
         for o in self.ops:
             t.add_row(str(o.step), o.layer, o.kernel.removeprefix("tinyaot_") or o.op, f"{o.macs:,}",
                       f"{o.instructions:,}", "" if o.per_mac is None else f"{o.per_mac:.2f}",
-                      f"{o.instructions / summed:.1%}")
+                      f"{o.instructions / summed:.1%}", *self._estimated_cells(o))
         yield t
+        yield from self._summary_lines()
         if self.has_mix:
             yield _mix_table(self)
+
+    def _estimated_cells(self, o: OpProfile) -> list[str]:
+        if not self.has_mix:
+            return []
+        c = o.estimated_cycles
+        return ["", ""] if c is None else [f"{c:,}", f"{cycles_to_ms(c, self.clock_hz):.3f}"]
+
+    def _summary_lines(self):
+        mhz = f"{self.clock_hz / 1e6:g} MHz"
+        if self.has_mix:
+            yield (f"estimated: {self.estimated_cycles:,} cycles = {self.estimated_ms:.2f} ms at {mhz} for "
+                   f"{self.total_instructions:,} instructions (Cortex-M4 TRM figures, docs/timing.md)")
+        else:
+            yield "estimated cycles and ms: run with --mix (they are estimated from the instruction mix)"
+        x = self.xip
+        if x.streamed_bytes:
+            yield (f"estimated Pico 2 XIP cost, an upper bound: {x.streamed_bytes:,} B of constants beyond the "
+                   f"16 KB XIP cache at {x.bytes_per_second / 1e6:g} MB/s = {x.ms:.2f} ms ({x.cycles:,} cycles) "
+                   "per inference more")
+        else:
+            yield f"estimated Pico 2 XIP cost: none ({x.constant_bytes:,} B of constants fit the 16 KB XIP cache)"
+        if self.coverage is not None and self.coverage.share is not None:
+            c = self.coverage
+            yield (f"fast-kernel coverage: {c.share:.1%} of conv / FC MACs ({c.fast_macs:,} of {c.macs:,}) run a "
+                   "fast kernel variant")
 
     def __str__(self) -> str:
         return render_text(self)
 
 
-def _op_dict(o: OpProfile) -> dict:
+def _op_dict(o: OpProfile, clock_hz: int) -> dict:
     d = asdict(o) | {"instructions_per_mac": o.per_mac}
     if o.mix is None:
         del d["mix"]
+    else:
+        d["estimated_cycles"] = o.estimated_cycles
+        d["estimated_ms"] = cycles_to_ms(o.estimated_cycles, clock_hz)
     return d
 
 
@@ -127,7 +197,8 @@ def profile(cm, x=None, mix: bool = False) -> ProfileReport:
     ops = tuple(OpProfile(step, cm.graph.nodes[step].name, cm.graph.nodes[step].op,
                           node_macs(cm.graph.nodes[step], cm.graph), n, mixes.get(step), kernels.get(step, ""))
                 for step, n in sorted(steps.items()))
-    return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes)
+    return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes, cm.constant_bytes,
+                         fast_kernel_coverage(cm.graph, cm.plan))
 
 
 def kernel_calls(c_source: str) -> dict[int, str]:

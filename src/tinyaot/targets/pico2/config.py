@@ -20,6 +20,11 @@ RP2350_DEFINES = RP2350.defines
 RP2350_SRAM_BYTES = 520 * 1024
 RP2350_MAIN_SRAM_BYTES = 512 * 1024  # SRAM0-7; the two 4 KB SCRATCH banks hold the stacks
 PICO2_FLASH_BYTES = 4 * 1024 * 1024
+# --- the clocks and the flash read path at Pico SDK 2.2.0's defaults (docs/timing.md) ---
+SYS_CLOCK_HZ = 150_000_000  # SYS_CLK_HZ, src/rp2350/hardware_regs/include/hardware/platform_defs.h
+FLASH_SPI_CLKDIV = 2  # PICO_FLASH_SPI_CLKDIV, src/boards/include/boards/pico2.h: QSPI clock = clk_sys / 2
+FLASH_DATA_BITS_PER_CLOCK = 4  # boot2_w25q080.S: quad I/O fast read (EBh), data phase quad width
+XIP_CACHE_BYTES = 16 * 1024  # the RP2350's XIP cache
 # Test vectors stay well inside the flash, next to the SDK runtime and the model.
 MAX_VECTOR_BYTES = 1024 * 1024
 NO_LABEL = -1
