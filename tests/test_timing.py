@@ -118,3 +118,19 @@ def test_fast_kernel_coverage():
     # The real plan: the depthwise has no fast variant, whatever qualifies.
     real = fast_kernel_coverage(cm.graph, cm.plan)
     assert real.macs == 23_552 and real.fast_macs <= 23_552 - 4_608
+
+
+def test_corpus_table_has_the_coverage_column(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rows = [{"model": "a", "source": "s", "status": "ok", "arena_bytes": 100, "fast_mac_share": 0.8924}]
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus.py"
+    proc = subprocess.run([sys.executable, str(script), "--rows", str(tmp_path / "rows.json"), "--markdown"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    head, _, row = proc.stdout.splitlines()[:3]
+    assert "fast MACs" in head and "| 89.2% |" in row
