@@ -19,7 +19,14 @@ from tinyaot.targets.base import ModelSources
 from tinyaot.targets.engines import raw_rows
 from tinyaot.targets.m33 import M33Target
 from tinyaot.targets.m33.mix import InstructionMix
-from tinyaot.targets.m33.timing import SYS_CLOCK_HZ, XipEstimate, cycles_to_ms, estimate_cycles, xip_estimate
+from tinyaot.targets.m33.timing import (
+    SYS_CLOCK_HZ,
+    XIP_CACHE_BYTES,
+    XipEstimate,
+    cycles_to_ms,
+    estimate_cycles,
+    xip_estimate,
+)
 
 
 @dataclass(frozen=True)
@@ -122,13 +129,13 @@ class ProfileReport:
                    f"{self.total_instructions:,} instructions (Cortex-M4 TRM figures, docs/timing.md)")
         else:
             yield "estimated cycles and ms: run with --mix (they are estimated from the instruction mix)"
-        x = self.xip
+        x, cache = self.xip, f"{XIP_CACHE_BYTES // 1024} KB XIP cache"
         if x.streamed_bytes:
             yield (f"estimated Pico 2 XIP cost, an upper bound: {x.streamed_bytes:,} B of constants beyond the "
-                   f"16 KB XIP cache at {x.bytes_per_second / 1e6:g} MB/s = {x.ms:.2f} ms ({x.cycles:,} cycles) "
+                   f"{cache} at {x.bytes_per_second / 1e6:g} MB/s = {x.ms:.2f} ms ({x.cycles:,} cycles) "
                    "per inference more")
         else:
-            yield f"estimated Pico 2 XIP cost: none ({x.constant_bytes:,} B of constants fit the 16 KB XIP cache)"
+            yield f"estimated Pico 2 XIP cost: none ({x.constant_bytes:,} B of constants fit the {cache})"
         if self.coverage is not None and self.coverage.share is not None:
             c = self.coverage
             yield (f"fast-kernel coverage: {c.share:.1%} of conv / FC MACs ({c.fast_macs:,} of {c.macs:,}) run a "
