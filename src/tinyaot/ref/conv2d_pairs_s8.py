@@ -8,13 +8,18 @@ module holds what the plan needs to know of these kernels: when a layer qualifie
 """
 from __future__ import annotations
 
+from tinyaot.errors import ModelError
 from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import OPS
 from tinyaot.ir.variants import KernelOptions
-from tinyaot.ref.per_channel import FAST_ALIGNMENT, fast_requantization
+from tinyaot.ref import conv2d_add_s8, conv2d_s8
+from tinyaot.ref.per_channel import FAST_ALIGNMENT, FastRequant, fast_requant, input_range
 
+HOME = "conv2d_pairs_s8"  # this module, as ir/variants.py names it
 TAP_GROUP = 8  # the microkernel reads a window in groups of 8 taps: taps_padded rounds up to them
 WINDOW_BYTES_PER_TAP = 2 * 2 + 1  # the pair's two windows as int16, then one window's int8 bytes
-X_BOUND = 255  # |x + input_offset| the kernel sums (ref/per_channel.py fast_requantization)
+MAX_LEFT = {"int16": 7, "int8": 0}  # a left shift the weights take (ref/per_channel.py form 2): speed's doubled
+#                                     int16 weights hold 2^(7 + 1) * int8; int8 weights cannot be scaled
 
 
 def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
@@ -33,7 +38,24 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
         return False, "its input or output has no qparams"
     if w.shape[3] != x.shape[3]:
         return False, f"a grouped conv ({x.shape[3] // w.shape[3]} groups); the pairs kernels take groups = 1"
-    return fast_requantization(x.qparams.scale[0], w, b, out_qp.scale[0], X_BOUND)
+    variant = next(v for v in OPS[node.op].variants if v.home == HOME and v.serves(options.optimize))
+    try:
+        fast = requantization(node, g, variant.weights)
+    except ModelError as e:
+        return False, str(e)
+    return (False, fast) if isinstance(fast, str) else (True, fast.note)
+
+
+def conv_params(node: Node, g: Graph):
+    """The conv's own Params (a conv2d_add's conv part): what the kernel requantizes."""
+    return conv2d_add_s8.prepare(node, g).conv if node.op == "conv2d_add" else conv2d_s8.prepare(node, g)
+
+
+def requantization(node: Node, g: Graph, weights: str) -> FastRequant | str:
+    """The layer's fast requantization (ref/per_channel.py) for weights of type `weights` in flash, over the
+    values its input can hold; the reason where a channel cannot take it. The plan's `qualifies` and the
+    emitter (codegen/emit_conv.py) both ask this."""
+    return fast_requant(conv_params(node, g), input_range(g, node.inputs[0]), MAX_LEFT[weights])
 
 
 def taps_padded(kernel_h: int, kernel_w: int, in_c: int) -> int:

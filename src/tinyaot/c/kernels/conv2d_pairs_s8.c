@@ -21,9 +21,11 @@
  * Both windows are in the work buffer before either output pixel is written, so every plan that is valid for
  * conv2d_s8.c's order (an output pixel written while its own window is read) is valid here.
  *
- * Requantization is tinyaot_requantize_right: the compiler picks this kernel only when every channel's shift
- * is a right shift and every accumulator provably fits in 31 bits, where it equals TFLM's double rounding;
- * params->shift holds those right shifts, positive (codegen/emit_conv.py negates them at compile time).
+ * Requantization is tinyaot_requantize_right: the compiler picks this kernel only when it gives TFLM's bytes for
+ * every channel (ref/per_channel.py: a right shift with every accumulator provably below 2^30, where it is TFLM's
+ * double rounding; a zero or left shift under a clamp at the zero point, the channel's weights and bias scaled at
+ * compile time; a constant channel); params->shift holds the right shifts, positive, 0 for a zero or left shift
+ * (codegen/emit_conv.py negates them at compile time).
  */
 #include "tinyaot_dsp.h"
 #include "tinyaot_fixedpoint.h"
@@ -83,8 +85,8 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
 
 /* Channel pair (p0 of pixel 0, p1 of pixel 1) in mat4x2_s16_groups: the channel's (multiplier, right, k) read
  * from r0 by one LDM, then SMMLAR(2 acc, multiplier, k + sign) >> right, saturated to int8 (the accumulators
- * hold 2 acc: weights and bias were doubled at compile time; k = 2^(right - 1) + (zero point << right) rounds
- * and offsets before the shift; the compiler checked that k fits). r2, r3, r12 and lr are free here. */
+ * hold 2 acc: weights and bias were doubled at compile time; k = floor(2^right / 2) + (zero point << right)
+ * rounds and offsets before the shift; the compiler checked that k fits). r2, r3, r12 and lr are free here. */
 #define MAT4X2_REQUANT(p0, p1) \
         "ldm r0!, {r3, r12, lr}\n\t" \
         "add r2, lr, " p0 ", asr #31\n\t" \
