@@ -139,13 +139,13 @@ def _why_not(bad, shift, m, reach, left, max_left: int) -> str:
     far = bad & (shift < -FAST_MAX_RIGHT)
     groups.append((far, f"shift right by more than the fast kernels' {FAST_MAX_RIGHT}"))
     wide = bad & ~far & (reach >= (ACC_LIMIT >> np.minimum(left, 30)))
-    groups.append((wide, "may reach 2^30 in the accumulator (times 2^left shift) over the input's range"))
+    groups.append((wide, "may reach 2^30 in the accumulator over the input's values (times 2^L for a left shift L)"))
     rest = bad & ~far & ~wide
     over = rest & (left > max_left)
     groups.append((over, f"shift left by more than the {max_left} this variant's weights allow"))
     signed = rest & ~over & (m > 0)
-    groups.append((signed, "have a zero or left shift, negative accumulators and no clamp at the zero point (the "
-                           "fast rounding is one lower there)"))
+    groups.append((signed, "have a zero or left shift and negative accumulators without a clamp at the zero point "
+                           "(the fast rounding is one lower there)"))
     groups.append((rest & ~over & ~signed, "have a negative multiplier"))
     parts = [f"{_channels(mask)} {why}" for mask, why in groups if mask.any()]
     return (f"{int(bad.sum())} of {len(bad)} channels cannot take the fast requantization: " + "; ".join(parts))
