@@ -69,11 +69,13 @@ static inline int32_t tinyaot_requantize_nonneg(int32_t x, int32_t multiplier, i
  */
 static inline int32_t tinyaot_requantize_right(int32_t x, int32_t multiplier, int32_t right)
 {
-    const int32_t correction = (int32_t)((1u << right) >> 1) + (x >> 31);
     int32_t high;
 #if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-    __asm__("smmlar %0, %1, %2, %3" : "=r"(high) : "r"(x + x), "r"(multiplier), "r"(correction));
+    int32_t half; /* 2^(right - 1), 0 for right 0 (LSR by a register shifts 32 out): once per channel in a loop */
+    __asm__("lsr %0, %1, %2" : "=r"(half) : "r"(0x80000000u), "r"(32 - right));
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(high) : "r"(x + x), "r"(multiplier), "r"(half + (x >> 31)));
 #else
+    const int32_t correction = (int32_t)((1u << right) >> 1) + (x >> 31);
     high = (int32_t)((uint64_t)((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31) + correction;
 #endif
     return high >> right;
