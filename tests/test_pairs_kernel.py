@@ -263,6 +263,37 @@ def test_every_quantization_case_takes_the_fast_kernel_with_its_forms():
             continue
         p = (fc_prepare if node.op == "fully_connected" else conv_prepare)(node, case.graph)
         assert (p.shift >= 0).any() if relu else (p.shift < -FAST_MAX_RIGHT).any()
+    sparse = {(c.optimize, "_pairs_sparse" in generate_c(c.graph, c.plan, c.name).files[f"{c.name}.c"])
+              for c in QUANT if c.graph.nodes[0].op == "conv2d"}
+    assert sparse == {("speed", True), ("speed", False), ("size", True), ("size", False)}  # skipped or not
+
+
+def test_constant_channels_are_skipped_where_that_pays():
+    """conv2d_pairs_s8.skipped_channels: VWW's 4 dead channels of 64 (64 taps) stay (placing 60 live ones costs
+    more than their MACs), 71 of 128 (128 taps) are skipped; the work buffer then holds the live channels' pair."""
+    from dataclasses import replace
+
+    from tinyaot.ref.conv2d_pairs_s8 import constant_outputs, skipped_channels, work_bytes
+    from tinyaot.ref.conv2d_s8 import conv2d_s8, prepare
+
+    for c_out, taps, dead, skipped in ((64, 64, 4, False), (128, 128, 71, True), (16, 8, 8, True), (8, 8, 8, False)):
+        rng = np.random.default_rng(c_out + dead)
+        x = act("x", (1, 2, 2, taps), 0.02, -128)
+        weights = rng.integers(-127, 128, size=(c_out, 1, 1, taps)).astype(np.int8)
+        weights[rng.permutation(c_out)[:dead]] = 0
+        wt = Tensor("w", weights.shape, "int8", data=weights, qparams=QParams((0.01,) * c_out, (0,) * c_out, 0))
+        bias = rng.integers(-(2**31), 2**31 - 1, size=c_out).astype(np.int32)
+        bt = Tensor("b", (c_out,), "int32", data=bias, qparams=QParams((0.0002,) * c_out, (0,) * c_out, 0))
+        g = one_op_graph("conv2d", [x, wt, bt], act("y", (1, 2, 2, c_out), 3.0, -128),
+                         {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "clamp": RELU})
+        skip = skipped_channels(g.nodes[0], g)
+        assert skip.any() == skipped and (skip.sum() == dead if skipped else True), (c_out, dead)
+        assert work_bytes(g.nodes[0], g) == 5 * taps + (2 * (c_out - dead) if skipped else 0)
+        p = prepare(g.nodes[0], g)
+        dead_rows = (weights.reshape(c_out, -1) == 0).all(axis=1)
+        x0 = np.full((1, 1, 1, taps), -128, np.int8)  # every input at the zero point: the sum is the bias alone
+        one = conv2d_s8(x0, replace(p, in_h=1, in_w=1, out_h=1, out_w=1)).reshape(-1)
+        np.testing.assert_array_equal(constant_outputs(p)[dead_rows], one[dead_rows])
 
 
 def test_memory_mode_keeps_the_plain_int8_kernels():

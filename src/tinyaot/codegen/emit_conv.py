@@ -16,6 +16,7 @@ from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, pla
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
 from tinyaot.ref import conv2d_add_s8, conv2d_pairs_s8, conv2d_s8, fully_connected_s8, fully_connected_wide_s8
+from tinyaot.ref.conv2d_pairs_s8 import ConvSparseParams
 from tinyaot.ref.conv2d_s8 import ConvParams
 from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT, FastRequant
 
@@ -161,9 +162,19 @@ def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choic
         return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, x), arena_in(offsets, skip)],
                          [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
-    p = pairs_params(conv2d_s8.prepare(node, g), int8, fast)
-    return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, node.inputs[0])],
-                     [work, arena_out(offsets, node.outputs[0])])
+    p = conv2d_s8.prepare(node, g)
+    skip = conv2d_pairs_s8.skipped_channels(node, g)
+    if skip.any():  # the constant channels skipped: the live ones computed, then placed among the constants
+        live = np.flatnonzero(~skip)
+        sub = replace(p, weights=p.weights[live], bias=p.bias[live], multiplier=p.multiplier[live],
+                      shift=p.shift[live], out_c=len(live))
+        sparse = ConvSparseParams(pairs_params(sub, int8, fast.take(live)), p.out_c, live.astype(np.int16),
+                                  conv2d_pairs_s8.constant_outputs(p))
+        return kernel_op(sparse, base, variant.c_kernel.replace("_pairs", "_pairs_sparse"), variant.c_file,
+                         [arena_in(offsets, node.inputs[0])], [work, arena_out(offsets, node.outputs[0])],
+                         comment=f"{int(skip.sum())} constant channels skipped")
+    return kernel_op(pairs_params(p, int8, fast), base, variant.c_kernel, variant.c_file,
+                     [arena_in(offsets, node.inputs[0])], [work, arena_out(offsets, node.outputs[0])])
 
 
 emit_pairs_w8 = emit_pairs  # the same kernels reading int8 weights: the variant says which

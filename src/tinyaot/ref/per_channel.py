@@ -91,6 +91,11 @@ class FastRequant:
     def scaled_bias(self) -> np.ndarray:
         return self.bias << self.left.astype(np.int64)
 
+    def take(self, channels: np.ndarray) -> FastRequant:
+        """The same forms for these channels only (a kernel that skips the others)."""
+        return FastRequant(self.bias[channels], self.multiplier[channels], self.right[channels],
+                           self.left[channels], self.constant[channels], self.note)
+
 
 def fast_requant(p, x_range: tuple[int, int], max_left: int) -> FastRequant | str:
     """How the fast kernels requantize the layer of Params `p` (a conv's or a fully connected layer's: weights

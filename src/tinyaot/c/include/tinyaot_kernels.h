@@ -483,6 +483,24 @@ void tinyaot_conv2d_add_pairs_s8(const int8_t *input, const int8_t *skip, const 
                                  int32_t *work, int8_t *output);
 
 /*
+ * A conv2d whose constant channels (all-zero weights, or multiplier 0: their output is the same at every pixel)
+ * the pairs kernels skip: conv holds the live channels only (conv.out_c of them, their weights, bias and
+ * requantization laid out as above), each output pixel of out_c channels is first `fill` (the constant channels'
+ * bytes; int8 [out_c]) and then gets live channel j's result at channel live[j] (int16 [conv.out_c]). work is
+ * TINYAOT_CONV_PAIRS_WORK_BYTES(taps_padded, conv.out_c) bytes.
+ */
+typedef struct {
+    tinyaot_conv_params conv;      /* the live channels */
+    int32_t out_c;                 /* the layer's output channels */
+    const int16_t *live;           /* [conv.out_c]: the output channel of each live channel */
+    const int8_t *fill;            /* [out_c]: every output pixel before its live channels are written */
+} tinyaot_conv_sparse_params;
+void tinyaot_conv2d_pairs_sparse_s8(const int8_t *input, const tinyaot_conv_sparse_params *params, int32_t *work,
+                                    int8_t *output);
+void tinyaot_conv2d_pairs_sparse_w8_s8(const int8_t *input, const tinyaot_conv_sparse_params *params, int32_t *work,
+                                       int8_t *output);
+
+/*
  * The size mode's pairs kernels: the same, with int8 weights widened as they are read (no more flash than the
  * int8 model): weights is int8 [ceil(out_c / 2)][taps_padded / 4][2][4], for output channels 2g, 2g + 1 and
  * taps 4j..4j+3 the four bytes in tap order, zero beyond the taps and out_c (codegen/emit_conv.py: w8_weights).
