@@ -140,8 +140,7 @@ def test_each_channel_takes_its_form_and_constant_channels_get_their_output():
     v1 = int(multiply_by_quantized_multiplier(2**30 + 17, 1_500_000_000, -27))
     assert fast.bias.tolist() == [100, 4 * v1, 0, -7, 0, 40]
     assert fast.weights(w)[[1, 2, 4]].tolist() == [[0, 0, 0]] * 3 and fast.weights(w)[5].tolist() == [4, 4, 4]
-    assert fast.note == "3 constant channels (zero weights or multiplier 0: output fixed at compile time); " \
-                        "2 channels with a zero or left shift"
+    assert fast.note == "3 constant channels (zero weights or multiplier 0); 2 channels with a zero or left shift"
     size = fast_requant(_params(w, bias, multiplier, shift, act_min=-20, zp=-20), (-128, 127), max_left=0)
     assert size == ("1 of 6 channels cannot take the fast requantization: channel 5 shift left by more than the 0 "
                     "this variant's weights allow")

@@ -344,7 +344,9 @@ def test_the_plan_says_why_a_layer_runs_the_plain_kernel_and_what_a_fast_one_too
     case = QUANT[0]
     (choice,) = case.plan.kernels
     assert choice_reason("conv2d", choice) == choice.note
-    assert choice.note.startswith("10 constant channels (zero weights or multiplier 0") and "zero or" in choice.note
+    assert choice.note == "10 constant channels (zero weights or multiplier 0); 6 channels with a zero or left shift"
+    sparse = QUANT[1].plan.kernels[0].note  # a layer whose constant channels the kernel skips
+    assert sparse.startswith("10 constant channels skipped (zero weights or multiplier 0)"), sparse
     rep = kernel_report(case.graph, case.plan, case.name)
     assert rep.rows[0].note == choice.note and rep.to_dict()["layers"][0]["note"] == choice.note
     g = conv_case(1).graph

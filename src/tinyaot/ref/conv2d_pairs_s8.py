@@ -56,7 +56,14 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
         fast = requantization(node, g, variant.weights)
     except ModelError as e:
         return False, str(e)
-    return (False, fast) if isinstance(fast, str) else (True, fast.note)
+    if isinstance(fast, str):
+        return False, fast
+    skip = skipped_channels(node, g)
+    if not skip.any():
+        return True, fast.note
+    n = int(skip.sum())
+    notes = [f"{n} constant channel{'s' * (n > 1)} skipped (zero weights or multiplier 0)"]
+    return True, "; ".join(notes + [part for part in fast.note.split("; ") if part and "constant" not in part])
 
 
 def conv_params(node: Node, g: Graph):

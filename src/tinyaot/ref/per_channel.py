@@ -121,8 +121,7 @@ def fast_requant(p, x_range: tuple[int, int], max_left: int) -> FastRequant | st
                       multiplier=np.where(constant, CONSTANT_MULTIPLIER, m).astype(np.int32),
                       right=np.where(constant, CONSTANT_RIGHT, np.where(form1, -shift, 0)).astype(np.int32),
                       left=np.where(form2, left, 0).astype(np.int32), constant=constant)
-    notes = [f"{n} constant channel{'s' * (n > 1)} (zero weights or multiplier 0: output fixed at compile time)"
-             for n in [int(constant.sum())] if n]
+    notes = [f"{n} constant channel{'s' * (n > 1)} (zero weights or multiplier 0)" for n in [int(constant.sum())] if n]
     notes += [f"{n} channel{'s' * (n > 1)} with a zero or left shift" for n in [int(form2.sum())] if n]
     return FastRequant(out.bias, out.multiplier, out.right, out.left, out.constant, "; ".join(notes))
 
