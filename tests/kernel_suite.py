@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tinyaot.backend import plan
 from tinyaot.codegen import generate_c
 from tinyaot.ir import Graph, Node, QParams, Tensor
-from tinyaot.pipeline import plan
 from tinyaot.plan import MemoryPlan
 from tinyaot.ref.interpreter import Interpreter
 

@@ -5,6 +5,7 @@ are asserted on the same model.
 """
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -44,6 +45,17 @@ def test_good_digits_trip_nothing(seed):
 def test_too_few_samples(seed):
     assert "too_few_samples" in _codes(seed, DIGITS[:10])[0]
     assert "too_few_samples" not in _codes(seed, DIGITS[:64])[0]
+
+
+def test_a_calibration_warning_points_at_the_users_compile_call(seed):
+    """The warning's file and line are the caller's tinyaot.compile, not a frame inside tinyaot (or the guard's
+    contextlib frames around the pipeline), so `python -W error` and IDEs show the user's own line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        tinyaot.compile(seed, torch.zeros(1, 28, 28), calibration=DIGITS[:10], name="chk")
+    said = [w for w in caught if issubclass(w.category, CalibrationWarning)]
+    assert said and {(w.filename, w.lineno) for w in said} == {(__file__, line)}
 
 
 @pytest.mark.parametrize("make", [lambda r: r.normal(size=(64, 28, 28)), lambda r: r.uniform(size=(64, 28, 28))],

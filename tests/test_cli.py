@@ -51,6 +51,21 @@ def test_compile_human_output(model_dir):
 
 
 @pytest.mark.arm
+def test_compile_timings_prints_each_pass(model_dir):
+    out = _run(["compile", *MODEL_ARGS, "--int16", "1", "-o", "gen_t", "--timings"], model_dir).stdout
+    table = out[out.index("time per pass"):]
+    passes = ["import_torch", "fold_batch_norm", "calibrate", "lower_to_int8", "int16_layers", "plan", "generate_c",
+              "check_budget"]
+    assert all(f" {p} " in table for p in passes) and " ms " in table and "share" in table
+    assert [table.index(f" {p} ") for p in passes] == sorted(table.index(f" {p} ") for p in passes)  # in order
+    assert " uint8_input " not in table  # an option not asked for: the pass did not run
+    info = json.loads(_run(["compile", *MODEL_ARGS, "-o", "gen_t", "--timings", "--json"], model_dir).stdout)
+    assert [t["pass"] for t in info["timings"]][:2] == ["import_torch", "fold_batch_norm"]
+    assert all(t["seconds"] >= 0 for t in info["timings"])
+    assert "timings" not in json.loads(_run(["compile", *MODEL_ARGS, "-o", "gen_t", "--json"], model_dir).stdout)
+
+
+@pytest.mark.arm
 def test_compile_int16_layers(model_dir):
     out = _run(["compile", *MODEL_ARGS, "--int16", "1", "-o", "gen16", "--json"], model_dir)
     info = json.loads(out.stdout)

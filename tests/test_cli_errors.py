@@ -301,6 +301,47 @@ def test_a_bug_keeps_its_traceback_and_says_it_is_a_bug(capsys, monkeypatch):
     assert json.loads(out)["error"]["type"] == "InternalError"
 
 
+@pytest.mark.parametrize("bug", ["IRError", "ParamsMismatch"])
+def test_tinyaots_own_errors_are_exit_code_4_with_a_bug_report_hint(capsys, monkeypatch, bug):
+    """An InternalError (here a pass that breaks the IR, caught by the driver's verifier, or a Params that does not
+    fit its C struct) is tinyaot's bug, not the user's: exit 4, not 2, and a request to report it."""
+    import tinyaot.backend
+    from tinyaot.codegen.params import ParamsMismatch
+    from tinyaot.errors import InternalError
+    from tinyaot.frontend.tflite import from_tflite
+    from tinyaot.ir.verify import IRError
+
+    assert issubclass(IRError, InternalError) and issubclass(ParamsMismatch, InternalError)
+
+    def inputless_import(model):  # an import pass that loses the graph's input: the layer reads what none writes
+        return from_tflite(model).replace(inputs=[])
+
+    def mismatch(*args):
+        raise ParamsMismatch("tinyaot_fully_connected_params.input_offset has no field in the dataclass")
+
+    if bug == "IRError":
+        monkeypatch.setattr(tinyaot.pipeline, "from_tflite", inputless_import)
+    else:
+        monkeypatch.setattr(tinyaot.backend, "generate_c", mismatch)
+    rc, out, err = cli(capsys, "compile", "fc.tflite", "-o", "gen_bug", "--json")
+    assert rc == 4, err
+    assert json.loads(out)["error"] == {"type": "InternalError", "exit_code": 4, "message": ANY_MESSAGE}
+    line = next(ln for ln in err.splitlines() if ln.startswith("tinyaot: error: "))
+    assert line.startswith(f"tinyaot: error: internal error ({bug}: ")
+    assert "This is a bug in tinyaot" in line and "please report it" in line
+    assert "the command you ran, the model" in line and "Traceback" in err
+    if bug == "IRError":
+        assert "after the pass import_tflite, the graph breaks the IR's rules" in line
+
+
+class _Any:
+    def __eq__(self, other):
+        return isinstance(other, str) and bool(other)
+
+
+ANY_MESSAGE = _Any()
+
+
 def test_an_internal_compiler_error_is_exit_code_4_with_the_stage_and_the_original_traceback(capsys, monkeypatch):
     from tinyaot.quantize import float_eval
 
@@ -326,6 +367,7 @@ def test_ops_lists_every_supported_op_once_by_family(capsys):
     rc, out, _ = cli(capsys, "ops")
     listed = [op for line in out.splitlines() if line.startswith("    ") for op in line.strip(" ,").split(", ")]
     assert rc == 0 and "  activations:" in out and "  convolution, linear, matmul, attention:" in out
+    assert "  other:" not in out  # every op in a family: by its name, or by its converter module's table
     assert sorted(op for op in listed if op.startswith(("aten.", "<"))) == supported_ops()
     assert "CONV_2D" in listed and "aten.upsample_bicubic2d.vec" not in listed  # refused with advice, not listed
     rc, out, _ = cli(capsys, "ops", "--json")
@@ -379,15 +421,15 @@ def test_export_pico2_converts_the_calibration_samples(capsys, files):
 
 @pytest.mark.arm
 def test_copy_to_ram_reaches_the_pico2_export(capsys, monkeypatch):
-    import tinyaot.targets.pico2 as pico2
+    import tinyaot.model
 
-    real, seen = pico2.export_pico2, {}
+    real, seen = tinyaot.model.export_pico2, {}
 
     def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram=False):
         seen["copy_to_ram"] = copy_to_ram
         return real(cm, out_dir, inputs=inputs, labels=labels)
 
-    monkeypatch.setattr(pico2, "export_pico2", export_pico2)
+    monkeypatch.setattr(tinyaot.model, "export_pico2", export_pico2)  # the name CompiledModel.export calls
     rc, _, err = cli(capsys, "export", "fc.tflite", "--target", "pico2", "--copy-to-ram", "-o", "p_ram")
     assert rc == 0 and seen == {"copy_to_ram": True}, err
 

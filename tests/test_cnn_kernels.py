@@ -320,7 +320,7 @@ def _add_graph(qa, qb, qy, clamp, shape=(1, 4)):
 
 
 def test_add_tables_and_sum_requantization_equal_the_definition_on_every_pair():
-    from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier as mbqm
+    from tinyaot.fixedpoint import multiply_by_quantized_multiplier as mbqm
     from tinyaot.ref import add_s8
 
     q = np.arange(-128, 128, dtype=np.int64)

@@ -113,8 +113,8 @@ def test_pointwise_convs_get_the_1x1_kernel_with_a_folded_bias():
         c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
         assert "tinyaot_conv2d_1x1_s8(" in c and "tinyaot_conv2d_s8(" not in c, case.name
     # padding keeps the general kernel: a padded pixel has no tap, so its sum must not hold the folded offset
-    g = POINTWISE[0].graph
-    g.nodes[0].set_attrs(padding=(1, 1, 1, 1))
+    g = POINTWISE[0].graph.copy()
+    g.nodes[0] = g.nodes[0].with_attrs(padding=(1, 1, 1, 1))
     y = g.tensor("y")
     g.tensors["y"] = Tensor("y", (y.shape[0], y.shape[1] + 2, y.shape[2] + 2, y.shape[3]), "int8", qparams=y.qparams)
     padded = Case("padded", g, POINTWISE[0].samples)

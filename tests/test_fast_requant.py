@@ -1,5 +1,5 @@
 """The fast kernels' per-channel requantization (ref/per_channel.py fast_requant): each of its three forms against
-TFLM's MultiplyByQuantizedMultiplier (quantize/fixedpoint.py, itself tested against TFLM's definition) on edge
+TFLM's MultiplyByQuantizedMultiplier (tinyaot/fixedpoint.py, itself tested against TFLM's definition) on edge
 values and random ones, the C twin of the fast form with right 0, which channels a layer's forms take and why
 not, and the accumulator bounds from the input's reachable values."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from kernel_suite import act, one_op_graph
 
 from tinyaot.ir import Node, QParams, Tensor
 from tinyaot.ir.ops import RELU
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref.per_channel import (
     ACC_LIMIT,
     CONSTANT_MULTIPLIER,

@@ -84,14 +84,15 @@ def test_pytorch_gru_compiles_one_node_per_layer_and_tracks_float(model):
 
 @pytest.mark.host
 def test_random_gru_layers_host_equals_reference():
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
+    from tinyaot.result import CompileResult
 
     rng = np.random.default_rng(21)
     for case in range(8):
         g = _random_gru_graph(rng)
         memory = plan(g)
-        cm = CompiledModel(f"gru_case{case}", None, g, memory, memory)
+        cm = CompiledModel(CompileResult(f"gru_case{case}", g, memory, memory))
         x = rng.integers(-128, 128, size=(3, *g.tensor("x").shape)).astype(np.int8)
         np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x, engine="reference"), err_msg=str(case))
 

@@ -12,6 +12,7 @@ from kernel_suite import Case, one_op_graph, run_host, run_m33_suite
 from test_cnn_kernels import gen_conv
 
 import tinyaot
+import tinyaot.backend
 from tinyaot.codegen import generate_c
 from tinyaot.errors import PlanError
 from tinyaot.plan import MemoryPlan, buffer_overlaps, buffers_of, plan_memory, verify_plan
@@ -143,7 +144,7 @@ def test_rings_only_where_they_shrink_the_arena():
     rng = np.random.default_rng(3)
     ins, out, attrs, _ = gen_conv(rng, depthwise=True)
     g = one_op_graph("depthwise_conv2d", ins, out, attrs)
-    plan = tinyaot.pipeline.plan(g)
+    plan = tinyaot.backend.plan(g)
     assert plan.rings == ()
     assert "ring" not in plan.planner
     assert plan.kernels[0].rejected == (("ring", "the arena is no smaller with its ring"),)  # what a report says

@@ -20,12 +20,12 @@ from test_registry import CASES
 
 import tinyaot
 import tinyaot.ref
+from tinyaot.backend import plan
 from tinyaot.codegen import generate_c
 from tinyaot.codegen.emit_conv import PATCH16_TAPS, SHORT_ROW
 from tinyaot.codegen.kernel_header import KERNELS_HEADER, kernel_header
 from tinyaot.codegen.params import HOST_ONLY, ParamsMismatch, constant_bytes, emit_params, struct_name
 from tinyaot.ir import QParams, Tensor
-from tinyaot.pipeline import plan
 from tinyaot.ref.concat_s8 import IDENTITY
 
 HEADER = kernel_header()

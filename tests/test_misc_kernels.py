@@ -511,12 +511,13 @@ def _chain_graph():
 
 
 def _chain():
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
     from tinyaot.quantize.scheme import quantize_array
+    from tinyaot.result import CompileResult
 
     g, x, want, qp = _chain_graph()
-    cm = CompiledModel("chain", g, g, plan(g), plan(g))
+    cm = CompiledModel(CompileResult("chain", g, plan(g), plan(g), float_graph=g))
     xq = quantize_array(x[:40], qp["x"])
     return cm, xq, cm.run(xq, engine="reference"), want, qp
 

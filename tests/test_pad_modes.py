@@ -118,9 +118,9 @@ def test_modes_pad_as_numpy_does():
 
 
 def test_mode_numbers_are_the_headers_and_the_c_names_them():
+    from tinyaot.backend import plan
     from tinyaot.codegen import generate_c
     from tinyaot.codegen.kernel_header import kernel_header
-    from tinyaot.pipeline import plan
     from tinyaot.ref.pad_s8 import MODE_CODES
 
     defines = kernel_header().defines

@@ -297,7 +297,7 @@ def test_constant_channels_are_skipped_where_that_pays():
 
 
 def test_memory_mode_keeps_the_plain_int8_kernels():
-    from tinyaot.pipeline import plan
+    from tinyaot.backend import plan
 
     case = CONVS[1]
     plain = plan(case.graph, optimize="memory")
@@ -307,7 +307,7 @@ def test_memory_mode_keeps_the_plain_int8_kernels():
 
 
 def test_pairs_kernel_needs_right_shifts_and_word_alignment():
-    from tinyaot.pipeline import plan
+    from tinyaot.backend import plan
 
     case = conv_case(1)
     g = case.graph

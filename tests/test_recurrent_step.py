@@ -108,7 +108,7 @@ def streamed(request):
 def _every_step(cm):
     """The full-sequence int8 graph with everything after a last-step layer run on every step (same weights and
     qparams): its frame t is what the full model outputs for the sequence ending at frame t."""
-    g = cm.window[1].replace()
+    g = cm.window.graph.replace()
     per_step: set[str] = set()
     for k, node in enumerate(g.nodes):
         if OPS[node.op].attrs is RecurrentAttrs and node.attrs.get("last_only"):
@@ -238,16 +238,17 @@ def test_random_stateful_layers_host_equals_reference_across_invokes():
     from test_gru import _random_gru_graph
     from test_lstm import _lstm_model
 
+    from tinyaot.backend import plan
     from tinyaot.frontend.tflite import from_tflite
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
+    from tinyaot.result import CompileResult
 
     rng = np.random.default_rng(31)
     graphs = [_random_gru_graph(rng) for _ in range(3)] + [from_tflite(_lstm_model(rng)[0]) for _ in range(3)]
     for case, g in enumerate(map(_stateful, graphs)):
         memory = plan(g)
         assert memory.state_bytes > 0
-        cm = CompiledModel(f"stateful{case}", None, g, memory, memory)
+        cm = CompiledModel(CompileResult(f"stateful{case}", g, memory, memory))
         x = rng.integers(-128, 128, size=(4, *g.tensor(g.inputs[0]).shape)).astype(np.int8)
         ref = cm.run(x)  # four invokes of one stream from a reset
         np.testing.assert_array_equal(cm.run(x, engine="host"), ref, err_msg=str(case))

@@ -127,6 +127,10 @@ CASES = {
     "softmax": lambda: _unary("softmax", (1, 10), act("y", (1, 10), 1 / 256, -128), {"beta": 1.0}),
     "lut": lambda: _unary("lut", (1, 16), act("y", (1, 16), 1 / 256, -128), {"function": "sigmoid"}),
     "relu": lambda: _unary("relu", (1, 16), act("y", (1, 16), 0.05, -3), {"clamp": (0.0, float("inf"))}),
+    "prelu": lambda: one_op_graph("prelu", [act("x", (1, 2, 4, 3), 0.05, -3), Tensor(
+        "alpha", (3,), "int8", data=np.array([-90, 4, 100], np.int8), qparams=QParams.per_tensor(0.01, 7))],
+        act("y", (1, 2, 4, 3), 0.04, 1), {}),
+    "leaky_relu": lambda: _unary("leaky_relu", (1, 16), act("y", (1, 16), 0.04, 1), {"alpha": -0.3}),
     "transpose": lambda: _unary("transpose", (1, 2, 3, 4), act("y", (1, 4, 2, 3), 0.05, -3), {"perm": (0, 3, 1, 2)}),
     "quantize": lambda: _unary("quantize", (1, 16), act("y", (1, 16), 0.03, 11), {}),
     "sum": lambda: _unary("sum", (1, 3, 4, 2), act("y", (1, 3, 1, 2), 0.2, -3), {"axes": (2,), "keepdims": True}),
@@ -162,7 +166,8 @@ def test_every_op_has_its_spec_and_traits(op):
     s = OPS[op]
     assert issubclass(s.attrs, ops.Attrs) and s.doc and s.operands
     assert s.qparams in (ops.WEIGHTED, ops.OWN, ops.INHERIT, ops.SOFTMAX, ops.AFTER_LOWERING, ops.FLOAT_ONLY,
-                         ops.RECURRENT)
+                         ops.RECURRENT, ops.SVDF)
+    assert not s.observed or s.qparams == ops.SVDF  # a float graph's observed output: lowering must drop it
     assert (s.weight_axis is not None) == (s.qparams == ops.WEIGHTED)
     assert s.overlap in (None, "elementwise", "window", "residual", "transposed")
     assert s.macs in (None, "dense", "conv", "depthwise", "transposed", "recurrent", "svdf")
@@ -255,7 +260,8 @@ def test_a_plan_record_names_an_unknown_variant_clearly():
 def test_every_op_a_float_model_can_hold_has_its_real_definition(op):
     from tinyaot.quantize import float_eval
 
-    assert float_eval.FLOAT_OPS[op] is getattr(float_eval, f"real_{op}")
+    module = float_eval if hasattr(float_eval, f"real_{op}") else importlib.import_module(f"tinyaot.ref.{OPS[op].ref}")
+    assert float_eval.FLOAT_OPS[op] is getattr(module, f"real_{op}")  # here, or beside its kernel
 
 
 def test_no_table_of_op_names_outside_the_registry():
@@ -286,8 +292,9 @@ def test_no_table_of_op_names_outside_the_registry():
 @pytest.mark.host
 def test_every_kernel_op_one_op_graph_reference_equals_host_c():
     """int8-input cases in one C build (kernel_suite); the uint8 one through its own compiled model."""
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
+    from tinyaot.result import CompileResult
 
     cases, others = [], []
     for op in KERNEL_OPS:
@@ -302,7 +309,7 @@ def test_every_kernel_op_one_op_graph_reference_equals_host_c():
     assert mismatches(cases, run_host(cases)) == []
     for op, g, x in others:
         memory = plan(g)
-        cm = CompiledModel(f"case_{op}", None, g, memory, memory)
+        cm = CompiledModel(CompileResult(f"case_{op}", g, memory, memory))
         np.testing.assert_array_equal(cm.run(x, engine="host"), cm.run(x, engine="reference"), err_msg=op)
 
 
@@ -315,11 +322,12 @@ def test_attributes_are_validated_when_the_node_is_made():
         Node("sort", "s", ["x"], ["y"], {})
     n = Node("conv2d", "c", ["x", "w", "b"], ["y"], {"stride": [2, 2]})
     assert n.attrs["stride"] == (2, 2) and n.attrs.get("clamp") is None and "clamp" not in n.attrs
-    n.set_attrs(clamp=(0.0, 6.0))
-    assert n.attrs == {"stride": (2, 2), "clamp": (0.0, 6.0)}  # unset attributes stay unset (None)
+    clamped = n.with_attrs(clamp=(0.0, 6.0))
+    assert clamped.attrs == {"stride": (2, 2), "clamp": (0.0, 6.0)}  # unset attributes stay unset (None)
+    assert n.attrs.get("clamp") is None and clamped.inputs is not n.inputs  # a new node: n is left as it was
     assert Node("max_pool2d", "p", ["x"], ["y"], {"kernel": 3}).attrs["kernel"] == (3, 3)
     with pytest.raises(ModelError, match="lo <= hi"):
-        n.set_attrs(clamp=(6.0, 0.0))
+        n.with_attrs(clamp=(6.0, 0.0))
 
 
 def test_the_ir_verifier_names_the_stage_and_the_broken_rule():

@@ -14,7 +14,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from tinyaot.quantize.fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier_64
+from tinyaot.fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier_64
 
 tb = pytest.importorskip("tflite_builder", reason="tests/tflite_builder.py (the .tflite writer) is missing")
 from s16_suite import assert_matches_tflm, int16_samples, run_tflm, t16  # noqa: E402

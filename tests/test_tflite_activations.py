@@ -131,7 +131,7 @@ def test_relu_after_hard_swish_matches_tflm_and_a_fused_clamp_clips_the_table():
     assert (unclamped < qp[3]).any(), "the case must have negative outputs for the RELU to cut"
     np.testing.assert_array_equal(tinyaot.compile(model, name="hswish_relu").run(ALL_INPUTS.reshape(1, 256)), want)
     g = from_tflite(_model("HARD_SWISH", *qp))
-    g.nodes[0].set_attrs(clamp=(0.0, float("inf")))
+    g.nodes[0] = g.nodes[0].with_attrs(clamp=(0.0, float("inf")))
     np.testing.assert_array_equal(lut_s8.lut_s8(ALL_INPUTS.reshape(-1), lut_s8.prepare(g.nodes[0], g)),
                                   want.reshape(-1))
 

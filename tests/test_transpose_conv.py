@@ -18,9 +18,9 @@ from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_
 
 import tinyaot
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import QParams, Tensor
 from tinyaot.ir.ops import RELU, RELU6
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref import transpose_conv2d_s8
 from tinyaot.report.macs import graph_macs, node_macs
 

@@ -6,13 +6,20 @@ I/O, runs digits 0, 1, 4, 7 on every engine, and writes the C sources and a repo
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rich.console import Group
+from rich.table import Table
 
+from tinyaot import compile as compile_model
 from tinyaot.demo_model import DEMO_DIGITS, build_seed_mlp, calibration_digits, demo_digits
+from tinyaot.diagnostics import CalibrationWarning
 from tinyaot.plan.lifetimes import busiest_step_text
+from tinyaot.report.render import render_text
+from tinyaot.targets.toolchain import ToolchainMissing
 
 SEED_NOISE_DRAW = 9  # torch.manual_seed of the one random calibration tensor: one of the draws where the 7 becomes a 4
 # Measured with ExecuTorch 1.5.1 on the same model (the user report's flow); context, not ours.
@@ -60,8 +67,6 @@ def run_demo(out_dir: Path = Path("out/demo"), use_m33: bool = True, progress=No
     model = build_seed_mlp()
     images, labels = demo_digits()
     step("calibrating on 256 drawn digits and compiling to int8")
-    from tinyaot import compile as compile_model
-
     cm = compile_model(model, torch.from_numpy(images[:1]), calibration=calibration_digits(), name="mnist",
                        data=(images, labels))
     x_q = cm.quantize_input(images)
@@ -76,8 +81,6 @@ def run_demo(out_dir: Path = Path("out/demo"), use_m33: bool = True, progress=No
     instructions = stack = None
     if use_m33:
         step("cross-compiling for Cortex-M33 and running on QEMU mps2-an505")
-        from tinyaot.targets.toolchain import ToolchainMissing
-
         try:
             outs["Cortex-M33"] = cm.run(x_q, engine="m33")
             instructions, stack = cm.last_m33.instructions, cm.last_m33.stack_bytes
@@ -120,12 +123,7 @@ class SeedMistake:
 
 def run_seed_mistake(progress=None) -> SeedMistake:
     """Calibrate the way the seed did, on one random tensor: tinyaot warns, and the check names the layer."""
-    import warnings
-
     import torch
-
-    from tinyaot import compile as compile_model
-    from tinyaot.diagnostics import CalibrationWarning
 
     step = progress or (lambda msg: None)
     step(f"calibrating the way the seed did: one torch.randn(1, 28, 28) tensor (torch.manual_seed({SEED_NOISE_DRAW}))")
@@ -141,8 +139,6 @@ def run_seed_mistake(progress=None) -> SeedMistake:
 
 
 def _write_outputs(cm, result: DemoResult, out_dir: Path) -> None:
-    from tinyaot.report.render import render_text
-
     cm.export(out_dir / "c")
     cm.report().write_picture(out_dir / "memory.html", compare_float=True)
     (out_dir / "report.txt").write_text(render_text(demo_tables(result)) + "\n" + str(cm.report()))
@@ -151,9 +147,6 @@ def _write_outputs(cm, result: DemoResult, out_dir: Path) -> None:
 
 
 def demo_tables(r: DemoResult):
-    from rich.console import Group
-    from rich.table import Table
-
     pred = Table(title="seed MLP: predicted digit per engine (int8 in, int8 out)")
     pred.add_column("digit", justify="right")
     for engine in r.predictions:

@@ -5,6 +5,7 @@ for CI that must not ship a model whose calibration looks wrong.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -59,9 +60,15 @@ def warn(findings: list[Finding], model: str | None, category: type[Warning]) ->
 
 
 def _caller_level() -> int:
-    """The stacklevel of the first frame outside tinyaot, so a warning points at the user's compile() call."""
+    """The stacklevel of the first frame outside tinyaot, so a warning points at the user's compile() call. The
+    frame that calls warnings.warn is level 1; the guard's context-decorator frames (contextlib) between tinyaot's
+    own are skipped too."""
     package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+    frame, level = sys._getframe(1), 1
+    while frame is not None and _inside(os.path.abspath(frame.f_code.co_filename), package):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _inside(filename: str, package: str) -> bool:
+    return filename.startswith(package) or filename == os.path.abspath(contextlib.__file__)

@@ -21,7 +21,12 @@ class ArenaTooSmallError(TinyAOTError):
     """A caller-provided arena is smaller than the plan needs."""
 
 
-class InternalCompilerError(TinyAOTError):
+class InternalError(TinyAOTError):
+    """Base class of tinyaot's own bugs, never the user's fault (the IR, a plan, a kernel's Params and its C struct,
+    a pass's contract, a template): the command line exits with code 4 and asks for a bug report."""
+
+
+class InternalCompilerError(InternalError):
     """A bug in tinyaot, never the user's fault: a stage broke its own rules, or an unexpected exception escaped it
     (then chained as __cause__, its traceback kept). `stage` and `layer` say where, when known."""
 

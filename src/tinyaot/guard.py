@@ -13,6 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tinyaot.errors import InternalCompilerError, TinyAOTError
+from tinyaot.frontend.fx_util import layer_name, source_location
+from tinyaot.ir.graph import Node
+from tinyaot.version import __version__
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 # Not tinyaot's bugs: the machine's (out of memory, a file or disk problem: the CLI says what to do about
@@ -60,8 +63,6 @@ def guarded(stage: str):
 
 
 def internal_error(exc: BaseException, stage: str) -> InternalCompilerError:
-    from tinyaot import __version__
-
     layer = _layer_in(exc.__traceback__)
     text = str(exc).splitlines()[0] if str(exc) else ""
     where = f" at layer {layer}" if layer else ""
@@ -91,14 +92,10 @@ def _layer_in(tb) -> str | None:
 
 
 def _describe(value) -> str | None:
-    from tinyaot.ir.graph import Node
-
     if isinstance(value, Node):
         return f"'{value.name}' ({value.op}{', ' + value.source if value.source else ''})"
     kind = type(value)
     if kind.__name__ == "Node" and kind.__module__ == "torch.fx.node" and value.op == "call_function":
-        from tinyaot.frontend.fx_util import layer_name, source_location
-
         where = source_location(value)
         return f"'{layer_name(value)}' ({value.target}{', ' + where if where else ''})"
     return None

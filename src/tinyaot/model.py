@@ -2,44 +2,130 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from tinyaot.backend import plan_and_generate
+from tinyaot.codegen import generate_c
 from tinyaot.errors import ModelError, TinyAOTError
 from tinyaot.ir import Graph, QParams
+from tinyaot.ir.layout import torch_sample_shape, torch_to_model_layout
 from tinyaot.plan import MemoryPlan
+from tinyaot.plan.contract import contract_report
+from tinyaot.quantize.calibrate import as_real_array, as_sample_batch, as_sample_batches
 from tinyaot.quantize.float_eval import evaluate
 from tinyaot.quantize.scheme import quantize_array
-from tinyaot.targets.engines import ENGINES
+from tinyaot.report.memory import MemoryReport
+from tinyaot.report.profile import profile
+from tinyaot.report.quant_error import compare_float_tflite, layer_errors
+from tinyaot.result import CompileResult, PassTime, StreamWindow
+from tinyaot.targets.engines import ENGINES, engine_named, host_build
+from tinyaot.targets.pico2 import export_pico2
+from tinyaot.targets.sizes import m33_code_bytes
+from tinyaot.targets.stream import open_stream
 
 
 class CompiledModel:
-    def __init__(self, name: str, float_graph: Graph | None, graph: Graph, plan: MemoryPlan,
-                 float_plan: MemoryPlan, calibration=None, reference_graph: Graph | None = None,
-                 unconstrained_arena_bytes: int | None = None, c_sources=None):
-        self.name = name
-        if c_sources is not None:  # the pipeline's code generation stage; generated on first use otherwise
-            self.__dict__["c_sources"] = c_sources
-        self.float_graph = float_graph
-        # What int8 is checked against: the float model, or for an imported int8 model the float model its
-        # integers stand for (weights dequantized, activations unrounded).
-        self.reference_graph = reference_graph if reference_graph is not None else float_graph
-        self.calibration = calibration  # quantize.observers.Calibration (PTQ only)
-        self.findings: list = []  # diagnostics.Finding: what compilation noticed
-        self.check = None  # report.quant_error.QuantReport of the data= samples
-        self.budget = None  # report.budget.Budget: does the model fit its target's flash and RAM?
-        self.graph = graph
-        self.plan = plan
-        self.float_plan = float_plan
-        self.unconstrained_arena_bytes = unconstrained_arena_bytes  # the arena without preserve/separate
-        self._host = None
-        self.last_m33 = None  # M33Result of the latest m33 run
-        self.stream_info = None  # passes.streaming.StreamInfo of a model compiled with stream=True
-        self.int16_layers: dict = {}  # layer -> why it has int16 activations (quantize/mixed.py)
-        self.window = None  # (float graph, int8 graph, options) of the full window a streamed model came from
-        self._window_model = None
+    """A read-only view of a CompileResult (cm.result): its numbers, its C, and runs on every engine. Nothing
+    writes into it; what it remembers of its own use (the latest Cortex-M33 run, the window model of a streamed
+    one) it keeps privately."""
+
+    def __init__(self, result: CompileResult):
+        object.__setattr__(self, "_result", result)
+        object.__setattr__(self, "_memo", _Memo())
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"CompiledModel is read-only: cannot set {name!r}. It shows what the compile made "
+                             "(cm.result, a frozen CompileResult); compile again with other options, or build a "
+                             "CompiledModel from dataclasses.replace(cm.result, ...)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"CompiledModel is read-only: cannot delete {name!r}")
+
+    # ---- what the compile made (CompileResult's fields) -------------------------------------
+    @property
+    def result(self) -> CompileResult:
+        return self._result
+
+    @property
+    def name(self) -> str:
+        return self._result.name
+
+    @property
+    def graph(self) -> Graph:
+        return self._result.graph
+
+    @property
+    def plan(self) -> MemoryPlan:
+        return self._result.plan
+
+    @property
+    def float_plan(self) -> MemoryPlan:
+        return self._result.float_plan
+
+    @property
+    def float_graph(self) -> Graph | None:
+        return self._result.float_graph
+
+    @property
+    def reference_graph(self) -> Graph | None:
+        """What int8 is checked against: the float model, or for an imported int8 model the float model its
+        integers stand for (weights dequantized, activations unrounded)."""
+        r = self._result
+        return r.reference_graph if r.reference_graph is not None else r.float_graph
+
+    @property
+    def calibration(self):
+        """quantize.observers.Calibration (PTQ only)."""
+        return self._result.calibration
+
+    @property
+    def findings(self) -> list:
+        """diagnostics.Finding: what compilation noticed (a fresh list: the result keeps a tuple)."""
+        return list(self._result.findings)
+
+    @property
+    def check(self):
+        """report.quant_error.QuantReport of the data= samples (None without data=)."""
+        return self._result.check
+
+    @property
+    def budget(self):
+        """report.budget.Budget: does the model fit its target's flash and RAM?"""
+        return self._result.budget
+
+    @property
+    def unconstrained_arena_bytes(self) -> int | None:
+        """The arena without preserve_input / separate_output."""
+        return self._result.unconstrained_arena_bytes
+
+    @property
+    def int16_layers(self) -> dict:
+        """Layer -> why it has int16 activations (quantize/mixed.py)."""
+        return dict(self._result.int16_layers)
+
+    @property
+    def stream_info(self):
+        """passes.streaming.StreamInfo of a model compiled with stream=True (None otherwise)."""
+        return self._result.stream_info
+
+    @property
+    def window(self) -> StreamWindow | None:
+        """The full window a streamed model came from (None for a model not streamed)."""
+        return self._result.window
+
+    @property
+    def timings(self) -> tuple[PassTime, ...]:
+        """Each pass's time, in the order they ran."""
+        return self._result.timings
+
+    @property
+    def last_m33(self):
+        """M33Result of the latest run on the "m33" engine (None before one)."""
+        return self._memo.last_m33
 
     # ---- numbers -------------------------------------------------------------------------
     @property
@@ -71,27 +157,21 @@ class CompiledModel:
         streaming conversion, planned and generated on first use."""
         if self.window is None:
             raise ModelError(f"'{self.name}' was not compiled with stream=True: it is its own full-window model")
-        if self._window_model is None:
-            from tinyaot.pipeline import _plan_and_generate
-
-            float_graph, int8_graph, opts = self.window
-            self._window_model = _plan_and_generate(f"{self.name}_window", float_graph, int8_graph, opts.alignment,
-                                                    opts.contract, None, opts.optimize, calibration=self.calibration)
-        return self._window_model
+        if self._memo.window_model is None:
+            self._memo.window_model = CompiledModel(plan_and_generate(
+                f"{self.name}_window", self._result.options, self.window.graph, self.window.float_graph,
+                calibration=self.calibration))
+        return self._memo.window_model
 
     def stream(self, engine: str = "reference"):
         """A stream over this model: step(frame) runs one invoke on the same state, reset() starts again.
         ("reference" or "host"; cm.run(frames, engine=...) runs a whole batch as one stream from a reset.)"""
-        from tinyaot.targets.stream import open_stream
-
         return open_stream(self, engine)
 
     @property
     def contract(self):
         """plan.contract.ContractReport: whether invoke keeps the input, whether the output sits over it, and
         the arena bytes preserve_input / separate_output cost."""
-        from tinyaot.plan.contract import contract_report
-
         return contract_report(self.plan, self.graph, self.unconstrained_arena_bytes)
 
     @property
@@ -121,8 +201,6 @@ class CompiledModel:
     @cached_property
     def code_bytes(self) -> int | None:
         """Bytes of machine code (model + kernels) for Cortex-M33, or None without the toolchain."""
-        from tinyaot.targets.sizes import m33_code_bytes
-
         return m33_code_bytes(self.c_sources)
 
     @property
@@ -183,8 +261,10 @@ class CompiledModel:
     # ---- code -----------------------------------------------------------------------------
     @cached_property
     def c_sources(self):
-        from tinyaot.codegen import generate_c
-
+        """The generated C (codegen.CSources): the pipeline's, or generated on first use for a result built by
+        hand."""
+        if self._result.sources is not None:
+            return self._result.sources
         return generate_c(self.graph, self.plan, self.name)
 
     def export(self, directory, target: str = "c", inputs=None, labels=None, **pico2_options) -> list[Path]:
@@ -194,8 +274,6 @@ class CompiledModel:
         arguments are options of targets.pico2.export_pico2. Returns the files written.
         """
         if target == "pico2":
-            from tinyaot.targets.pico2 import export_pico2
-
             return export_pico2(self, directory, inputs=inputs, labels=labels, **pico2_options)
         if pico2_options:
             raise ModelError(f"{', '.join(sorted(pico2_options))}: options of target 'pico2' only")
@@ -265,8 +343,6 @@ class CompiledModel:
         returns a list of them. A model with state (stream=True, an imported SVDF or LSTM) runs the batch as one stream:
         every call starts from a reset, then one invoke per sample in order on the same instance (cm.stream() keeps
         a stream going across calls)."""
-        from tinyaot.targets.engines import engine_named
-
         runner = engine_named(engine)  # targets/engines.py: the registry of engines
         batch, form = self._as_batch(x)
         batches = batch if isinstance(batch, list) else [batch]
@@ -283,12 +359,10 @@ class CompiledModel:
                 batches[i] = b.astype(dtype)
         result = runner.run(self, batches if isinstance(batch, list) else batches[0], arena_bytes)
         if runner.emulated:
-            self.last_m33 = result
+            self._memo.last_m33 = result
         return self._shape_like(result.outputs, form)
 
     def _host_model(self, arena_bytes: int | None):
-        from tinyaot.targets.engines import host_build
-
         model = host_build(self).model  # the host library, built once and loaded
         model.init(arena_bytes)
         return model
@@ -315,8 +389,6 @@ class CompiledModel:
     def to_model_layout(self, x):
         """A batch in PyTorch's channels-first layout -> the layout this model takes (NCHW -> NHWC); a list with
         one batch per input for a model with several."""
-        from tinyaot.ir.layout import torch_to_model_layout
-
         return self._each_input(x, lambda v, t: torch_to_model_layout(np.asarray(v), *self.graph.io_layout_of(t)))
 
     def _each_input(self, x, fn):
@@ -377,31 +449,21 @@ class CompiledModel:
 
     # ---- reports --------------------------------------------------------------------------
     def report(self):
-        from tinyaot.report.memory import MemoryReport
-
         return MemoryReport.of(self)
 
     def profile(self, x=None, mix: bool = False):
         """Exact Cortex-M33 instructions per op for one inference (x: one int8 input; zeros by default); mix=True
         also counts each op's loads, stores, multiplies and branches (QEMU plugin; needs a host C compiler)."""
-        from tinyaot.report.profile import profile
-
         return profile(self, x, mix=mix)
 
     def layer_errors(self, samples, labels=None):
         """int8 vs float per layer on float `samples` in the model's input layout (as for run_float)."""
-        from tinyaot.report.quant_error import layer_errors
-
         return layer_errors(self, samples, labels=labels)
 
     def check_data(self, data, labels=None, float_model=None, model_layout: bool = False):
         """The trust check of compile(data=): `data` in PyTorch's layout like the calibration samples (or in the
         model's with model_layout=True; or (inputs, labels)); a float .tflite `float_model` adds the output
         agreement with it."""
-        from tinyaot.ir.layout import torch_sample_shape
-        from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches
-        from tinyaot.report.quant_error import compare_float_tflite
-
         if isinstance(data, tuple) and len(data) == 2 and labels is None and self.n_inputs == 1:
             data, labels = data
         g = self.graph
@@ -422,10 +484,16 @@ class CompiledModel:
         return report
 
 
+@dataclass
+class _Memo:
+    """What a CompiledModel remembers of its own use (not of the compile)."""
+
+    last_m33: object = None  # M33Result of the latest m33 run
+    window_model: CompiledModel | None = None  # a streamed model's full-window twin, planned on first use
+
+
 def _labels(labels, n: int) -> np.ndarray:
     """One integer class per data sample."""
-    from tinyaot.quantize.calibrate import as_real_array
-
     y = as_real_array(labels, "labels", ModelError).reshape(-1)
     if len(y) != n or not np.array_equal(y, np.round(y)):
         what = f"{len(y)} labels" if len(y) != n else "labels that are not whole numbers"
@@ -435,8 +503,6 @@ def _labels(labels, n: int) -> np.ndarray:
 
 def _real(x) -> np.ndarray:
     """Float64 from real numbers only (text, complex, object arrays are a ModelError, not a NumPy crash)."""
-    from tinyaot.quantize.calibrate import as_real_array
-
     return as_real_array(x, "input", ModelError)
 
 

@@ -1,60 +1,39 @@
-"""The compiler's stages, in order. Each reads the previous stage's output and nothing later."""
+"""The compiler's pipelines: one table of passes per front end, run by driver.py, and compile_model, which picks
+the table for the model it is given. Each pass reads what earlier passes made and nothing later."""
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import os
-import re
 import warnings
+from typing import Mapping
 
+from tinyaot.backend import BACKEND
 from tinyaot.diagnostics import MemoryBudgetWarning, raise_or_warn, warn
+from tinyaot.driver import Pass, Unit, result_of, run_passes, say
 from tinyaot.errors import CalibrationError, ModelError
-from tinyaot.guard import enter_stage, guarded, user_code
+from tinyaot.frontend.pt2e import from_pt2e, is_pt2e
+from tinyaot.frontend.pytorch import from_torch
+from tinyaot.frontend.tflite import from_tflite, from_tflite_float, is_float_tflite
+from tinyaot.guard import guarded
 from tinyaot.ir import Graph
 from tinyaot.ir.layout import torch_to_model_layout
-from tinyaot.ir.verify import verify_graph
 from tinyaot.model import CompiledModel
+from tinyaot.options import CompileOptions
 from tinyaot.passes.fold_affine import fold_affine_chains
 from tinyaot.passes.fold_batch_norm import fold_batch_norm
 from tinyaot.passes.fold_flatten import fold_flatten_transpose
 from tinyaot.passes.fuse_activations import fuse_activations
-from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.passes.input_layout import accept_nchw_input
+from tinyaot.passes.streaming import stream_graph
 from tinyaot.passes.uint8_input import accept_uint8_input
-from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
-from tinyaot.plan.kernels import check_optimize
 from tinyaot.quantize.calibrate import as_sample_batch, as_sample_batches, batch_len, collect_ranges
 from tinyaot.quantize.checks import check_pt2e_example, check_ranges, check_samples
 from tinyaot.quantize.dequantize import dequantized_graph
 from tinyaot.quantize.lower import lower_to_int8
 from tinyaot.quantize.mixed import auto_int16_layers
-from tinyaot.report.budget import PICO2, TargetMemory, check_budget, check_target_memory
-
-# C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
-# ("_instance_invoke", "_ERROR_ARENA_MISALIGNED" is a macro), so names stay short enough for any linker.
-MAX_NAME_LENGTH = 32
-MAX_ALIGNMENT = 4096
-
-
-def check_name(name) -> str:
-    """The model name prefixes every generated C symbol and file: a short C identifier."""
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise ModelError(f"model name {name!r} must be a C identifier (letters, digits, '_'), e.g. 'mnist'")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ModelError(f"model name {name[:40]!r}... is {len(name)} characters; it prefixes every generated C "
-                         f"symbol, so keep it to {MAX_NAME_LENGTH} or fewer, e.g. {name[:12]!r}")
-    return name.lower()
-
-
-def check_alignment(alignment) -> int:
-    """Arena alignment: a power of two bytes (the kernels need at least 4 for word access on the M33)."""
-    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1 \
-            or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
-        raise ModelError(f"alignment must be a power of two from 1 to {MAX_ALIGNMENT} bytes (e.g. 4, 8, 16), "
-                         f"got {alignment!r}")
-    return alignment
-
+from tinyaot.quantize.pt2e_lower import lower_pt2e
+from tinyaot.report.budget import check_budget
+from tinyaot.result import StreamWindow
 
 
 def check_batch_one(example_input, what: str = "example_input") -> None:
@@ -80,8 +59,6 @@ def import_float_model(model, example_input) -> Graph:
         raise ModelError("a PyTorch model needs example_input (one input tensor, batch size 1; a tuple of them "
                          "when forward() takes several)")
     check_batch_one(example_input)
-    from tinyaot.frontend.pytorch import from_torch
-
     return from_torch(model, example_input)
 
 
@@ -106,21 +83,6 @@ def _as_torch_module(model):
                      f"path or bytes), got {type(model).__name__}")
 
 
-def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory"):
-    """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
-    (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
-    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py)."""
-    fused = fuse_residual_adds(g)
-    if fused is None:
-        return plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
-    fused_plan = plan_graph(fused, alignment=alignment, contract=contract, optimize=optimize)
-    plain_plan = plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
-    if fused_plan.arena_bytes >= plain_plan.arena_bytes:
-        return plain_plan
-    g.nodes[:], g.tensors = fused.nodes, fused.tensors
-    return fused_plan
-
-
 def is_tflite(model) -> bool:
     """A .tflite path (str / PathLike) or the bytes of a .tflite file."""
     if isinstance(model, (bytes, bytearray, memoryview)):
@@ -128,333 +90,284 @@ def is_tflite(model) -> bool:
     return isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".tflite")
 
 
-def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
-    """The plan the same graph needs with fp32 activations: for models that arrive already quantized."""
-    tensors = {k: t if t.is_const else dataclasses.replace(t, dtype="float32")
-               for k, t in g.tensors.items()}
-    return plan(g.replace(tensors=tensors), alignment, contract)
+
+# ---- the front ends' imports ----------------------------------------------------------------------------------
 
 
-def plan_stage(g: Graph, alignment: int, contract: Contract, progress=None, optimize: str = "memory"):
-    """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
-    plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
-    says what the contract costs). `g` itself is left as it was."""
-    _say(progress, "planning memory")
-    verify_graph(g, "quantization", quantized=True)
-    planned = g.replace()
-    free = None
-    if contract.any:
-        free = plan(planned, alignment, optimize=optimize).arena_bytes
-    memory = plan(planned, alignment, contract, optimize)  # last: planning reorders `planned` to this plan's order
-    verify_graph(planned, "planning", quantized=True)
-    return planned, memory, free
+def _import_torch(u: Unit) -> dict:
+    return {"graph": import_float_model(u.model, u.example)}
 
 
-def codegen_stage(g: Graph, memory, name: str, progress=None):
-    """C sources for the planned graph; every kernel's Prepare runs here, so its qparam rules fail at compile."""
-    from tinyaot.codegen import generate_c
-
-    _say(progress, "generating C")
-    return generate_c(g, memory, name)
-
-
-def _say(progress, message: str) -> None:
-    """A stage starts: tell the caller's progress callback, and the guard (an internal error names the stage)."""
-    enter_stage(message)
-    if progress is not None:
-        try:
-            progress(message)
-        except Exception as exc:  # the caller's own code: it leaves as it came, not as tinyaot's bug
-            user_code(exc)
-            raise
+def _import_pt2e(u: Unit) -> dict:
+    if u.example is not None:
+        check_batch_one(u.example)
+    g, act_q, weight_q = from_pt2e(u.model, u.example)
+    return {"graph": g, "pt2e_qparams": (act_q, weight_q)}
 
 
-def compile_tflite(model, *, name: str = "model", alignment: int = 4, contract: Contract | None = None,
-                   progress=None, optimize: str = "speed") -> CompiledModel:
-    """An int8 .tflite model is already quantized: import it and go straight to planning."""
-    from tinyaot.frontend.tflite import from_tflite
-
-    contract = contract or Contract()
-    _say(progress, "importing the .tflite model")
-    int8_graph = from_tflite(model)
-    return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
-                              check_optimize(optimize), reference_graph=dequantized_graph(int8_graph))
+def _import_tflite(u: Unit) -> dict:
+    return {"graph": from_tflite(u.model)}
 
 
-def _plan_and_generate(name: str, float_graph, int8_graph: Graph, alignment: int, contract: Contract, progress,
-                       optimize: str, **extra) -> CompiledModel:
-    """The stages after quantization, the same for every front end: plan, plan the fp32 twin, generate C."""
-    planned, memory, free = plan_stage(int8_graph, alignment, contract, progress, optimize)
-    twin = float_plan(float_graph if float_graph is not None else planned, alignment, contract)
-    cm = CompiledModel(name, float_graph, planned, memory, twin, unconstrained_arena_bytes=free,
-                       c_sources=codegen_stage(planned, memory, name, progress), **extra)
-    return cm
+def _import_float_tflite(u: Unit) -> dict:
+    return {"graph": from_tflite_float(u.model)}
 
 
-def compile_pt2e(model, example_input=None, *, name: str = "model", alignment: int = 4,
-                 input_layout: str = "NHWC", contract: Contract | None = None, progress=None,
-                 optimize: str = "speed") -> CompiledModel:
-    """A PT2E-converted GraphModule is already quantized: lower its q/dq patterns to int8 and go to planning."""
-    from tinyaot.frontend.pt2e import from_pt2e
-    from tinyaot.quantize.pt2e_lower import lower_pt2e
+# ---- graph rewrites ------------------------------------------------------------------------------------------
 
-    contract = contract or Contract()
-    if example_input is not None:
-        check_batch_one(example_input)
-    _say(progress, "importing the PT2E graph")
-    g, act_q, weight_q = from_pt2e(model, example_input)
-    g = fold_flatten_transpose(g)  # permutes fully-connected columns only: per-row weight scales stay
-    g = input_layout_pass(g, input_layout)
+
+def _rewrite(function):
+    """A pass that is one graph -> graph function of passes/."""
+    return lambda u: {"graph": function(u.graph)}
+
+
+def _prune(u: Unit) -> dict:
+    g = u.graph.replace()
     g.prune()
-    verify_graph(g, "the PT2E import", quantized=False)
-    _say(progress, "lowering to int8 with the PT2E graph's own qparams")
-    int8_graph = lower_pt2e(g, act_q, weight_q)
-    return _plan_and_generate(check_name(name), None, int8_graph, check_alignment(alignment), contract, progress,
-                              check_optimize(optimize), reference_graph=dequantized_graph(int8_graph))
+    return {"graph": g}
+
+
+def _nchw_input(u: Unit) -> bool:
+    return u.options.input_layout.upper() == "NCHW"
+
+
+REWRITING = "rewriting the float graph (BatchNorm folding, activation fusion)"
+FLOAT_PASSES = (
+    Pass("fold_batch_norm", _rewrite(fold_batch_norm), ir="float", stage=REWRITING),
+    Pass("fold_flatten_transpose", _rewrite(fold_flatten_transpose), ir="float", stage=REWRITING),
+    Pass("fold_affine_chains", _rewrite(fold_affine_chains), ir="float", stage=REWRITING),
+    Pass("fuse_activations", _rewrite(fuse_activations), ir="float", stage=REWRITING),
+)
+INPUT_LAYOUT = Pass("nchw_input", _rewrite(accept_nchw_input), ir="float", stage=REWRITING, when=_nchw_input)
 
 
 def float_passes(g: Graph, input_layout: str = "NHWC") -> Graph:
-    """Rewrites on the float graph, in order; each reads the previous one's output."""
-    enter_stage("rewriting the float graph (BatchNorm folding, activation fusion)")
-    g = fold_batch_norm(g)
-    g = fold_flatten_transpose(g)
-    g = fold_affine_chains(g)
-    g = fuse_activations(g)
-    g = input_layout_pass(g, input_layout)
-    verify_graph(g, "the float passes", quantized=False)
-    return g
+    """The float rewrites a PyTorch model goes through, on `g` (left as it was)."""
+    unit, _ = run_passes((*FLOAT_PASSES, INPUT_LAYOUT), Unit("model", CompileOptions(input_layout=input_layout),
+                                                           graph=g))
+    return unit.graph
 
 
-def input_layout_pass(g: Graph, input_layout: str) -> Graph:
-    """NHWC inside; input_layout="NCHW" adds one transpose at the start so callers feed channels-first."""
-    if input_layout.upper() == "NCHW":
-        return accept_nchw_input(g)
-    if input_layout.upper() != "NHWC":
-        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
-    return g
+# ---- calibration and quantization ----------------------------------------------------------------------------
 
 
-@guarded("checking the arguments")
-def compile_model(model, example_input=None, *, calibration=None, data=None, name: str = "model",
-                  alignment: int = 4, input_layout: str = "NHWC", input_dtype: str = "int8",
-                  observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
-                  float_model=None, preserve_input: bool = False, separate_output: bool = False,
-                  optimize: str = "speed", stream: bool = False, int16=None, target_memory=None,
-                  progress=None) -> CompiledModel:
-    """Compile a model to int8 C.
-
-    example_input and calibration are in PyTorch's layout (e.g. NCHW); for a float .tflite, in its own (NHWC).
-    The compiled model takes NHWC input (no run-time permute); input_layout="NCHW" adds one transpose at the
-    start instead. input_dtype="uint8" makes the input uint8 (zero point + 128), converted in place by one
-    cheap first step.
-
-    observer chooses how each activation range is estimated from the calibration samples ("auto", "minmax",
-    "percentile", "mse"); layer_observers overrides it per layer or tensor name. data= are samples used only to
-    check the compiled model (never to calibrate): the check report is cm.check. strict=True turns calibration
-    warnings into a CalibrationError (for CI). float_model= is the float .tflite an int8 .tflite came from.
-
-    The smallest arena lets invoke overwrite the input and put the output over it. preserve_input=True keeps the
-    input's bytes intact across invoke; separate_output=True keeps the output apart from the input (double
-    buffering); cm.contract says what holds and what it cost. optimize="speed" (default) runs the convs that
-    qualify through int16 weights widened at compile time (faster, twice their weight flash, a small work buffer
-    in the arena); "size" keeps int8 weights (the conv kernel widens them as it reads: no more flash than the
-    int8 model); "memory" runs the plain int8 kernels for the smallest arena. progress is called with each
-    stage's name.
-
-    int16= gives chosen layers int16 activations (TFLite's 16x8 scheme; quantize/mixed.py): a list of layer names
-    (the names of the report), or "auto" for the layers whose int8 kernel loses the most on the calibration
-    samples (local SQNR below 30 dB); the layers reading them run 16x8 kernels too, and the model's input and
-    output stay int8. cm.int16_layers says which were chosen and why.
-
-    target_memory=(flash_bytes, ram_bytes) is what the target leaves the model: flash for its constants, RAM for
-    its arena and state region (default: the Raspberry Pi Pico 2, report/budget.py). A model that does not fit
-    is still compiled, with a MemoryBudgetWarning that gives the numbers and what would help; cm.budget holds
-    the verdict.
-
-    stream=True (a PyTorch causal Conv1d / TCN model, or one with nn.LSTM / nn.GRU layers; example and
-    calibration full windows): calibrated and quantized as the full-window model, then converted to a step
-    function (passes/streaming.py): each invoke takes one frame and outputs the full model's output at that frame
-    (a model that outputs only a recurrent layer's last step: its output for the sequence ending at that frame),
-    each causal conv keeping its past frames and each recurrent layer its hidden (and cell) state in the state
-    region (cm.state_bytes; cm.reset_stream() / <name>_reset() start a new stream). A streamed model's invoke
-    leaves its input frame as it was (preserve_input is implied: a caller may keep its own frames there).
-
-    Every error is a TinyAOTError; an unexpected exception inside a stage (a tinyaot bug) leaves as an
-    InternalCompilerError naming the stage and the layer, the original chained (guard.py).
-    """
-    if progress is not None and not callable(progress):
-        raise ModelError(f"progress must be a function taking the stage's name (e.g. print), got "
-                         f"{type(progress).__name__}")
-    if not isinstance(input_layout, str) or input_layout.upper() not in ("NHWC", "NCHW"):
-        raise ModelError(f"input_layout must be 'NHWC' (default) or 'NCHW', got {input_layout!r}")
-    opts = _Options(check_name(name), check_alignment(alignment), input_dtype, observer, layer_observers, strict,
-                    Contract(bool(preserve_input), bool(separate_output)), progress, check_optimize(optimize),
-                    bool(stream), _check_int16(int16), check_target_memory(target_memory))
-    if input_dtype not in ("int8", "uint8"):
-        raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {input_dtype!r}")
-    if stream and (is_tflite(model) or _is_pt2e(model)):
-        raise ModelError("stream=True converts a PyTorch nn.Module (a causal Conv1d / TCN or recurrent model) "
-                         "calibrated by tinyaot; .tflite and PT2E models are not streamed yet: compile the "
-                         "nn.Module")
-    if stream and opts.int16:
-        raise ModelError("int16= with stream=True is not supported yet: the streamed convs keep int8 frames; "
-                         "compile the streamed model all int8")
-    if stream and data is not None:
-        raise ModelError("data= checks a model against its float twin window by window; with stream=True compile "
-                         "the full-window model for that report (the streamed outputs equal its outputs)")
-    if is_tflite(model):
-        from tinyaot.frontend.tflite import is_float_tflite
-
-        if is_float_tflite(model):
-            return _compile_float_tflite(model, calibration, data, opts)
-        if opts.int16:
-            raise ModelError("int16= chooses precision while tinyaot quantizes; this .tflite model is already "
-                             "quantized (its int16 tensors, if any, are imported as they are)")
-        cm = compile_tflite(model, name=opts.name, alignment=alignment, contract=opts.contract, progress=progress,
-                            optimize=opts.optimize)
-        if calibration is not None:
-            warnings.warn("calibration is ignored: this .tflite model is already int8", stacklevel=3)
-        return _finish(cm, [], data, opts, float_model=float_model)
-    from tinyaot.frontend.pt2e import is_pt2e
-
-    if is_pt2e(model):
-        if opts.int16:
-            raise ModelError("int16= chooses precision while tinyaot quantizes; a PT2E graph is already quantized")
-        if calibration is not None:
-            warnings.warn("calibration is ignored: a PT2E-converted graph is already quantized", stacklevel=3)
-        cm = compile_pt2e(model, example_input, name=opts.name, alignment=alignment, input_layout=input_layout,
-                          contract=opts.contract, progress=progress, optimize=opts.optimize)
-        return _finish(cm, check_pt2e_example(example_input, cm), data, opts)
-    _say(progress, "importing the PyTorch model (torch.export)")
-    float_graph = float_passes(import_float_model(model, example_input), input_layout)
-    if calibration is None:
+def _torch_samples(u: Unit) -> dict:
+    """The calibration samples, one set per model input, and each in the model's layout."""
+    if u.calibration_input is None:
         raise CalibrationError(
             "a float model needs calibration samples: pass calibration= a few hundred representative "
             "inputs (an array/tensor shaped (N, ...) like the example input, or an iterable of batches)"
         )
-    examples = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
-    sets = as_sample_batches(calibration, [tuple(x.shape[1:]) for x in examples])
-    batches = [torch_to_model_layout(s.batch, *float_graph.io_layout_of(name))
-               for s, name in zip(sets, float_graph.inputs)]
+    examples = u.example if isinstance(u.example, (tuple, list)) else (u.example,)
+    sets = as_sample_batches(u.calibration_input, [tuple(x.shape[1:]) for x in examples])
+    batches = [torch_to_model_layout(s.batch, *u.graph.io_layout_of(name)) for s, name in zip(sets, u.graph.inputs)]
     if len(sets) == 1:
-        return _quantize_and_plan(float_graph, sets[0], batches[0], data, opts)
-    return _quantize_and_plan(float_graph, sets, batches, data, opts)
+        return {"samples": sets[0], "batch": batches[0]}
+    return {"samples": sets, "batch": batches}
 
 
-COMPILE_OPTIONS = tuple(inspect.signature(compile_model).parameters)[2:]  # after model, example_input
-
-
-@dataclasses.dataclass(frozen=True)
-class _Options:
-    """compile()'s options, validated, as the later stages read them."""
-
-    name: str
-    alignment: int
-    input_dtype: str
-    observer: str
-    layer_observers: dict | None
-    strict: bool
-    contract: Contract
-    progress: object  # callable(str) or None
-    optimize: str = "speed"
-    stream: bool = False  # convert to a one-frame step function (passes/streaming.py)
-    int16: object = ()  # layer names, or "auto" (quantize/mixed.py)
-    target_memory: TargetMemory = PICO2  # what the target leaves the model (report/budget.py)
-
-
-def _compile_float_tflite(model, calibration, data, opts: _Options) -> CompiledModel:
-    """A float .tflite: import it as a float graph and quantize it with tinyaot's own calibration."""
-    from tinyaot.frontend.tflite import from_tflite_float
-
-    _say(opts.progress, "importing the float .tflite model")
-    float_graph = float_passes(from_tflite_float(model))
-    if calibration is None:
+def _tflite_samples(u: Unit) -> dict:
+    """A float .tflite's samples come in its own layout."""
+    if u.calibration_input is None:
         raise CalibrationError(
             "a float .tflite model needs calibration samples: pass calibration= a few hundred representative "
             "inputs in the model's own layout (NHWC for images), shaped (N, ...) like its input"
         )
-    shape = tuple(float_graph.tensor(float_graph.inputs[0]).shape[1:])
-    samples = as_sample_batch(calibration, shape)
-    return _quantize_and_plan(float_graph, samples, samples.batch, data, opts)
+    samples = as_sample_batch(u.calibration_input, tuple(u.graph.tensor(u.graph.inputs[0]).shape[1:]))
+    return {"samples": samples, "batch": samples.batch}
 
 
-def _quantize_and_plan(float_graph, samples, batch, data, opts: _Options) -> CompiledModel:
-    """samples/batch: one input's SampleSet and model-layout batch, or lists of them (several inputs)."""
-    enter_stage("checking the calibration samples")
-    if isinstance(samples, list):
-        findings = [f for i, s in enumerate(samples) for f in check_samples(s, float_graph, f"calibration input {i}")]
+def _check_samples(u: Unit) -> dict:
+    if isinstance(u.samples, list):
+        found = [f for i, s in enumerate(u.samples) for f in check_samples(s, u.graph, f"calibration input {i}")]
     else:
-        findings = check_samples(samples, float_graph)
-    _say(opts.progress, f"calibrating on {batch_len(batch)} samples")
-    calib = collect_ranges(float_graph, batch, observer=opts.observer, layer_observers=opts.layer_observers)
-    findings += check_ranges(float_graph, calib, opts.observer)
-    _say(opts.progress, "quantizing to int8")
-    int8_graph, lowering_findings = lower_to_int8(float_graph, calib.ranges)
-    int16_layers = _int16_layers(float_graph, int8_graph, batch, opts)
-    if int16_layers:
-        _say(opts.progress, f"int16 activations for {', '.join(int16_layers)}")
-        int8_graph, lowering_findings = lower_to_int8(float_graph, calib.ranges, tuple(int16_layers))
-    findings += lowering_findings
-    if opts.input_dtype == "uint8":
-        int8_graph = accept_uint8_input(int8_graph)
-    raise_or_warn(findings, opts.strict, opts.name)  # said before the later stages, which may refuse the model
-    if opts.stream:
-        return _finish(_stream(float_graph, int8_graph, calib, opts), [], None, opts, said=findings)
-    cm = _plan_and_generate(opts.name, float_graph, int8_graph, opts.alignment, opts.contract, opts.progress,
-                            opts.optimize, calibration=calib)
-    cm.int16_layers = int16_layers
-    return _finish(cm, [], data, opts, said=findings)
+        found = check_samples(u.samples, u.graph)
+    return {"findings": (*u.findings, *found)}
 
 
-def _check_int16(int16):
-    if int16 is None or int16 == "auto":
-        return int16 or ()
-    if isinstance(int16, str) or not isinstance(int16, (list, tuple, set, frozenset)) \
-            or not all(isinstance(n, str) for n in int16):
-        raise ModelError(f"int16 must be a list of layer names or 'auto', got {int16!r}")
-    return tuple(int16)
+def _calibrate(u: Unit) -> dict:
+    calib = collect_ranges(u.graph, u.batch, observer=u.options.observer, layer_observers=u.options.layer_observers)
+    return {"calibration": calib, "findings": (*u.findings, *check_ranges(u.graph, calib, u.options.observer))}
 
 
-def _int16_layers(float_graph: Graph, int8_graph: Graph, batch, opts: _Options) -> dict[str, str]:
-    """Layer -> why it has int16 activations (int16="auto": its int8 error; or asked for by name)."""
-    if opts.int16 != "auto":
-        return dict.fromkeys(opts.int16, "chosen by name")
-    return auto_int16_layers(float_graph, int8_graph, batch)
+def _lower(u: Unit) -> dict:
+    int8_graph, found = lower_to_int8(u.graph, u.calibration.ranges)
+    return {"graph": int8_graph, "float_graph": u.graph, "lowering_findings": tuple(found)}
 
 
-def _stream(float_graph: Graph, int8_graph: Graph, calib, opts: _Options) -> CompiledModel:
+def _int16(u: Unit) -> dict:
+    """Layers given int16 activations (by name, or "auto": those whose int8 kernel loses the most), lowered again."""
+    if u.options.int16 == "auto":
+        layers = auto_int16_layers(u.float_graph, u.graph, u.batch)
+    else:
+        layers = dict.fromkeys(u.options.int16, "chosen by name")
+    if not layers:
+        return {"int16_layers": (), "graph": u.graph, "lowering_findings": u.lowering_findings}
+    say(u.options.progress, f"int16 activations for {', '.join(layers)}")
+    int8_graph, found = lower_to_int8(u.float_graph, u.calibration.ranges, tuple(layers))
+    return {"int16_layers": tuple(layers.items()), "graph": int8_graph, "lowering_findings": tuple(found)}
+
+
+def _say_calibration_findings(u: Unit) -> dict:
+    """Said before the later passes, which may refuse the model."""
+    findings = (*u.findings, *u.lowering_findings)
+    raise_or_warn(list(findings[u.warned:]), u.options.strict, u.name)
+    return {"findings": findings, "warned": len(findings)}
+
+
+QUANTIZE = (
+    Pass("check_samples", _check_samples, needs=("graph", "samples"), produces=("findings",),
+         stage="checking the calibration samples"),
+    Pass("calibrate", _calibrate, needs=("graph", "batch"), produces=("calibration", "findings"),
+         stage=lambda u: f"calibrating on {batch_len(u.batch)} samples", announce=True),
+    Pass("lower_to_int8", _lower, needs=("graph", "calibration"),
+         produces=("graph", "float_graph", "lowering_findings"), ir="int8", stage="quantizing to int8", announce=True),
+    Pass("int16_layers", _int16, needs=("graph", "float_graph", "calibration"),
+         produces=("int16_layers", "graph", "lowering_findings"), ir="int8", stage="choosing int16 layers",
+         when=lambda u: bool(u.options.int16)),
+    Pass("uint8_input", _rewrite(accept_uint8_input), ir="int8", stage="taking a uint8 input",
+         when=lambda u: u.options.input_dtype == "uint8"),
+    Pass("say_calibration_findings", _say_calibration_findings, needs=(), produces=("findings", "warned"),
+         stage="checking the calibration samples"),
+)
+
+
+def _stream(u: Unit) -> dict:
     """The int8 full-window graph as a step function; the full-window graph stays reachable (cm.window_model())."""
-    from tinyaot.passes.streaming import stream_graph
-
-    _say(opts.progress, "converting to a one-frame step function (streaming)")
-    streamed, info = stream_graph(int8_graph)
-    verify_graph(streamed, "the streaming conversion", quantized=True)
-    kept = Contract(True, opts.contract.separate_output)  # invoke leaves the caller's frame as it was written
-    cm = _plan_and_generate(opts.name, None, streamed, opts.alignment, kept, opts.progress, opts.optimize,
-                            calibration=calib)
-    cm.stream_info = info
-    cm.window = (float_graph, int8_graph, opts)  # what window_model() plans on first use
-    return cm
+    streamed, info = stream_graph(u.graph)
+    return {"graph": streamed, "stream_info": info, "window": StreamWindow(u.float_graph, u.graph),
+            "float_graph": None,  # the float model is the window's: the step function has no float twin
+            "contract": Contract(True, u.options.contract.separate_output)}  # invoke leaves the caller's frame
 
 
-def _is_pt2e(model) -> bool:
-    from tinyaot.frontend.pt2e import is_pt2e
-
-    return is_pt2e(model)
+def _lower_pt2e(u: Unit) -> dict:
+    return {"graph": lower_pt2e(u.graph, *u.pt2e_qparams)}
 
 
-def _finish(cm: CompiledModel, findings: list, data, opts: _Options, float_model=None, said=()) -> CompiledModel:
-    """Findings become warnings (errors when strict); data= runs the trust check; the budget check says whether
-    the model fits its target. `said`: findings already raised as warnings by an earlier stage, kept in
-    cm.findings."""
-    new = list(findings)
-    cm.findings = list(said) + new  # before the check: its diagnosis reads them (noise-like samples, ...)
-    if data is not None:
-        _say(opts.progress, "checking the int8 model on the data= samples")
-        cm.check = cm.check_data(data, float_model=float_model)
-        new += cm.check.findings
-        cm.findings += cm.check.findings
-    raise_or_warn(new, opts.strict, cm.name)
-    cm.budget = check_budget(cm, opts.target_memory)
-    warn(list(cm.budget.findings), None, MemoryBudgetWarning)
-    return cm
+def _dequantized_reference(u: Unit) -> dict:
+    """What an imported int8 model's integers stand for: the reference its outputs are checked against."""
+    return {"reference_graph": dequantized_graph(u.graph)}
+
+
+REFERENCE = Pass("dequantized_reference", _dequantized_reference, produces=("reference_graph",),
+                 stage="dequantizing the int8 model (its float reference)")
+
+
+# ---- the checks on the compiled model ------------------------------------------------------------------------
+
+
+def _check_pt2e_example(u: Unit) -> dict:
+    return {"findings": (*u.findings, *check_pt2e_example(u.example, u))}
+
+
+def _check_data(u: Unit) -> dict:
+    """The trust check on samples that never calibrated anything (its diagnosis reads the findings so far)."""
+    check = CompiledModel(result_of(u, ())).check_data(u.data, float_model=u.float_model)
+    return {"check": check, "findings": (*u.findings, *check.findings)}
+
+
+def _say_findings(u: Unit) -> dict:
+    raise_or_warn(list(u.findings[u.warned:]), u.options.strict, u.name)
+    return {"warned": len(u.findings)}
+
+
+def _check_budget(u: Unit) -> dict:
+    budget = check_budget(CompiledModel(result_of(u, ())), u.options.target_memory)
+    warn(list(budget.findings), None, MemoryBudgetWarning)
+    return {"budget": budget}
+
+
+CHECKS = (
+    Pass("check_data", _check_data, needs=("sources",), produces=("check", "findings"),
+         stage="checking the int8 model on the data= samples", announce=True, when=lambda u: u.data is not None),
+    Pass("say_findings", _say_findings, needs=(), produces=("warned",), stage="checking the compiled model"),
+    Pass("check_budget", _check_budget, needs=("sources",), produces=("budget",),
+         stage="checking the model against its target's memory"),
+)
+
+# ---- one table per front end ---------------------------------------------------------------------------------
+
+TORCH_TO_INT8 = (  # a PyTorch model to its int8 graph: what PYTORCH and STREAM share
+    Pass("import_torch", _import_torch, needs=(), ir="float", stage="importing the PyTorch model (torch.export)",
+         announce=True),
+    *FLOAT_PASSES,
+    INPUT_LAYOUT,
+    Pass("calibration_samples", _torch_samples, produces=("samples", "batch"),
+         stage="reading the calibration samples"),
+    *QUANTIZE,
+)
+PYTORCH = (*TORCH_TO_INT8, *BACKEND, *CHECKS)
+STREAM = (
+    *TORCH_TO_INT8,
+    Pass("stream", _stream, needs=("graph", "float_graph"),
+         produces=("graph", "stream_info", "window", "float_graph", "contract"), ir="int8",
+         stage="converting to a one-frame step function (streaming)", announce=True),
+    *BACKEND,
+    *CHECKS,
+)
+FLOAT_TFLITE = (
+    Pass("import_float_tflite", _import_float_tflite, needs=(), ir="float", stage="importing the float .tflite model",
+         announce=True),
+    *FLOAT_PASSES,
+    Pass("calibration_samples", _tflite_samples, produces=("samples", "batch"),
+         stage="reading the calibration samples"),
+    *QUANTIZE,
+    *BACKEND,
+    *CHECKS,
+)
+INT8_TFLITE = (
+    Pass("import_tflite", _import_tflite, needs=(), ir="int8", stage="importing the .tflite model", announce=True),
+    REFERENCE,
+    *BACKEND,
+    *CHECKS,
+)
+PT2E = (
+    Pass("import_pt2e", _import_pt2e, needs=(), produces=("graph", "pt2e_qparams"), ir="float",
+         stage="importing the PT2E graph", announce=True),
+    # permutes fully-connected columns only: per-row weight scales stay
+    Pass("fold_flatten_transpose", _rewrite(fold_flatten_transpose), ir="float", stage="importing the PT2E graph"),
+    Pass("nchw_input", _rewrite(accept_nchw_input), ir="float", stage="importing the PT2E graph", when=_nchw_input),
+    Pass("prune", _prune, ir="float", stage="importing the PT2E graph"),
+    Pass("lower_pt2e", _lower_pt2e, needs=("graph", "pt2e_qparams"), ir="int8",
+         stage="lowering to int8 with the PT2E graph's own qparams", announce=True),
+    REFERENCE,
+    *BACKEND,
+    Pass("check_pt2e_example", _check_pt2e_example, produces=("findings",), stage="checking the example input"),
+    *CHECKS,
+)
+
+
+@guarded("checking the arguments")
+def compile_model(model, example=None, *, calibration=None, data=None, float_model=None,
+                  options: CompileOptions | Mapping[str, object] | None = None) -> CompiledModel:
+    """tinyaot.compile's work (tinyaot.compile says what each argument is): its options checked (a CompileOptions,
+    or its fields as keywords), then the table of the model's front end, run by the driver."""
+    opts = options if isinstance(options, CompileOptions) else CompileOptions(**(options or {}))
+    tflite = is_tflite(model)
+    pt2e = not tflite and is_pt2e(model)
+    if opts.stream and (tflite or pt2e):
+        raise ModelError("stream=True converts a PyTorch nn.Module (a causal Conv1d / TCN or recurrent model) "
+                         "calibrated by tinyaot; .tflite and PT2E models are not streamed yet: compile the "
+                         "nn.Module")
+    if opts.stream and opts.int16:
+        raise ModelError("int16= with stream=True is not supported yet: the streamed convs keep int8 frames; "
+                         "compile the streamed model all int8")
+    if opts.stream and data is not None:
+        raise ModelError("data= checks a model against its float twin window by window; with stream=True compile "
+                         "the full-window model for that report (the streamed outputs equal its outputs)")
+    if tflite and is_float_tflite(model):
+        table = FLOAT_TFLITE
+    elif tflite or pt2e:
+        if opts.int16:
+            raise ModelError("int16= chooses precision while tinyaot quantizes; " + (
+                "this .tflite model is already quantized (its int16 tensors, if any, are imported as they are)"
+                if tflite else "a PT2E graph is already quantized"))
+        if calibration is not None:
+            warnings.warn("calibration is ignored: " + ("this .tflite model is already int8" if tflite else
+                                                        "a PT2E-converted graph is already quantized"), stacklevel=4)
+        table = INT8_TFLITE if tflite else PT2E
+    else:
+        table = STREAM if opts.stream else PYTORCH
+    unit, timings = run_passes(table, Unit(opts.name, opts, model=model, example=example,
+                                           calibration_input=calibration, data=data, float_model=float_model))
+    return CompiledModel(result_of(unit, timings))

@@ -22,11 +22,11 @@ from tinyaot.loader import (
     load_arrays,
     parse_shape,
 )
-from tinyaot.pipeline import check_alignment, check_name
+from tinyaot.options import check_alignment, check_name
 from tinyaot.report.budget import parse_target_memory
 
 _COMMAND_FIELDS = ("engine", "picture", "compare_float", "no_m33", "target", "copy_to_ram", "mix", "no_layers", "out",
-                   "random_calibration")
+                   "random_calibration", "timings")
 
 
 def build_request(ns: argparse.Namespace) -> Request:

@@ -12,11 +12,11 @@ import os
 import sys
 import traceback
 
-from tinyaot import __version__
-from tinyaot.errors import InternalCompilerError, TinyAOTError
+from tinyaot.errors import InternalCompilerError, InternalError, TinyAOTError
 from tinyaot.targets.host import HostCompilerMissing
 from tinyaot.targets.m33 import M33Error
 from tinyaot.targets.toolchain import ToolchainMissing
+from tinyaot.version import __version__
 
 EXIT_OK = 0
 EXIT_WRONG = 1  # demo: an engine got a digit wrong
@@ -37,8 +37,7 @@ EXIT_TABLE: tuple[tuple[type[BaseException], int], ...] = (
     (ToolchainMissing, EXIT_TOOL),  # a tool or target failed: the cross compiler or emulator ...
     (HostCompilerMissing, EXIT_TOOL),  # ... the host compiler ...
     (M33Error, EXIT_TOOL),  # ... the C build or the emulated run
-    (InternalCompilerError, EXIT_BUG),  # a stage broke its own rules, or crashed: never the user's fault
-    # tinyaot's own bugs that are TinyAOTErrors belong above this line with EXIT_BUG, before the user's errors
+    (InternalError, EXIT_BUG),  # tinyaot's own bug (a stage broke its rules, or crashed): never the user's fault
     (TinyAOTError, EXIT_USER),  # what the user can fix: a bad argument, input file or model
     (MemoryError, EXIT_USER),
     (OSError, EXIT_USER),  # a path or a disk: the user's to fix
@@ -109,8 +108,8 @@ def report_bug(json_mode: bool, exc: BaseException) -> int:
         message = f"{exc}; the traceback is printed above"  # guard.py's words: the stage, the layer, what to send
     else:
         message = (f"internal error ({type(exc).__name__}: {exc}). This is a bug in tinyaot {__version__}, not a "
-                   "problem with your input: please report it to the tinyaot maintainers with the command you ran "
-                   "and the traceback above")
+                   "problem with your input: please report it to the tinyaot maintainers with the command you ran, "
+                   "the model and the traceback above")
     return report(json_mode, "InternalError", message, EXIT_BUG)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tinyaot import __version__
 from tinyaot.cli.commands import COMMANDS
 from tinyaot.cli.exits import EXIT_CODES, EXIT_OK, EXIT_USER, report
+from tinyaot.version import __version__
 
 
 class UsageError(Exception):

@@ -78,6 +78,7 @@ class Request:
     no_layers: bool = False  # eval
     out: str = "out/demo"  # demo
     random_calibration: bool = False  # demo
+    timings: bool = False  # compile: print each pass's time
 
     @property
     def calibration(self) -> str | None:

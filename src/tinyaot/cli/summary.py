@@ -2,6 +2,8 @@
 contract cost, whether it fits its target, and what calibration and the --data check found."""
 from __future__ import annotations
 
+from rich.table import Table
+
 from tinyaot.cli.compiling import Compiled
 from tinyaot.cli.request import Request
 from tinyaot.report.memory import io_dicts
@@ -75,6 +77,26 @@ def trust(compiled: Compiled) -> dict:
     if compiled.check is not None:
         out["check"] = compiled.check.to_dict()
     return out
+
+
+def timings(cm, req: Request) -> dict:
+    """--timings: each pass's time, in the order they ran (driver.py measures them)."""
+    if not req.timings:
+        return {}
+    return {"timings": [{"pass": t.name, "seconds": t.seconds} for t in cm.timings]}
+
+
+def print_timings(c, info: dict) -> None:
+    if "timings" not in info:
+        return
+    rows = info["timings"]
+    total = sum(r["seconds"] for r in rows) or 1.0
+    t = Table(title=f"time per pass ({total:.2f} s in all)")
+    for col in ("pass", "ms", "share"):
+        t.add_column(col, justify="left" if col == "pass" else "right")
+    for r in rows:
+        t.add_row(r["pass"], f"{r['seconds'] * 1000:,.1f}", f"{r['seconds'] / total:.1%}")
+    c.print(t)
 
 
 def print_trust(c, compiled: Compiled) -> None:

@@ -5,14 +5,17 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from tinyaot import __version__
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS
+from tinyaot.codegen.folder import write_model_files
 from tinyaot.codegen.ops import EmittedOp, describe, emitter_for, variant_emitter
 from tinyaot.codegen.params import constant_bytes
+from tinyaot.errors import PlanError
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS, state_family
 from tinyaot.plan import MemoryPlan
+from tinyaot.plan.contract import io_facts
+from tinyaot.version import __version__
 
 SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
 
@@ -30,8 +33,6 @@ class CSources:
 
     def write(self, directory: Path) -> list[Path]:
         """Write into `directory`, beside other models exported there (they share the kernel files)."""
-        from tinyaot.codegen.folder import write_model_files
-
         return write_model_files(Path(directory), self.name, self.files)
 
     @property
@@ -48,8 +49,6 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     macro = prefix.upper()
     unplaced = [n.name for n in g.nodes if state_family(n) is not None and plan.state_of(n.name) is None]
     if unplaced:
-        from tinyaot.errors import PlanError
-
         raise PlanError(f"stateful layer(s) {', '.join(unplaced)} have no slot in the plan's state region: plan "
                         "the graph with plan.plan_graph, which places the state")
     offsets = {t: f"{macro}_OFFSET_{c_ident(b.name).upper()}" + (f" + {b.offset_in(t)}" if b.offset_in(t) else "")
@@ -377,8 +376,6 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
 
 def _contract_comment(g: Graph, plan: MemoryPlan, macro: str, prefix: str) -> list[str]:
     """The buffer contract, read from the plan: what invoke does to the input, and where the output sits."""
-    from tinyaot.plan.contract import io_facts
-
     facts = io_facts(plan, g.inputs, g.outputs)
     if _several(g):
         return _contract_comment_several(facts, macro, prefix)

@@ -12,8 +12,8 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
-from tinyaot import __version__
 from tinyaot.errors import ModelError
+from tinyaot.version import __version__
 
 MANIFEST = "tinyaot_manifest.json"
 

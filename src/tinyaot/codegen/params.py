@@ -18,7 +18,7 @@ import numpy as np
 
 from tinyaot.codegen.cformat import C_TYPES, c_array, c_int
 from tinyaot.codegen.kernel_header import SCALAR_BYTES, TARGET_POINTER_BYTES, CField, kernel_header
-from tinyaot.errors import TinyAOTError
+from tinyaot.errors import InternalError
 
 # Params fields that stay on the host, by dataclass name: field -> why the kernel does not need it.
 HOST_ONLY: dict[str, dict[str, str]] = {
@@ -79,7 +79,7 @@ NAMED_VALUES = {"tinyaot_pad_params": {"mode": "TINYAOT_PAD_"}, "tinyaot_lut16_p
                 "tinyaot_pad16_params": {"mode": "TINYAOT_PAD_"}}
 
 
-class ParamsMismatch(TinyAOTError):
+class ParamsMismatch(InternalError):
     """A Params instance does not fit its C struct (a bug in tinyaot: the header and the dataclass drifted)."""
 
 

@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 from tinyaot.frontend.pytorch_builder import Builder, Value, ir_axis, pair, torch_to_ir_shape, val_shape
 from tinyaot.ir.pooling import pooled_size
+from tinyaot.ir.resize import nearest_source
 
 
 def _pool_args(b: Builder, n, one_d: bool, is_avg: bool):
@@ -89,8 +90,6 @@ def _adaptive_windows(b: Builder, size: int, out: int) -> tuple[int, int, int]:
     """(kernel, stride, pooled size) of PyTorch's adaptive windows along one axis: uniform windows, or windows of
     one pixel each (kernel 1, stride 1, then a nearest resize from `size` to `out` copies them, checked to pick
     the same pixels)."""
-    from tinyaot.ir.resize import nearest_source
-
     starts = [i * size // out for i in range(out)]
     ends = [-(-(i + 1) * size // out) for i in range(out)]
     kernel, stride = ends[0] - starts[0], (starts[1] - starts[0]) if out > 1 else size

@@ -5,11 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tinyaot.frontend.pytorch_builder import (
-    Builder,
-    torch_to_ir_shape,
-    val_shape,
-)
+from tinyaot.frontend.pytorch_builder import Builder, torch_to_ir_shape, val_shape
+from tinyaot.ir.resize import nearest_source
 
 TORCH_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "replicate"}  # torch -> IR pad mode
 
@@ -71,8 +68,6 @@ def _check_nearest_sources(b: Builder, n, in_shape, out_shape, half_pixel_center
     """The pixels PyTorch copies (its op run on a tensor of pixel numbers) must be the ones TFLite's formula picks:
     they differ for some scale_factors (PyTorch then uses 1 / scale_factor, not in / out)."""
     import torch
-
-    from tinyaot.ir.resize import nearest_source
 
     _, in_h, in_w, _ = in_shape
     one_d = len(n.args[0].meta["val"].shape) == 3

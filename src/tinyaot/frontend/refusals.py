@@ -10,6 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tinyaot.errors import TinyAOTError, UnsupportedOpError
+from tinyaot.frontend import (
+    pytorch_activations,
+    pytorch_conv,
+    pytorch_elementwise,
+    pytorch_pooling,
+    pytorch_recurrent,
+    pytorch_shape,
+    pytorch_slicing,
+)
 from tinyaot.frontend.fx_util import layer_name, layer_type, source_location
 
 MAX_LINES = 12  # distinct refusals listed; the rest are counted
@@ -45,12 +54,22 @@ def base_name(op: str) -> str:
     return parts[1] if len(parts) > 2 else parts[-1]
 
 
+# The family of an op no name above claims, by the converter module whose table holds it: an op added to
+# pytorch_activations.py is listed with the activations without an edit here. (pytorch_spatial's pad and resize
+# and pytorch_attention's norms and matmul span families: their names above place them.)
+MODULE_FAMILIES = ((pytorch_conv.CONVERTERS, "convolution, linear, matmul, attention"),
+                   (pytorch_recurrent.CONVERTERS, "recurrent"), (pytorch_activations.CONVERTERS, "activations"),
+                   (pytorch_pooling.CONVERTERS, "pooling, mean, sum, resize"),
+                   (pytorch_elementwise.CONVERTERS, "element-wise arithmetic"),
+                   (pytorch_slicing.CONVERTERS, "slicing"), (pytorch_shape.CONVERTERS, "shape, layout, padding"))
+
+
 def family_of(op: str) -> str:
     base = base_name(op)
     for family, names in FAMILIES:
         if any(base == n or (base.startswith(n) and not base[len(n):len(n) + 1].isalpha()) for n in names):
             return family
-    return "other"
+    return next((family for table, family in MODULE_FAMILIES if op in table), "other")
 
 
 def by_family(ops) -> dict[str, list[str]]:

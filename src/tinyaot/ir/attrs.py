@@ -272,6 +272,15 @@ class ReluAttrs(Attrs):
 
 
 @dataclass(frozen=True, eq=False)
+class LeakyReluAttrs(Attrs):
+    alpha: float | None = None  # the slope below zero: y = x for x >= 0, alpha * x below
+
+    def validate(self) -> None:
+        if self.alpha is None or isinstance(self.alpha, bool) or not math.isfinite(self.alpha):
+            raise AttrError(f"leaky_relu alpha must be a finite number, got {self.alpha!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class TransposeAttrs(Attrs):
     perm: tuple[int, ...] | None = None
 
@@ -351,14 +360,13 @@ class SvdfAttrs(Attrs):
     filter) is kept in the node's state slot across invokes at state_qparams, the weights_time's integer type."""
 
     rank: int | None = None
-    state_qparams: Any = None  # QParams (per tensor) of the activation state: the feature matmul's output
+    state_qparams: Any = None  # QParams (per tensor) of the activation state: the feature matmul's output; None in
+    #                            a float graph, whose lowering chooses it (quantize/svdf.py)
     float_clamp: tuple[float, float] | None = None  # TFLite's fused activation, which the float SVDF applies and
     #                                                 TFLM's integer kernel does not (the output range clamps)
 
     def validate(self) -> None:
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
             raise AttrError(f"svdf needs its rank, an integer >= 1, got {self.rank!r}")
-        if self.state_qparams is None:
-            raise AttrError("svdf needs state_qparams (the activation state's scale and zero point)")
         if self.float_clamp is not None:
             _check_clamp("float_clamp", self.float_clamp)

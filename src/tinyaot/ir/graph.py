@@ -6,10 +6,14 @@ The same op names appear in the IR, the NumPy reference (`tinyaot.ref`) and the 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from tinyaot.ir.attrs import AttrError
+from tinyaot.ir.ops import make_attrs
 
 
 @dataclass(frozen=True)
@@ -77,16 +81,16 @@ class Node:
     source: str = ""
 
     def __post_init__(self) -> None:
-        from tinyaot.ir.ops import AttrError, make_attrs
-
         try:
             self.attrs = make_attrs(self.op, self.attrs)
         except AttrError as exc:
             raise AttrError(f"layer '{self.name}'{f' at {self.source}' if self.source else ''}: {exc}") from None
 
-    def set_attrs(self, **changes) -> None:
-        """Change attributes (validated again); a pass's way to fold a clamp into a producer."""
-        self.attrs = self.attrs.replace(**changes)
+    def with_attrs(self, **changes) -> Node:
+        """A new node with some attributes changed (validated again): a pass's way to fold a clamp into a
+        producer without editing the graph it was given."""
+        return dataclasses.replace(self, inputs=list(self.inputs), outputs=list(self.outputs),
+                                   attrs=self.attrs.replace(**changes))
 
 
 @dataclass
@@ -115,6 +119,13 @@ class Graph:
         if unknown:
             raise TypeError(f"Graph has no field(s) {', '.join(sorted(unknown))}")
         return Graph(**(fields | changes))
+
+    def copy(self) -> Graph:
+        """A copy a pass may edit: new nodes and tensors, new lists and dicts. Constant data arrays are shared (a
+        pass gives a tensor new data rather than writing into its array), and so are the frozen attrs and qparams."""
+        return self.replace(tensors={k: dataclasses.replace(t) for k, t in self.tensors.items()},
+                            nodes=[dataclasses.replace(n, inputs=list(n.inputs), outputs=list(n.outputs))
+                                   for n in self.nodes])
 
     def per_input(self, x) -> list:
         """One value per graph input: `x` itself for a one-input graph, else the list given (one per input)."""
@@ -165,6 +176,21 @@ class Graph:
         self.tensors = {k: v for k, v in self.tensors.items() if k in used}
 
     def __str__(self) -> str:
-        from tinyaot.ir.printer import format_graph
+        """A human-readable dump, one node per line."""
+        lines = [f"inputs: {', '.join(_fmt_tensor(self.tensor(n)) for n in self.inputs)}"]
+        for node in self.nodes:
+            ins = ", ".join(n if self.tensor(n).is_const else _fmt_tensor(self.tensor(n)) for n in node.inputs)
+            outs = ", ".join(_fmt_tensor(self.tensor(n)) for n in node.outputs)
+            attrs = " ".join(f"{k}={v}" for k, v in node.attrs.items() if not hasattr(v, "shape"))
+            lines.append(f"  {node.name} = {node.op}({ins}) {attrs} -> {outs}")
+        lines.append(f"outputs: {', '.join(self.outputs)}")
+        return "\n".join(lines)
 
-        return format_graph(self)
+
+def _fmt_tensor(t: Tensor) -> str:
+    q = ""
+    if t.qparams is not None and t.qparams.is_per_tensor:
+        q = f" s={t.qparams.scale[0]:.6g} zp={t.qparams.zero_point[0]}"
+    elif t.qparams is not None:
+        q = f" per-channel[{len(t.qparams.scale)}]"
+    return f"{t.name}:{t.dtype}{list(t.shape)}{q}"

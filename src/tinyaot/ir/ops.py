@@ -4,8 +4,9 @@ Each stage reads what it needs from here rather than keeping its own list of op 
 op's output qparams are chosen, the fusion pass which ops take a clamp, the planner which ops are views or may
 run in place, the reference interpreter and the code generator which kernel an op runs, and which kernel
 variants the plan may choose instead (ir/variants.py). Adding an op is one OpSpec here (its attrs dataclass,
-ir/attrs.py, and traits), a converter per front end, a reference kernel (ref/<kernel>.py: prepare + <kernel>), its
-C kernel and emitter; docs/ARCHITECTURE.md walks through it.
+ir/attrs.py, and traits), a converter per front end, a reference kernel (ref/<kernel>.py: prepare + <kernel>) and
+its C kernel with its params struct; the generic emitter writes the call (an op needing more names its own
+emitter); docs/ARCHITECTURE.md walks through it.
 
 Conventions shared by all front ends (PyTorch, TFLite, PT2E) and all backends:
 - Activations are NHWC (4-D) or [batch, features] (2-D). A PyTorch NCHW model is converted to NHWC
@@ -38,6 +39,7 @@ from tinyaot.ir.attrs import (
     DepthwiseAttrs,
     GroupNormAttrs,
     LayerNormAttrs,
+    LeakyReluAttrs,
     LutAttrs,
     MaxPoolAttrs,
     MeanAttrs,
@@ -76,6 +78,9 @@ AFTER_LOWERING = "after lowering"  # made by a pass on the int8 graph, never low
 FLOAT_ONLY = "float only"  # folded away before lowering
 RECURRENT = "recurrent"  # quantize/recurrent.py: weights per gate row, the output's from calibration, the state's
 #                         power-of-two scale from the calibrated range of the float graph's second output
+SVDF = "svdf"  # quantize/svdf.py, TFLite's converter's SVDF scheme: the int16 state's symmetric scale from the
+#               calibrated range of the float graph's observed output (the feature activations), the output's from
+#               calibration
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,8 @@ class OpSpec:
     #                            recurrent layer's int16 state; "svdf", an SVDF's activation state); its kernel
     #                            takes them last. An op whose attrs have `stateful` keeps them only when that is
     #                            set (state_family)
+    observed: bool = False  # in a float graph the node has a second output that only calibration reads (an SVDF's
+    #                          feature activations, the values its state keeps), which lowering drops
     s16_by_input: bool = False  # the 16x8 variant runs for an int16 input only: an int8 input with an int16
     #                             output runs the int8 kernel, which then writes int16 (TFLM's int8 -> int16 softmax)
     variants: tuple[KernelVariant, ...] = ()  # kernels the plan may run it as instead of `ref` (ir/variants.py), in
@@ -212,6 +219,15 @@ _SPECS = (
     _spec("relu", ("x",), ReluAttrs, "standalone clamp when it cannot fuse into a producer; clamp required; "
           "rescales if qparams differ", INHERIT, rescales=True, overlap="elementwise", ref="relu_s8",
           s16="relu_s16"),
+    _spec("prelu", ("x", "alpha (constant; broadcasts to x, e.g. one per channel, the last axis)"), NoAttrs,
+          "x where x >= 0, alpha * x below, TFLite Micro's int8 PRELU: the input's offset taken off, then one "
+          "requantization by input_scale / output_scale (x >= its zero point) or of x * alpha by input_scale * "
+          "alpha_scale / output_scale", OWN, rescales=True, overlap="elementwise", ref="prelu_s8",
+          int8_constants=True, title="PReLU"),
+    _spec("leaky_relu", ("x",), LeakyReluAttrs, "x where x >= 0, alpha * x below with one alpha, TFLite Micro's "
+          "int8 LEAKY_RELU: prelu's kernel with one alpha of 1 and the multiplier input_scale * alpha / "
+          "output_scale (negative for a negative alpha); 16x8: TFLM's int16 LEAKY_RELU", OWN, rescales=True,
+          overlap="elementwise", ref="prelu_s8", s16="leaky_relu_s16", title="LeakyReLU"),
     _spec("reshape", ("x",), NoAttrs, "a view: same bytes, new shape", INHERIT, view=True, moves_only=True),
     _spec("transpose", ("x",), TransposeAttrs, "moves bytes (2-D to 4-D); only where a view cannot do", INHERIT,
           moves_only=True, ref="transpose_s8", s16="transpose_s16"),
@@ -258,8 +274,10 @@ _SPECS = (
                    "bias[filters / rank]"), SvdfAttrs, "TFLite's SVDF with TFLite Micro's integer semantics: each "
           "invoke shifts every filter's activation state (kept in the state region across invokes, TFLite's variable "
           "tensor) by one, appends the requantized feature dot product, takes the dot product with weights_time, "
-          "sums rank filters per unit with the bias and requantizes to int8", OWN, rescales=True, macs="svdf",
-          ref="svdf_s8", emit="emit_stream", state="svdf", title="SVDF"),
+          "sums rank filters per unit with the bias and requantizes to int8; in a float graph (a float .tflite) the "
+          "second output is the feature activations, whose calibrated range gives the int16 state its scale",
+          SVDF, rescales=True, macs="svdf", ref="svdf_s8", emit="emit_stream", state="svdf", observed=True,
+          title="SVDF"),
     _spec("batch_norm", ("x", "scale", "shift"), BatchNormAttrs, "y = x * scale + shift per channel; folded "
           "into the producing conv or linear (passes/fold_batch_norm.py)", FLOAT_ONLY),
 )

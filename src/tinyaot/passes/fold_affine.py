@@ -26,6 +26,8 @@ def _affine(node) -> bool:
 
 
 def fold_affine_chains(g: Graph) -> Graph:
+    """A new graph: `g` is left as it was."""
+    g = g.copy()
     changed = True
     while changed:
         changed = False
@@ -37,8 +39,9 @@ def fold_affine_chains(g: Graph) -> Graph:
                 continue
             a1, b1 = first.attrs["scale_by"], first.attrs["offset"]
             a2, b2 = second.attrs["scale_by"], second.attrs["offset"]
-            second.set_attrs(scale_by=a1 * a2, offset=b1 * a2 + b2)  # a2 * (a1 x + b1) + b2
-            second.inputs = [first.inputs[0]]
+            folded = second.with_attrs(scale_by=a1 * a2, offset=b1 * a2 + b2)  # a2 * (a1 x + b1) + b2
+            folded.inputs = [first.inputs[0]]
+            g.nodes[g.nodes.index(second)] = folded
             g.nodes.remove(first)
             changed = True
             break

@@ -21,6 +21,8 @@ FOLDABLE = ops_where(qparams=WEIGHTED)  # a per-output-channel weight (along spe
 
 
 def fold_batch_norm(g: Graph) -> Graph:
+    """A new graph: `g` is left as it was."""
+    g = g.copy()
     for bn in [n for n in g.nodes if n.op == "batch_norm"]:
         x = bn.inputs[0]
         producer = g.producer(x)

@@ -10,6 +10,8 @@ from tinyaot.ir import Graph
 
 
 def fold_flatten_transpose(g: Graph) -> Graph:
+    """A new graph: `g` is left as it was."""
+    g = g.copy()
     for t in [n for n in g.nodes if n.op == "transpose" and tuple(n.attrs["perm"]) == (0, 3, 1, 2)]:
         users = g.consumers(t.outputs[0])
         if len(users) != 1 or users[0].op != "reshape" or t.outputs[0] in g.outputs:

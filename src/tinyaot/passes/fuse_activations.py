@@ -11,6 +11,8 @@ FUSABLE_PRODUCERS = ops_where(fuses_clamp=True)
 
 
 def fuse_activations(g: Graph) -> Graph:
+    """A new graph: `g` is left as it was."""
+    g = g.copy()
     for act in [n for n in g.nodes if n.op == "relu"]:
         src = act.inputs[0]
         producer = g.producer(src)
@@ -18,7 +20,7 @@ def fuse_activations(g: Graph) -> Graph:
             continue
         if producer.attrs.get("clamp") or len(g.consumers(src)) != 1 or src in g.outputs:
             continue
-        producer.set_attrs(clamp=act.attrs["clamp"])
+        g.nodes[g.nodes.index(producer)] = producer.with_attrs(clamp=act.attrs["clamp"])
         _rename_uses(g, act.outputs[0], src)
         g.nodes.remove(act)
     g.prune()

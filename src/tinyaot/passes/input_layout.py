@@ -6,7 +6,8 @@ from tinyaot.ir import Graph, Node, Tensor
 
 def accept_nchw_input(g: Graph) -> Graph:
     """Each channels-last feature-map input (4-D in torch) gets one transpose (a reshape when only a copy of the
-    bytes' order would change); the others are left as they are."""
+    bytes' order would change); the others are left as they are. A new graph: `g` is left as it was."""
+    g = g.copy()
     inputs = []
     for k, name in enumerate(g.inputs):
         layout, rank = g.io_layout_of(name)

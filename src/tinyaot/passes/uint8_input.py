@@ -8,7 +8,9 @@ from tinyaot.ir import Graph, Node, QParams, Tensor
 
 
 def accept_uint8_input(q: Graph) -> Graph:
-    """Every input becomes uint8 (each with its own step; a model with several inputs takes them all as uint8)."""
+    """Every input becomes uint8 (each with its own step; a model with several inputs takes them all as uint8). A new
+    graph: `q` is left as it was."""
+    q = q.copy()
     inputs = []
     for k, name in enumerate(q.inputs):
         old = q.tensor(name)

@@ -1,10 +1,17 @@
 """Static memory planning: op order, lifetimes over the schedule, placement in one arena, verification."""
+from dataclasses import replace
+
+from tinyaot.errors import ModelError
 from tinyaot.ir.variants import KernelOptions
 from tinyaot.plan.choice import merge
+from tinyaot.plan.contract import Contract, with_contract
+from tinyaot.plan.inplace import plan_with_rings
 from tinyaot.plan.kernels import kernel_choices, own_overlap, work_buffers
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
 from tinyaot.plan.overlap import Overlap, OverlapRule, buffer_overlaps, overlap_rules
 from tinyaot.plan.planner import MemoryPlan, plan_memory
+from tinyaot.plan.schedule import schedule
+from tinyaot.plan.state import plan_state
 from tinyaot.plan.verify import contract_problems, verify_plan
 
 __all__ = [
@@ -30,12 +37,6 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     contract (plan.contract.Contract) keeps the input intact across invoke and/or the output apart from it;
     optimize chooses the kernel variants (plan/kernels.py: "speed" gives the convs that qualify the pairs kernel
     and its work buffer), which the plan records per node (MemoryPlan.kernels)."""
-    from dataclasses import replace
-
-    from tinyaot.plan.contract import Contract
-    from tinyaot.plan.schedule import schedule
-    from tinyaot.plan.state import plan_state
-
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     graph_buffers = buffers_of(g, alignment)
@@ -48,16 +49,10 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
 
 
 def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize) -> MemoryPlan:
-    from dataclasses import replace
-
-    from tinyaot.plan.contract import Contract
-
     buffers = graph_buffers + work_buffers(g, kernels)
     owner = {t: b.name for b in buffers for t in b.tensors}
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
     if contract.any and (len(g.inputs) > 1 or len(g.outputs) > 1):
-        from tinyaot.errors import ModelError
-
         raise ModelError(f"preserve_input and separate_output are for models with one input and one output; this "
                          f"one has {len(g.inputs)} inputs and {len(g.outputs)} outputs. Compile without them "
                          "(the header's buffer contract says what invoke does to every input)")
@@ -75,11 +70,6 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize) 
 
 
 def _place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact) -> MemoryPlan:
-    from dataclasses import replace
-
-    from tinyaot.plan.contract import with_contract
-    from tinyaot.plan.inplace import plan_with_rings
-
     buffers, pinned = with_contract(buffers, len(g.nodes), input_buf, output_buf, contract, how or "output-early")
     pairs = own_overlap(g, kernels, "pairs")  # the nodes whose variant reads a pixel pair before writing it
     plan = plan_memory(buffers, len(g.nodes), alignment=alignment,

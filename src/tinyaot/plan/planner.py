@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tinyaot.plan.choice import KernelChoice, RingVariant
+from tinyaot.plan.exact import solve_exact
 from tinyaot.plan.lifetimes import Buffer, lower_bound
 from tinyaot.plan.overlap import Overlap
+from tinyaot.plan.state import state_size
 from tinyaot.plan.verify import verify_plan
 
 EXACT_MAX_BUFFERS = 48  # above this the CP-SAT model is not worth its time: the heuristics decide
@@ -40,8 +42,6 @@ class MemoryPlan:
     @property
     def state_bytes(self) -> int:
         """Bytes of the state region (0 for a model without state); RAM = arena + state."""
-        from tinyaot.plan.state import state_size
-
         return state_size(self.state, self.alignment)
 
     def state_of(self, node: str):
@@ -174,8 +174,6 @@ def plan_memory(buffers: list[Buffer], n_steps: int, alignment: int = 4, overlap
     aligned_bound = _align(bound, alignment)
     sized = [b for b in buffers if b.nbytes]
     if exact and len(sized) <= EXACT_MAX_BUFFERS and (best.arena_bytes > aligned_bound or overlaps):
-        from tinyaot.plan.exact import solve_exact
-
         solved = solve_exact(buffers, alignment, overlaps, best.arena_bytes, time_limit)
         if solved is not None:
             offsets, optimal = solved

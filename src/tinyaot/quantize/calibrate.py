@@ -4,10 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from rich.console import Console
+from rich.progress import Progress
 
 from tinyaot.errors import CalibrationError, TinyAOTError
 from tinyaot.ir import Graph
-from tinyaot.quantize.float_eval import evaluate
+from tinyaot.ir.ops import OPS
+from tinyaot.quantize.float_eval import evaluate, streamed
 from tinyaot.quantize.observers import (
     BINS,
     OBSERVERS,
@@ -211,14 +214,18 @@ def decision_tensors(g: Graph) -> set[str]:
     return out
 
 
+def state_tensors(g: Graph) -> set[str]:
+    """The observed outputs of a float graph (an SVDF's feature activations, what its int16 state keeps): with 65,536
+    steps, clipping them gains nothing (the observers weigh clipping against 256 steps), so their range is every
+    inlier's."""
+    return {n.outputs[1] for n in g.nodes if OPS[n.op].observed and len(n.outputs) > 1}
+
+
 def _chunks(n: int, chunk: int, progress: bool, what: str):
     starts = range(0, n, chunk)
     if not progress:
         yield from starts
         return
-    from rich.console import Console
-    from rich.progress import Progress
-
     console = Console(stderr=True)
     if not console.is_terminal:  # a log file gets no bar
         yield from starts
@@ -236,6 +243,11 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
 
     Two passes: per-sample extremes first (they decide which samples are outliers per tensor), then
     histograms of the inliers for the observers that search a clipping range.
+
+    A graph with state carried from one invoke to the next (an SVDF: float_eval.streamed) reads the samples as
+    consecutive frames of one stream, in order, as the compiled model will see them: each pass runs them from a
+    reset with the state carried from sample to sample (and chunk to chunk), so the ranges are those of the states
+    and outputs of a running stream, not of first invokes after a reset (an SVDF's output sums its whole memory).
     """
     _check_observer(observer, "observer")
     overrides = _resolve_overrides(g, layer_observers)
@@ -247,8 +259,9 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
     hi = {k: [] for k in names}
     chan: dict[str, np.ndarray] = {}
     cached = None
+    stream = {} if streamed(g) else None  # the state of the stream so far; a fresh dict is a reset
     for start in _chunks(n, chunk, progress, "calibrating: ranges"):
-        values = _evaluate_checked(g, batch_slice(batch, start, start + chunk), start)
+        values = _evaluate_checked(g, batch_slice(batch, start, start + chunk), start, stream)
         if n <= chunk:
             cached = values
         for k in names:
@@ -264,17 +277,19 @@ def collect_ranges(g: Graph, batch: np.ndarray, *, observer: str = "auto", layer
         s.outliers = find_outliers(s.sample_lo, s.sample_hi)  # minmax keeps them in its range, but they are reported
         s.edges = histogram_edges(s)
         s.hist = np.zeros(BINS, dtype=np.int64)
+    stream = {} if streamed(g) else None
     for start in _chunks(n, chunk, progress, "calibrating: histograms"):
-        values = cached if cached is not None else evaluate(g, batch_slice(batch, start, start + chunk))
+        values = cached if cached is not None else evaluate(g, batch_slice(batch, start, start + chunk), stream)
         for k, s in stats.items():
             v = values[k]
             keep = s.inliers[start : start + len(v)]
             if keep.any():
                 s.hist += np.histogram(np.clip(v[keep], s.edges[0], s.edges[-1]), bins=s.edges)[0]
-    decision = decision_tensors(g)
+    decision, states = decision_tensors(g), state_tensors(g)
     ranges = {}
-    for k, s in stats.items():
-        s.range, s.chosen = choose_range(s, overrides.get(k, observer), k in decision)
+    for k, s in stats.items():  # a state's range is its inliers' whatever the observer, unless asked by name
+        s.range, s.chosen = choose_range(s, overrides.get(k, "auto" if k in states else observer),
+                                         k in decision or k in states)
         ranges[k] = s.range
     return Calibration(ranges, stats, n, observer, overrides)
 
@@ -316,9 +331,9 @@ def _largest(batch) -> float:
     return max(float(np.abs(b).max()) for b in batch) if isinstance(batch, list) else float(np.abs(batch).max())
 
 
-def _evaluate_checked(g: Graph, batch: np.ndarray, start: int) -> dict[str, np.ndarray]:
+def _evaluate_checked(g: Graph, batch: np.ndarray, start: int, stream: dict | None = None) -> dict[str, np.ndarray]:
     with np.errstate(over="ignore", invalid="ignore"):
-        values = evaluate(g, batch)
+        values = evaluate(g, batch, stream)
     for node in g.nodes:
         v = values[node.outputs[0]]
         with np.errstate(invalid="ignore"):

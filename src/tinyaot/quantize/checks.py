@@ -11,12 +11,16 @@ import numpy as np
 from tinyaot.diagnostics import Finding
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS
+from tinyaot.quantize.calibrate import as_sample_batch
+from tinyaot.quantize.float_eval import STREAM_DEFINITIONS, streamed
 from tinyaot.quantize.observers import Calibration, steps_used
 
 MIN_SAMPLES = 32  # fewer and the ranges are a guess
 NOISE_CORRELATION = 0.15  # |lag-1 autocorrelation| below this: neighbouring values are unrelated
 SIGNAL_MIN_FEATURES = 64  # a flat vector this long is treated as a signal (spectrum, waveform, image rows)
 MAX_MAGNITUDE, MIN_MAGNITUDE = 1e4, 1e-4  # beyond these, the samples are probably scaled wrong
+STREAM_FILL = 4  # a stream of fewer frames than this many times what the output reads: a quarter of it or more
+#                  runs with a state not yet full
 
 
 # ---- the samples themselves ------------------------------------------------------------------------------
@@ -126,7 +130,36 @@ def _dtype_and_scale(x: np.ndarray, dtype: str, what: str) -> list[Finding]:
 
 
 def check_ranges(g: Graph, calib: Calibration, observer: str) -> list[Finding]:
-    return _outliers(g, calib, observer) + _dead(g, calib)
+    return _short_stream(g, calib) + _outliers(g, calib, observer) + _dead(g, calib)
+
+
+def stream_frames(g: Graph) -> int:
+    """How many consecutive frames an output of a stateful graph depends on: 1, plus each SVDF's memory - 1 along
+    the deepest chain of them."""
+    depth: dict[str, int] = {}
+    for node in g.nodes:
+        d = max((depth.get(i, 0) for i in node.inputs), default=0)
+        if node.op in STREAM_DEFINITIONS:  # svdf: weights_time [filters, memory]
+            d += g.tensor(node.inputs[2]).shape[1] - 1
+        depth.update(dict.fromkeys(node.outputs, d))
+    return 1 + max((depth.get(o, 0) for o in g.outputs), default=0)
+
+
+def _short_stream(g: Graph, calib: Calibration) -> list[Finding]:
+    """A stateful model (an SVDF) is calibrated on one stream (calibrate.collect_ranges): too short a one leaves
+    the states mostly part-filled from the reset, and the output ranges below what a running model reaches."""
+    if not streamed(g):
+        return []
+    frames, n = stream_frames(g), calib.samples
+    if n >= STREAM_FILL * frames:
+        return []
+    return [Finding(
+        "short_stream", "input",
+        f"this model keeps state from one invoke to the next (SVDF) and its output depends on the last {frames} "
+        f"frames, so its calibration samples are read as consecutive frames of one stream: {n} of them give "
+        f"{max(0, n - frames + 1)} invokes with every state full, and the ranges may miss those of a running stream",
+        f"pass at least {STREAM_FILL * frames} consecutive frames (a few hundred or more) in the order the model sees "
+        "them, e.g. a recording's feature frames, not shuffled samples")]
 
 
 def _outliers(g: Graph, calib: Calibration, observer: str) -> list[Finding]:
@@ -188,8 +221,6 @@ def check_pt2e_example(example_input, cm) -> list[Finding]:
         return []
     if isinstance(example_input, (tuple, list)):  # several inputs: one finding at most, for the first that is noise
         return next((f for f in (check_pt2e_example(x, cm) for x in example_input) if f), [])
-    from tinyaot.quantize.calibrate import as_sample_batch
-
     x = as_sample_batch(example_input, tuple(np.asarray(example_input).shape[1:]), "example input").batch
     noise = noise_like(x, _signal_axes(x.shape[1:], cm.graph))
     if not noise:

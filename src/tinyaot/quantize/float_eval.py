@@ -1,11 +1,13 @@
 """Float evaluation of a float Graph in NumPy (NHWC), for calibration and per-layer error reports.
 
-`real_<op>` is the real-valued definition of each IR op, which the int8 kernels in `ref/` approximate; the
-table the evaluator runs is built from the op registry, so an op without its definition fails at import.
+`real_<op>` is the real-valued definition of each IR op, which the int8 kernels in `ref/` approximate: here, or
+beside its integer kernel in its reference module (ref/<ref>.py, for ops added since, so an op's numerics live in
+one file); the table the evaluator runs is built from the op registry, so an op without its definition fails at
+import.
 """
 from __future__ import annotations
 
-import math
+from importlib import import_module
 from typing import Callable
 
 import numpy as np
@@ -14,6 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import AFTER_LOWERING, FLOAT_ONLY, OPS
 from tinyaot.ir.resize import nearest_source
+from tinyaot.ref.activations import real_function
 
 
 def _clamp(node: Node, y: np.ndarray) -> np.ndarray:
@@ -202,32 +205,12 @@ def real_softmax(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-LUT_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "tanh": np.tanh,
-    "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
-    "hardsigmoid": lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0,
-    "silu": lambda x: x / (1.0 + np.exp(-x)),
-    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
-    "gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
-}
-
-
-# TFLite Micro's integer activations approximate these real functions.
-LUT_FUNCTIONS.update({"tflm_logistic": LUT_FUNCTIONS["sigmoid"], "tflm_tanh": np.tanh,
-                      "tflm_hard_swish": LUT_FUNCTIONS["hardswish"]})
-
-
 def real_lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     if a["function"] == "affine":
         y = args[0] * a["scale_by"] + a["offset"]
     else:
-        y = LUT_FUNCTIONS[a["function"]](args[0])
+        y = real_function(a["function"])(args[0])
     return _clamp(node, y)
 
 
@@ -312,16 +295,57 @@ def real_gru(node: Node, args: list[np.ndarray], g: Graph) -> tuple[np.ndarray, 
     return (hs[-1] if node.attrs.get("last_only") else seq), seq
 
 
-def real_svdf(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+def real_svdf(node: Node, args: list[np.ndarray], g: Graph):
     """TFLite's float SVDF for one invoke from a zeroed state (each sample the first invoke after a reset, as the
-    per-layer reports run a stateful layer): the state holds only the new feature activations, at its last slot."""
+    per-layer reports run a stateful layer): the state holds only the new feature activations, at its last slot.
+    A float graph's node (two outputs) also gives those feature activations, its observed output."""
     x, w_feature, w_time, bias = args
-    rank = node.attrs["rank"]
     activations = x @ w_feature.T  # [samples, filters]
-    per_filter = activations * w_time[:, -1]
-    y = per_filter.reshape(x.shape[0], -1, rank).sum(axis=-1) + bias
+    y = _svdf_output(node, activations * w_time[:, -1], bias)
+    return (y, activations) if len(node.outputs) > 1 else y
+
+
+def stream_svdf(node: Node, args: list[np.ndarray], g: Graph, state: dict):
+    """TFLite's float SVDF over consecutive invokes (evaluate(stream=...)): the rows of the input are frames in
+    order, and the state (the last `memory` feature activations per filter, zeros after a reset) is kept in
+    `state[node.name]` from one call to the next. One frame holds the node's `batches` rows."""
+    x, w_feature, w_time, bias = args
+    batches, features = g.tensor(node.inputs[0]).shape
+    filters, memory = w_time.shape
+    activations = x.reshape(-1, batches, features) @ w_feature.T  # [frames, batches, filters]
+    past = state.get(node.name, np.zeros((memory - 1, batches, filters)))
+    history = np.concatenate([past, activations])  # the frame each output reads last is history[t + memory - 1]
+    frames = len(activations)
+    per_filter = sum(history[j : j + frames] * w_time[:, j] for j in range(memory))
+    state[node.name] = history[frames:]
+    y = _svdf_output(node, per_filter.reshape(-1, filters), bias)
+    return (y, activations.reshape(-1, filters)) if len(node.outputs) > 1 else y
+
+
+def _svdf_output(node: Node, per_filter: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """Each unit's rank filters summed, the bias added, the fused activation applied (TFLite's float kernel)."""
+    y = per_filter.reshape(len(per_filter), -1, node.attrs["rank"]).sum(axis=-1) + bias
     clamp = node.attrs.get("float_clamp")
     return y if clamp is None else np.clip(y, clamp[0], clamp[1])
+
+
+# Ops whose state carries over from one invoke to the next, run as a stream by evaluate(stream=...): their
+# definition over consecutive frames. An lstm / gru runs a whole sequence per invoke and stays real_<op>.
+STREAM_DEFINITIONS = {"svdf": stream_svdf}
+
+
+def streamed(g: Graph) -> bool:
+    """The graph keeps state from one invoke to the next (an SVDF): its calibration samples are one stream."""
+    return any(n.op in STREAM_DEFINITIONS for n in g.nodes)
+
+
+def real_definition(op: str) -> Callable[[Node, list[np.ndarray], Graph], np.ndarray] | None:
+    """real_<op>: here, or beside the op's integer kernel in its reference module (ref/<ref>.py), where an op
+    added since keeps all of its numerics."""
+    if f"real_{op}" in globals():
+        return globals()[f"real_{op}"]
+    ref = OPS[op].ref
+    return getattr(import_module(f"tinyaot.ref.{ref}"), f"real_{op}", None) if ref else None
 
 
 def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], np.ndarray]]:
@@ -330,10 +354,11 @@ def _real_definitions() -> dict[str, Callable[[Node, list[np.ndarray], Graph], n
     for s in OPS.values():
         if s.qparams in (AFTER_LOWERING, FLOAT_ONLY):
             continue
-        if f"real_{s.name}" not in globals():
-            raise RuntimeError(f"quantize/float_eval.py has no real_{s.name}: every lowered op needs its real "
-                             "definition (calibration runs it)")
-        table[s.name] = globals()[f"real_{s.name}"]
+        real = real_definition(s.name)
+        if real is None:
+            raise RuntimeError(f"{s.name} has no real_{s.name} in quantize/float_eval.py or ref/{s.ref}.py: every "
+                               "lowered op needs its real definition (calibration runs it)")
+        table[s.name] = real
     return table
 
 
@@ -347,15 +372,19 @@ def folds_batch(g: Graph) -> bool:
                for n in g.nodes)
 
 
-def evaluate(g: Graph, x) -> dict[str, np.ndarray]:
+def evaluate(g: Graph, x, stream: dict | None = None) -> dict[str, np.ndarray]:
     """Run the float graph on a batch (dim 0 is the batch); return every tensor's value, each with the samples on
     its first axis: (N, ...) for a tensor shaped (1, ...), and (N, *shape) for one whose dim 0 holds something
     else (a graph that folds its batch dim runs one sample at a time). A model with several inputs takes a list
-    with one batch per input, in the graph's input order."""
+    with one batch per input, in the graph's input order.
+
+    Each sample runs from a reset, unless `stream` is given: then the samples are consecutive invokes of one stream,
+    and a stateful op (STREAM_DEFINITIONS: an SVDF) carries its state from one sample to the next, kept in the dict
+    across calls (pass {} to start from a reset, the same dict again to go on)."""
     inputs = [np.asarray(v, dtype=np.float64) for v in g.per_input(x)]
     if not folds_batch(g):
-        return _run(g, inputs)
-    runs = [_run(g, [v[s : s + 1] for v in inputs]) for s in range(len(inputs[0]))]
+        return _run(g, inputs, stream)
+    runs = [_run(g, [v[s : s + 1] for v in inputs], stream) for s in range(len(inputs[0]))]
     values = {t.name: t.data.astype(np.float64) for t in g.constants()}
     for k in runs[0] if runs else ():
         if k not in values:
@@ -364,11 +393,15 @@ def evaluate(g: Graph, x) -> dict[str, np.ndarray]:
     return values
 
 
-def _run(g: Graph, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+def _run(g: Graph, inputs: list[np.ndarray], stream: dict | None = None) -> dict[str, np.ndarray]:
     values: dict[str, np.ndarray] = dict(zip(g.inputs, inputs))
     for t in g.constants():
         values[t.name] = t.data.astype(np.float64)
     for node in g.nodes:
-        y = FLOAT_OPS[node.op](node, [values[i] for i in node.inputs], g)
+        args = [values[i] for i in node.inputs]
+        if stream is not None and node.op in STREAM_DEFINITIONS:
+            y = STREAM_DEFINITIONS[node.op](node, args, g, stream)
+        else:
+            y = FLOAT_OPS[node.op](node, args, g)
         values.update(zip(node.outputs, y) if len(node.outputs) > 1 else ((node.outputs[0], y),))  # lstm: 2
     return values

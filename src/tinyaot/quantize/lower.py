@@ -31,6 +31,7 @@ from tinyaot.quantize.scheme import (
     quantize_weights_per_channel,
     round_half_away,
 )
+from tinyaot.quantize.svdf import lower_svdf
 from tinyaot.ref.per_channel import DEAD_BIAS_LIMIT, per_channel_multipliers
 
 SOFTMAX_QPARAMS = QParams.per_tensor(1.0 / 256.0, -128)
@@ -40,6 +41,7 @@ OWN = ops_where(qparams=ops.OWN)
 SOFTMAX = ops_where(qparams=ops.SOFTMAX)
 INT8_CONSTANTS = ops_where(int8_constants=True)
 RECURRENT = ops_where(qparams=ops.RECURRENT)
+SVDF = ops_where(qparams=ops.SVDF)
 SOFTMAX_MIN_STEP = 2.0**-26  # TFLite Micro's softmax input resolution (beta * scale, Q5.26)
 
 
@@ -59,6 +61,11 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             findings += lower_recurrent(g, q, Node(node.op, node.name, [x8, *node.inputs[1:]], list(node.outputs),
                                                    dict(node.attrs), node.source), ranges)
             continue
+        if node.op in SVDF:  # TFLite's converter's SVDF scheme, an int16 state (quantize/svdf.py); int8 input
+            x8 = convert.as_int8(node.inputs[0], node.source)
+            findings += lower_svdf(g, q, Node(node.op, node.name, [x8, *node.inputs[1:]], list(node.outputs),
+                                              dict(node.attrs), node.source), ranges)
+            continue
         wide = node.name in mix.nodes  # a 16x8 kernel: int16 activations in and out
         inputs = _rewired(g, node, wide, node.outputs[0] in mix.tensors, convert)
         out = g.tensor(node.outputs[0])
@@ -72,7 +79,7 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             if node.op in INT8_CONSTANTS and wide:
                 inputs = _lower_int16_constants(g, q, inputs)
             elif node.op in INT8_CONSTANTS:
-                _lower_constant_operands(g, q, node)
+                lower_constant_operands(g, q, node)
             for c in (c for c in node.inputs if g.tensor(c).is_const and c not in q.tensors):
                 q.add_tensor(g.tensor(c))  # float constants its prepare folds into integers (layer_norm's gamma)
         elif node.op in SOFTMAX:
@@ -81,7 +88,7 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
             raise UnsupportedOpError(
                 f"op '{node.op}' in layer '{node.name}' ({node.source or 'no source location'}) has no int8 "
                 f"lowering; int8 ops available: "
-                f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | RECURRENT))}"
+                f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | RECURRENT | SVDF))}"
             )
         attrs = dict(node.attrs)
         if wide and out.name not in mix.tensors:  # a 16x8 kernel whose output stays int8: its own int16 twin
@@ -112,12 +119,13 @@ def _rewired(g: Graph, node: Node, wide: bool, out16: bool, convert: Converter) 
     return [one(i) for i in node.inputs]
 
 
-def _lower_constant_operands(g: Graph, q: Graph, node: Node) -> None:
+def lower_constant_operands(g: Graph, q: Graph, node: Node) -> None:
     """A constant operand of an element-wise op (a learned scale, an added tensor): int8 with per-tensor qparams
-    covering its values, as TFLite's converter quantizes a constant input; its kernel reads it from flash."""
+    covering its values, as TFLite's converter quantizes a constant input; its kernel reads it from flash. PT2E's
+    lowering calls it too (quantize/pt2e_lower.py): PT2E leaves such an operand float."""
     for name in node.inputs:
         t = g.tensor(name)
-        if not t.is_const or name in q.tensors:
+        if not t.is_const or name in q.tensors or t.dtype != "float32":  # PT2E's may be int8 already
             continue
         data = np.asarray(t.data, dtype=np.float64)
         qp = activation_qparams(float(data.min()), float(data.max()))

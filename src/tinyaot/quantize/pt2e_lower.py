@@ -39,7 +39,7 @@ import numpy as np
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
-from tinyaot.quantize.lower import SOFTMAX_QPARAMS, WEIGHT_AXIS
+from tinyaot.quantize.lower import INT8_CONSTANTS, SOFTMAX_QPARAMS, WEIGHT_AXIS, lower_constant_operands
 
 SAME_QPARAMS = ops_where(qparams=ops.INHERIT, rescales=False)  # PT2E requantizes after them if it must
 RESCALING = frozenset(n for n in ops_where(rescales=True) if OPS[n].qparams != ops.WEIGHTED)
@@ -57,8 +57,10 @@ def lower_pt2e(g: Graph, act_q: dict, weight_q: dict) -> Graph:
 def _fuse_float_clamps(g: Graph, act_q: dict) -> Graph:
     """op -> relu -> q with the op's output never quantized: PT2E's fused pattern, one kernel with a clamp.
 
-    An op whose output PT2E did quantize keeps its own output; the ReLU after it then rescales on its own.
+    An op whose output PT2E did quantize keeps its own output; the ReLU after it then rescales on its own. A new
+    graph: `g` is left as it was.
     """
+    g = g.copy()
     for act in [n for n in g.nodes if n.op == "relu"]:
         src = act.inputs[0]
         producer = g.producer(src)
@@ -66,8 +68,9 @@ def _fuse_float_clamps(g: Graph, act_q: dict) -> Graph:
             continue
         if src in act_q or len(g.consumers(src)) != 1 or src in g.outputs:
             continue
-        producer.set_attrs(clamp=act.attrs["clamp"])
-        producer.outputs = list(act.outputs)
+        fused = producer.with_attrs(clamp=act.attrs["clamp"])
+        fused.outputs = list(act.outputs)
+        g.nodes[g.nodes.index(producer)] = fused
         g.nodes.remove(act)
     g.prune()
     return g
@@ -177,6 +180,8 @@ class _Lowering:
         elif op in RESCALING:
             if info is None:
                 raise self.float_error(node, "its output is never quantized")
+            if op in INT8_CONSTANTS:  # an element-wise op's constant operand (PReLU's alpha): int8, as in PTQ
+                lower_constant_operands(self.g, self.q, node)
             for c in (c for c in node.inputs if self.g.tensor(c).is_const and c not in self.q.tensors):
                 self.q.add_tensor(self.g.tensor(c))  # float constants its prepare folds (layer_norm's gamma)
             self.emit(node, op, list(node.inputs), out, info.qparams(), node.attrs, info)

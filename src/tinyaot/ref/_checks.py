@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import quantize_multiplier
 from tinyaot.ir import Graph, Node, Tensor
-from tinyaot.quantize.fixedpoint import quantize_multiplier
 
 
 def io(node: Node, g: Graph) -> tuple[Tensor, Tensor]:

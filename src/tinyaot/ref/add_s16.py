@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ir import Graph, Node, Tensor
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref import _checks, broadcast
 
 LEFT_SHIFT = 15  # TFLM's for int16 (20 for int8): 2^15 * 2^15 stays below 2^31

@@ -20,8 +20,8 @@ from functools import lru_cache
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref import broadcast
 
 LEFT_SHIFT = 20

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks
 from tinyaot.ref.avg_pool2d_s8 import window_average
 from tinyaot.ref.max_pool2d_s8 import pool_geometry

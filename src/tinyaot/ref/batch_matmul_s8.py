@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 from tinyaot.ir import Graph, Node, Tensor
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 from tinyaot.ref import _checks
 
 BATCH_AXES = 4  # batch dims the kernel loops over (operands padded to 6-D)

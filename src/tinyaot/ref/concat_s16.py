@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref import _checks
 from tinyaot.ref.concat_s8 import IDENTITY, concat_geometry, constant_inputs, with_constants
 

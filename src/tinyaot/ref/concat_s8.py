@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref import _checks
 
 IDENTITY = (1 << 30, 1)  # quantize_multiplier(1.0): the (multiplier, shift) that changes nothing

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier, wrap_i32
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.conv import conv_groups
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, wrap_i32
 from tinyaot.ref.per_channel import per_channel_multipliers
 
 

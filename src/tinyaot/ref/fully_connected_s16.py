@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
-from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import (
+from tinyaot.fixedpoint import (
     activation_range,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_64,
     wrap_i32,
 )
+from tinyaot.ir import Graph, Node
 from tinyaot.ref import _checks
 from tinyaot.ref.per_channel import per_channel_multipliers
 

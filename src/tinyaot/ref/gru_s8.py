@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref.lstm_s8 import (
     ACTIVATED_SCALE,
     check_layer,

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot
 from tinyaot.ref import _checks
 
 NORM_BITS = 16  # n_i is Q16

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier_64
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier_64
 from tinyaot.ref import _checks
 from tinyaot.ref.fully_connected_s16 import MAX_SHIFT_64
 from tinyaot.ref.lstm_s8 import (

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 
 GATE_SCALE = 2.0**-12  # every gate's pre-activation: int16 Q3.12
 ACTIVATED_SCALE = 2.0**-15  # sigmoid / tanh outputs: int16 Q0.15

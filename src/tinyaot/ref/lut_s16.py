@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range
-from tinyaot.ref import _checks, lut_s8
+from tinyaot.ref import _checks, activations, lut_s8
 from tinyaot.ref.lstm_s8 import SIGMOID_Q16, tanh_q15
 from tinyaot.ref.softmax_s16 import lut_lookup, lut_populate
 
@@ -92,10 +92,10 @@ def prepare(node: Node, g: Graph) -> Lut16Params:
 def _table(node: Node, function, in_scale: float, out_scale: float) -> np.ndarray:
     if function == "affine":
         fn = lut_s8.affine(float(node.attrs["scale_by"]), float(node.attrs["offset"]))
-    elif function in lut_s8.FUNCTIONS:
-        fn = lut_s8.FUNCTIONS[function]
+    elif function in activations.FUNCTIONS:
+        fn = activations.FUNCTIONS[function]
     else:
-        available = [*FUNCTIONS, *sorted(lut_s8.FUNCTIONS), "affine"]
+        available = [*FUNCTIONS, *sorted(activations.FUNCTIONS), "affine"]
         raise UnsupportedOpError(f"lut '{node.name}': function {function!r} has no int16 kernel; the 16x8 lut "
                                  f"takes {', '.join(available)}; keep this layer int8")
     return lut_populate(lambda v: fn(np.asarray(v, dtype=np.float64)).astype(np.float32), in_scale, 0, out_scale, 0)

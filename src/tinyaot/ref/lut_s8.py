@@ -13,49 +13,17 @@ An optional fused `clamp` narrows the table's range. Runs in place (out[i] depen
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from tinyaot.errors import ModelError, TinyAOTError, UnsupportedOpError
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks, tflm_activations
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow for large |x|
-
-
-def _relu6(x: np.ndarray) -> np.ndarray:
-    return np.clip(x, 0.0, 6.0)
-
-
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-# name -> the real function (float64 in, float64 out), as torch defines it.
-FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "sigmoid": _sigmoid,
-    "tanh": np.tanh,
-    "hardswish": lambda x: x * _relu6(x + 3.0) / 6.0,
-    "hardsigmoid": lambda x: _relu6(x + 3.0) / 6.0,
-    "silu": lambda x: x * _sigmoid(x),
-    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),  # torch's default (approximate='none')
-    "gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
-}
-
-# Bounds on |f'| over the reals: how far an input quantization error can move f.
-LIPSCHITZ: dict[str, float] = {
-    "sigmoid": 0.25,
-    "tanh": 1.0,
-    "hardswish": 1.5,
-    "hardsigmoid": 1.0 / 6.0,
-    "silu": 1.1,
-    "gelu": 1.13,
-    "gelu_tanh": 1.13,
-}
+from tinyaot.ref.activations import FUNCTIONS as FUNCTIONS  # the functions' home: ref/activations.py
+from tinyaot.ref.activations import LIPSCHITZ as LIPSCHITZ
 
 
 @dataclass(frozen=True)

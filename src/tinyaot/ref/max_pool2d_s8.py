@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node, Tensor
 from tinyaot.ir.pooling import pooled_size
-from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks
 
 

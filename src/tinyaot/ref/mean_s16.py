@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref import _checks
 from tinyaot.ref.mean_s8 import mean_geometry, requantized_mean
 

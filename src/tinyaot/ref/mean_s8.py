@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier, wrap_i32
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, wrap_i32
 from tinyaot.ref import _checks
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier
 from tinyaot.ir import Graph, Node, Tensor
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier
 from tinyaot.ref import _checks, broadcast
 
 MAXIMUM = "maximum"  # the IR op that takes the larger operand; its twin `minimum` the smaller

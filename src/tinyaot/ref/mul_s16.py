@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref.add_s16 import INT16_MAX, INT16_MIN, Binary16Geometry, geometry16, operands16
 
 

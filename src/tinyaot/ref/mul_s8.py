@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref import broadcast
 
 

@@ -46,7 +46,7 @@ from importlib import import_module
 import numpy as np
 
 from tinyaot.errors import ModelError
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 
 ACC_LIMIT = 2**30  # |acc| below this: tinyaot_requantize_right's doubling cannot overflow
 FAST_MAX_RIGHT = 22  # speed's k = 2^(right - 1) + (zero_point << right) fits in 30 bits (emit_conv.requant_triples)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import RELU
-from tinyaot.quantize.fixedpoint import activation_range, multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref import _checks
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import WIDE_CONVERSIONS
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref import _checks
 
 _BITS = {"int8": 8, "int16": 16, "int32": 32}

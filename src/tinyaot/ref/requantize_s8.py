@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref import _checks
 
 _RANGES = {"int8": (-128, 127), "uint8": (0, 255)}

@@ -20,8 +20,8 @@ from functools import lru_cache
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from tinyaot.ref import _checks
 from tinyaot.ref.softmax_s8 import count_leading_zeros_u32
 

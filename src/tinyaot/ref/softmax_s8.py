@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
-from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import (
+from tinyaot.fixedpoint import (
     INT32_MAX,
     INT32_MIN,
     quantize_multiplier,
@@ -25,6 +24,7 @@ from tinyaot.quantize.fixedpoint import (
     saturating_rounding_doubling_high_mul,
     wrap_i32,
 )
+from tinyaot.ir import Graph, Node
 
 SCALED_DIFF_INTEGER_BITS = 5  # exp() input is Q5.26
 ACCUMULATION_INTEGER_BITS = 12  # sum of exps is Q12.19

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_i32
 from tinyaot.ref import _checks
 
 STATE_BITS = {"int16": 16, "int8": 8}
@@ -75,7 +75,10 @@ def prepare(node: Node, g: Graph) -> SvdfParams:
     _checks.int8_per_tensor(node, x)
     _checks.int8_per_tensor(node, y)
     rank = int(node.attrs["rank"])
-    state_qp = node.attrs["state_qparams"]
+    state_qp = node.attrs.get("state_qparams")
+    if state_qp is None:
+        raise ModelError(f"svdf '{node.name}' has no state_qparams: a float graph's svdf is lowered first "
+                         "(quantize/svdf.py chooses the int16 state's scale)")
     if w_feature.dtype != "int8" or w_feature.data is None or len(w_feature.shape) != 2 or w_feature.qparams is None:
         raise UnsupportedOpError(f"svdf '{node.name}': weights_feature must be constant int8 [filters, inputs] with a "
                                  "scale (TFLite Micro's integer SVDF)")

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from tinyaot.errors import ModelError, UnsupportedOpError
-from tinyaot.quantize.fixedpoint import (
+from tinyaot.fixedpoint import (
     INT32_MAX,
     INT32_MIN,
     quantize_multiplier,
@@ -21,6 +21,7 @@ from tinyaot.quantize.fixedpoint import (
     saturating_rounding_doubling_high_mul,
     wrap_i32,
 )
+from tinyaot.ref.activations import APPROXIMATES
 
 _INPUTS = np.arange(-128, 128, dtype=np.int64)  # table index i holds the output for input q = i - 128
 _INPUT_INTEGER_BITS = 4  # LOGISTIC / TANH rescale the input to Q4.27
@@ -217,4 +218,4 @@ def build_table(function: str, in_scale: float, in_zp: int, out_scale: float, ou
     raise UnsupportedOpError(f"unknown TFLite Micro activation {function!r}; available: {', '.join(TFLM_FUNCTIONS)}")
 
 
-TFLM_FUNCTIONS = ("tflm_hard_swish", "tflm_logistic", "tflm_tanh")
+TFLM_FUNCTIONS = tuple(APPROXIMATES)  # ref/activations.py names the real function each approximates

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.fixedpoint import activation_range
 from tinyaot.ir import Graph, Node
-from tinyaot.quantize.fixedpoint import activation_range
 from tinyaot.ref.conv2d_s8 import requantize
 from tinyaot.ref.per_channel import per_channel_multipliers
 

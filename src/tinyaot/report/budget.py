@@ -13,10 +13,13 @@ for a target given by the user, the figures are what the user leaves the model.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from tinyaot.codegen import generate_c
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import ModelError
+from tinyaot.plan.kernels import for_mode
+from tinyaot.plan.lifetimes import busiest_step_text
 from tinyaot.targets.pico2 import PICO2_FLASH_BYTES, RP2350_MAIN_SRAM_BYTES
 
 KIB, MIB = 1024, 1024 * 1024
@@ -153,8 +156,6 @@ def _flash_finding(cm, target: TargetMemory, flash: int) -> Finding:
 
 
 def _ram_finding(cm, target: TargetMemory, ram: int) -> Finding:
-    from tinyaot.plan.lifetimes import busiest_step_text
-
     what = (f"its arena and state ({cm.arena_bytes:,} + {cm.state_bytes:,} B) take" if cm.state_bytes
             else "its arena takes")
     help_ = []
@@ -182,11 +183,6 @@ def size_mode_constant_bytes(cm) -> int | None:
     """The constants the same plan takes with optimize='size' (int8 weights in the pairs and wide kernels, no
     speed-only tables), generated for the count; None when size mode would change nothing. Paid only by a model
     whose constants do not fit."""
-    from dataclasses import replace
-
-    from tinyaot.codegen import generate_c
-    from tinyaot.plan.kernels import for_mode
-
     if cm.plan.optimize != "speed":
         return None
     kernels = for_mode(cm.graph, cm.plan.kernels, "size")  # each variant's twin with int8 weights

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from rich.table import Table
+
 from tinyaot.ir.ops import OPS
+from tinyaot.report.render import render_text
 
 
 def choice_reason(op: str, choice) -> str:
@@ -46,8 +49,6 @@ class KernelReport:
                 "layers": [asdict(r) | {"rejected": dict(r.rejected)} for r in self.rows]}
 
     def __rich_console__(self, console, options):
-        from rich.table import Table
-
         t = Table(title=f"Kernel choices of '{self.model}' (optimize={self.optimize!r})")
         for col in ("layer", "op", "kernel", "work B", "why not the others", "note"):
             t.add_column(col, justify="right" if col == "work B" else "left", overflow="fold")
@@ -57,8 +58,6 @@ class KernelReport:
         yield t
 
     def __str__(self) -> str:
-        from tinyaot.report.render import render_text
-
         return render_text(self, width=150)
 
 

@@ -9,10 +9,17 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+from rich.table import Table
+
 from tinyaot.ir.ops import OPS
 from tinyaot.plan.contract import ContractReport
 from tinyaot.plan.lifetimes import busiest_step_text
 from tinyaot.report.budget import Budget
+from tinyaot.report.picture import Box, memory_html, plan_svg
+from tinyaot.report.render import render_text
+from tinyaot.targets.sizes import m33_static_state_bytes
+from tinyaot.targets.toolchain import have_m33_toolchain
 
 
 @dataclass(frozen=True)
@@ -106,8 +113,6 @@ class MemoryReport:
 
     # ---- text --------------------------------------------------------------------------------
     def __rich_console__(self, console, options):
-        from rich.table import Table
-
         t = Table(title=f"memory plan of '{self.model}' (arena {self.arena_bytes:,} B, lower bound "
                   f"{self.lower_bound_bytes:,} B, planner {self.planner}, {self.alignment}-byte aligned)")
         for col in ("tensor", "written by", "op", "bytes", "steps", "offset", "views / overlap"):
@@ -151,8 +156,6 @@ class MemoryReport:
 
     def comparison_table(self):
         """int8 vs fp32 side by side, with the reasons."""
-        from rich.table import Table
-
         t = Table(title=f"'{self.model}': fp32 vs int8")
         t.add_column("what")
         t.add_column("fp32", justify="right")
@@ -165,14 +168,10 @@ class MemoryReport:
         return t
 
     def __str__(self) -> str:
-        from tinyaot.report.render import render_text
-
         return render_text(self)
 
     # ---- picture -----------------------------------------------------------------------------
     def svg(self, float_plan: bool = False, y_max: int | None = None) -> str:
-        from tinyaot.report.picture import plan_svg
-
         if float_plan:
             return plan_svg(_boxes(self.float_tensors), self.float_arena_bytes, self.float_lower_bound_bytes,
                             self.float_n_steps, f"{self.model}: fp32 arena {self.float_arena_bytes:,} B", y_max=y_max)
@@ -180,8 +179,6 @@ class MemoryReport:
                         f"{self.model}: int8 arena {self.arena_bytes:,} B", y_max=y_max)
 
     def html(self, compare_float: bool = False) -> str:
-        from tinyaot.report.picture import memory_html
-
         y_max = max(self.float_arena_bytes, self.arena_bytes) if compare_float else None
         svgs = [self.svg(y_max=y_max)] + ([self.svg(float_plan=True, y_max=y_max)] if compare_float else [])
         headers = ["tensor", "written by", "op", "bytes", "steps", "offset", "views / overlap"]
@@ -281,8 +278,6 @@ def float_reasons(cm) -> list[str]:
 
 
 def _boxes(rows):
-    from tinyaot.report.picture import Box
-
     return [Box(r.name, r.op or ("input" if r.producer == "input" else r.producer), r.producer, r.nbytes,
                 r.first, r.last, r.offset, r.note) for r in rows]
 
@@ -290,17 +285,11 @@ def _boxes(rows):
 def _static_state_bytes(cm) -> int | None:
     """.data + .bss of the model's own object file minus the arena, compiled for Cortex-M33 (the same compile
     as code_bytes: targets/sizes.py measures both)."""
-    from tinyaot.targets.sizes import m33_static_state_bytes
-
     return m33_static_state_bytes(cm.c_sources, cm.arena_bytes + cm.state_bytes)  # the state region has its row
 
 
 def _measure_stack(cm) -> int | None:
     """One inference on the emulated Cortex-M33 (the harness paints the stack and reads it back)."""
-    import numpy as np
-
-    from tinyaot.targets.toolchain import have_m33_toolchain
-
     if not have_m33_toolchain():
         return None
     cm.run(np.zeros(cm.input_shape, dtype=np.int8), engine="m33")

@@ -3,10 +3,19 @@ mix=True) what kinds of instructions they were: loads, stores, multiplies, branc
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from rich.table import Table
 
 from tinyaot.report.kernels import choice_reason
 from tinyaot.report.macs import node_macs
+from tinyaot.report.render import render_text
+from tinyaot.targets.base import ModelSources
+from tinyaot.targets.engines import raw_rows
+from tinyaot.targets.m33 import M33Target
 from tinyaot.targets.m33.mix import InstructionMix
 
 
@@ -47,8 +56,6 @@ class ProfileReport:
                 "stack_bytes": self.stack_bytes, "ops": [_op_dict(o) for o in self.ops]}
 
     def __rich_console__(self, console, options):
-        from rich.table import Table
-
         t = Table(title=f"Cortex-M33 profile of '{self.model}': {self.total_instructions:,} instructions per "
                   f"inference, {self.total_macs:,} MACs (QEMU -icount, exact)")
         whys = any(o.why for o in self.ops)
@@ -67,8 +74,6 @@ class ProfileReport:
             yield _mix_table(self)
 
     def __str__(self) -> str:
-        from tinyaot.report.render import render_text
-
         return render_text(self)
 
 
@@ -85,8 +90,6 @@ _MIX_COLUMNS = (("loads", "load"), ("multi_loads", "ldm"), ("stores", "store"), 
 
 def _mix_table(rep: ProfileReport):
     """The instruction mix per op as shares of its instructions (the exact counts are in to_dict)."""
-    from rich.table import Table
-
     t = Table(title="Instruction mix: share of each op's instructions (QEMU plugin, exact)",
               caption="ldm/stm: the loads/stores of several registers (LDRD, LDM, POP / STRD, STM, PUSH: 1 + N "
               "cycles on the core); mul: multiplies and MACs (MUL, MLA, SMLAD, SMLAL, SMMUL ...); taken: branches "
@@ -111,16 +114,6 @@ def profile(cm, x=None, mix: bool = False) -> ProfileReport:
     """Run one inference on the M33 twice: plain (the total, untouched by markers) and with a marker after each
     op (per-op counts, the markers' own cost removed).  mix=True runs the marked image under QEMU's instruction
     counting plugin, which adds each op's instruction mix (a host C compiler builds the plugin)."""
-    import tempfile
-    from dataclasses import replace
-    from pathlib import Path
-
-    import numpy as np
-
-    from tinyaot.targets.base import ModelSources
-    from tinyaot.targets.engines import raw_rows
-    from tinyaot.targets.m33 import M33Target
-
     if x is None:
         x = np.zeros((1, sum(cm.input_sizes)), dtype=np.int8)
     elif isinstance(x, (list, tuple)):  # several inputs: their bytes back to back, as the harness takes them

@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from tinyaot.frontend.pt2e import QUANTIZE, _walk
 from tinyaot.ir.layout import model_to_torch_layout, torch_to_model_layout
+from tinyaot.ref.interpreter import VIEW_OPS, prepare_all, run_unplanned
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,6 @@ def pt2e_intermediates(graph_module, real_input: np.ndarray) -> dict[str, np.nda
     import torch
     import torch.fx
 
-    from tinyaot.frontend.pt2e import QUANTIZE
-
     seen: dict[str, np.ndarray] = {}
 
     class _Recorder(torch.fx.Interpreter):
@@ -135,8 +135,6 @@ def pt2e_layer_agreement(cm, graph_module, x_int8: np.ndarray) -> list[LayerAgre
     kernel PT2E's int8 input(s), so it shows that kernel's own rounding alone. Views are skipped (they move
     bytes); tensors the PT2E graph never quantizes (a requantize's input, say) are not compared.
     """
-    from tinyaot.ref.interpreter import prepare_all, run_unplanned
-
     g = cm.graph
     where = _quantized_tensors(g, graph_module)
     params = prepare_all(g)
@@ -175,9 +173,6 @@ def _quantized_tensors(g, graph_module) -> dict:
     """IR tensor -> (FX quantize node, torch shape, channels-first?) for every activation of the compiled graph
     whose int8 value the PT2E graph computes. A quantize after a view (flatten) stands for the tensor before the
     view when PT2E quantizes only the view's output: q(view(x)) == view(q(x))."""
-    from tinyaot.frontend.pt2e import QUANTIZE, _walk
-    from tinyaot.ref.interpreter import VIEW_OPS
-
     builder = _walk(graph_module)
     producers = {o: n for n in g.nodes for o in n.outputs}
     fx_nodes = {n.name: n for n in graph_module.graph.nodes}

@@ -16,14 +16,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
+from types import SimpleNamespace
 
 import numpy as np
+from rich.table import Table
 
 from tinyaot.diagnostics import Finding
 from tinyaot.errors import ModelError
+from tinyaot.frontend.tflite import from_tflite_float
 from tinyaot.ir import ops
 from tinyaot.ir.ops import OPS, ops_where
+from tinyaot.quantize.calibrate import as_real_array
+from tinyaot.quantize.float_eval import evaluate
+from tinyaot.quantize.mixed import twin_of
+from tinyaot.quantize.scheme import quantize_array
 from tinyaot.quantize.sensitivity import local_sqnr, sqnr_db
+from tinyaot.ref.interpreter import prepare_all, run_unplanned
+from tinyaot.report.render import render_text
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
 FIXED_RANGE = ops_where(qparams=ops.SOFTMAX)  # output qparams set by the scheme, whatever the data
@@ -113,8 +122,6 @@ class QuantReport:
                 "warnings": self.warnings, **self.extra}
 
     def __rich_console__(self, console, options):
-        from rich.table import Table
-
         t = Table(title=f"int8 vs {self.reference} per layer of '{self.model}' ({self.samples} samples)",
                   caption="local: the layer's kernel alone on exactly rounded inputs; cumul.: everything before it "
                   "included; steps: the quantized steps the data spans (of 256 for int8, 65,536 for int16)")
@@ -149,8 +156,6 @@ class QuantReport:
             yield f"  what to try: {d.advice}"
 
     def __str__(self) -> str:
-        from tinyaot.report.render import render_text
-
         return render_text(self, width=150)
 
 
@@ -176,11 +181,6 @@ def _finite(d: dict) -> dict:
 
 def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantReport:
     """`samples`: float inputs in the compiled model's input layout (as for run_float)."""
-    from tinyaot.quantize.calibrate import as_real_array
-    from tinyaot.quantize.float_eval import evaluate
-    from tinyaot.quantize.mixed import twin_of
-    from tinyaot.ref.interpreter import prepare_all
-
     batch, _ = cm._as_batch(cm._each_input(samples, lambda v, t: as_real_array(v, "layer_errors samples",
                                                                                   ModelError)))
     several = isinstance(batch, list)
@@ -214,8 +214,6 @@ def layer_errors(cm, samples, max_samples: int = 200, labels=None) -> QuantRepor
 
 def trace_int8(g, params: dict, xq: np.ndarray) -> dict[str, list[np.ndarray]]:
     """Every node's int8 output per sample (ref.interpreter.run_unplanned: the planned run's bits, faster)."""
-    from tinyaot.ref.interpreter import run_unplanned
-
     traced: dict[str, list[np.ndarray]] = {n.name: [] for n in g.nodes}
     samples = [list(s) for s in zip(*xq)] if isinstance(xq, list) else xq  # several inputs: one list per sample
     for sample in samples:
@@ -247,10 +245,6 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
 def _state_row(node, state, ref: np.ndarray) -> LayerError:
     """A recurrent layer's int16 state (an LSTM's cell, a GRU's hidden state) over every step of the float run:
     how much of it its power-of-two scale clips, and what rounding onto that grid costs."""
-    from types import SimpleNamespace
-
-    from tinyaot.quantize.scheme import quantize_array
-
     deq = quantize_array(ref, state.qparams, "int16").astype(np.float64) * state.qparams.scale[0]
     what = SimpleNamespace(name=f"{node.name} state", op=f"{node.op} {'cell' if node.op == 'lstm' else 'hidden'}")
     row = _row(what, state, deq, np.asarray(ref, np.float64), math.nan)
@@ -347,10 +341,6 @@ def _noisy(cm, e: LayerError) -> Diagnosis:
 
 def compare_float_tflite(cm, float_model, x: np.ndarray) -> dict:
     """Output agreement of an int8 model with the float .tflite it was converted from, on the same inputs."""
-    from tinyaot.frontend.tflite import from_tflite_float
-    from tinyaot.quantize.float_eval import evaluate
-    from tinyaot.ref.interpreter import prepare_all
-
     fg = from_tflite_float(float_model)
     want = evaluate(fg, x.reshape((-1,) + cm.input_shape[1:]))[fg.outputs[0]].reshape(len(x), -1)
     traced = trace_int8(cm.graph, prepare_all(cm.graph), cm.quantize_input(x))

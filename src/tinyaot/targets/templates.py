@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from tinyaot.errors import TinyAOTError
+from tinyaot.errors import InternalError
 
 _PLACEHOLDER = re.compile(r"@[A-Z_]+@")
 
 
-class TemplateError(TinyAOTError):
+class TemplateError(InternalError):
     """A template kept a placeholder nobody filled (a bug in tinyaot)."""
 
 

@@ -202,6 +202,25 @@ typedef struct {
  */
 void tinyaot_relu_s8(const int8_t *input, const tinyaot_relu_params *params, int8_t *output);
 
+/* One PReLU or leaky ReLU (TFLM's int8 PRELU / LEAKY_RELU). */
+typedef struct {
+    int32_t out_shape[4];          /* the output (and input) as 4-D, axes merged (ref/broadcast.py) */
+    int32_t alpha_strides[4];      /* element strides of alpha along the output's axes; 0 where it broadcasts */
+    int32_t input_offset, alpha_offset, output_offset;  /* -input_zp, -alpha_zp, output_zp */
+    int32_t output_multiplier_1, output_shift_1;       /* input >= its zero point: input_scale / output_scale */
+    int32_t output_multiplier_2, output_shift_2;       /* below: input_scale * alpha_scale / output_scale;
+                                                          negative: the negated requantization by its magnitude */
+    const int8_t *alpha;           /* alpha's values (leaky ReLU: one 1, its slope in multiplier 2) */
+} tinyaot_prelu_params;
+
+/*
+ * PReLU and leaky ReLU, TFLM's BroadcastPrelu4DSlow and QuantizeLeakyRelu: v = input[i] + input_offset;
+ * output[i] = clamp((v >= 0 ? requantize(v, output_multiplier_1, output_shift_1) : requantize(v * (alpha +
+ * alpha_offset), output_multiplier_2, output_shift_2)) + output_offset, -128, 127), alpha read at its strides.
+ * In place.
+ */
+void tinyaot_prelu_s8(const int8_t *input, const tinyaot_prelu_params *params, int8_t *output);
+
 /* One requantization between 8-bit tensors (the IR's `quantize` op): int8 -> int8, or a legacy model's uint8
  * boundary (uint8 -> int8, int8 -> uint8). */
 typedef struct {
@@ -905,6 +924,17 @@ typedef struct {
 
 /* TFLM's int16 RELU / RELU6: output[i] = clamp(requantize(input[i], multiplier, shift)). In place. */
 void tinyaot_relu_s16(const int16_t *input, const tinyaot_relu16_params *params, int16_t *output);
+
+/* One int16 leaky ReLU (TFLM's int16 LEAKY_RELU). */
+typedef struct {
+    int32_t size;
+    int32_t output_multiplier_1, output_shift_1;  /* input >= 0: input_scale / output_scale */
+    int32_t output_multiplier_2, output_shift_2;  /* below: input_scale * alpha / output_scale; negative: the
+                                                     negated requantization by its magnitude */
+} tinyaot_leaky_relu16_params;
+
+/* TFLM's int16 LEAKY_RELU: output[i] = clamp(requantize(input[i], multiplier 1 or 2 by its sign)). In place. */
+void tinyaot_leaky_relu_s16(const int16_t *input, const tinyaot_leaky_relu16_params *params, int16_t *output);
 
 /* One int16 mean over a run of consecutive axes: the input seen as [outer][count][inner]. */
 typedef struct {

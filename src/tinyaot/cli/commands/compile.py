@@ -8,7 +8,17 @@ from tinyaot.cli.arguments import add_model_args
 from tinyaot.cli.compiling import compile_request
 from tinyaot.cli.feedback import Feedback
 from tinyaot.cli.request import Request
-from tinyaot.cli.summary import contract, flash, print_budget, print_contract, print_trust, summary, trust
+from tinyaot.cli.summary import (
+    contract,
+    flash,
+    print_budget,
+    print_contract,
+    print_timings,
+    print_trust,
+    summary,
+    timings,
+    trust,
+)
 
 NAME = "compile"
 HELP = "compile a model to C"
@@ -18,6 +28,7 @@ SPINNER = True  # a status line names the stage at work (on a terminal, without 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_args(p)
     p.add_argument("-o", "--output", help="output directory (default out/NAME)")
+    p.add_argument("--timings", action="store_true", help="print how long each pass of the compile took")
 
 
 def run(req: Request, feedback: Feedback) -> int:
@@ -26,7 +37,7 @@ def run(req: Request, feedback: Feedback) -> int:
     out = Path(req.output)
     feedback.stage(f"writing the C to {out}/")
     files = cm.export(out)
-    info = summary(cm) | contract(cm, req) | {"files": [str(f) for f in files]} | trust(compiled)
+    info = summary(cm) | contract(cm, req) | {"files": [str(f) for f in files]} | trust(compiled) | timings(cm, req)
     if req.json:
         feedback.print_json(info)
         return 0
@@ -39,4 +50,5 @@ def run(req: Request, feedback: Feedback) -> int:
     print_budget(c, cm)
     c.print(f"wrote {len(files)} files to {out}/")
     print_trust(c, compiled)
+    print_timings(c, info)
     return 0

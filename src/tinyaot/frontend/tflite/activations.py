@@ -1,4 +1,5 @@
-"""LOGISTIC, TANH, HARD_SWISH, the RELU family and SOFTMAX.
+"""LOGISTIC, TANH, HARD_SWISH, the RELU family, PRELU, LEAKY_RELU and SOFTMAX, with this family's rows of the
+converter tables (CONVERTERS, and FLOAT_CONVERTERS where a float model's differs; converters.py merges them all).
 
 An int8 model's LOGISTIC / TANH / HARD_SWISH is a 256-entry table filled at compile time by TFLM's own integer
 kernels (ref/tflm_activations.py): bit-exact with TFLite Micro, at the cost of one table lookup per element. A float
@@ -7,11 +8,13 @@ model's is the real function, whose table tinyaot's PTQ fills.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 import tinyaot.frontend.tflite.tflm_checks as tflm
-from tinyaot.errors import ModelError
+from tinyaot.errors import ModelError, UnsupportedOpError
+from tinyaot.frontend.tflite.elementwise import operand
 from tinyaot.frontend.tflite.importer import Importer
 from tinyaot.frontend.tflite.reader import REPAIR, OpInfo
 
@@ -49,6 +52,33 @@ def relu(clamp, rescales: bool):
     return convert
 
 
+def prelu(imp: Importer, op: OpInfo) -> None:
+    """TFLM's PRELU (PreluPrepare's two multipliers, TFLM's rule checks): a constant alpha, int8 with its own
+    qparams in an int8 model, float32 in a float one (tinyaot's PTQ quantizes it)."""
+    xi, ai = imp.args(op, 2, 2)
+    if ai in imp.names:
+        raise UnsupportedOpError(f"operator {op.index} (PRELU): alpha '{imp.t(ai).name}' is computed by the model; "
+                                 "tinyaot takes a constant alpha (as TFLite's converter writes it)")
+    x = imp.ir_input(xi, op)
+    imp.check_shape(op, imp.g.tensor(x).shape)  # alpha broadcasts to x (ref/prelu_s8.py checks it)
+    alpha = operand(imp, op, ai, f"prelu_{op.index}_alpha")
+    imp.prepare(tflm.rescale, op, [xi], op.outputs[0])
+    imp.prepare(tflm.rescale, op, [xi, ai], op.outputs[0])
+    imp.node(op, "prelu", [x, alpha], {})
+
+
+def leaky_relu(imp: Importer, op: OpInfo) -> None:
+    """TFLM's LEAKY_RELU: alpha from its options (0 without them, TFLM's default); the multiplier of alpha is
+    checked by ref/prelu_s8.py's prepare, the identity one here."""
+    (xi,) = imp.args(op, 1, 1)
+    o = imp.options(op, "LeakyReluOptions") if op.options_type else None
+    alpha = float(np.float32(o.Alpha())) if o is not None else 0.0
+    if not math.isfinite(alpha):
+        raise ModelError(f"operator {op.index} (LEAKY_RELU) has alpha {alpha}; it must be finite; {REPAIR}")
+    imp.prepare(tflm.rescale, op, [xi], op.outputs[0])
+    imp.node(op, "leaky_relu", [imp.ir_input(xi, op)], {"alpha": alpha})
+
+
 def softmax(imp: Importer, op: OpInfo) -> None:
     (xi,) = imp.args(op, 1, 1)
     o = imp.options(op, "SoftmaxOptions") if op.options_type else None
@@ -60,3 +90,22 @@ def softmax(imp: Importer, op: OpInfo) -> None:
         raise ModelError(f"operator {op.index} (SOFTMAX) has beta {beta}; softmax(beta * x) needs a positive, finite "
                          f"beta (converters write 1.0); {REPAIR}")
     imp.node(op, "softmax", [x], {"beta": beta})
+
+
+CONVERTERS: dict[str, Callable[[Importer, OpInfo], None]] = {
+    "HARD_SWISH": tflm_table("tflm_hard_swish"),
+    "LEAKY_RELU": leaky_relu,
+    "LOGISTIC": tflm_table("tflm_logistic"),
+    "PRELU": prelu,
+    "RELU": relu((0.0, math.inf), rescales=True),
+    "RELU6": relu((0.0, 6.0), rescales=False),
+    "RELU_N1_TO_1": relu((-1.0, 1.0), rescales=False),
+    "SOFTMAX": softmax,
+    "TANH": tflm_table("tflm_tanh"),
+}
+
+FLOAT_CONVERTERS: dict[str, Callable[[Importer, OpInfo], None]] = {
+    "HARD_SWISH": real_table("hardswish"),
+    "LOGISTIC": real_table("sigmoid"),
+    "TANH": real_table("tanh"),
+}

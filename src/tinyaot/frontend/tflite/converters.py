@@ -2,14 +2,15 @@
 
 CONVERTERS is the int8 / 16x8 model's table (and what `tinyaot ops` lists). A float model's differs where tinyaot's
 PTQ takes over from TFLM's integer kernels: its activations are the real functions, a one-number constant operand of
-ADD / SUB / MUL is a table, its LSTM has float32 weights, its SVDF is refused, and QUANTIZE is no operator of it.
+ADD / SUB / MUL is a table, its LSTM and SVDF have float32 weights (its SVDF a float32 state), and QUANTIZE is no
+operator of it. A family module may hold its own rows (activations.py: CONVERTERS, FLOAT_CONVERTERS), merged here,
+so that adding an operator to it edits that module only.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
-from tinyaot.frontend.tflite.activations import real_table, relu, softmax, tflm_table
+from tinyaot.frontend.tflite import activations
 from tinyaot.frontend.tflite.conv import batch_matmul, conv_2d, depthwise_conv_2d, fully_connected, transpose_conv
 from tinyaot.frontend.tflite.elementwise import binary, float_binary, minmax
 from tinyaot.frontend.tflite.importer import Importer
@@ -35,6 +36,7 @@ from tinyaot.frontend.tflite.svdf import float_svdf, svdf
 Converter = Callable[[Importer, OpInfo], None]
 
 CONVERTERS: dict[str, Converter] = {
+    **activations.CONVERTERS,
     "ADD": binary("ADD"),
     "AVERAGE_POOL_2D": average_pool_2d,
     "BATCH_MATMUL": batch_matmul,
@@ -43,8 +45,6 @@ CONVERTERS: dict[str, Converter] = {
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "TRANSPOSE_CONV": transpose_conv,
     "FULLY_CONNECTED": fully_connected,
-    "HARD_SWISH": tflm_table("tflm_hard_swish"),
-    "LOGISTIC": tflm_table("tflm_logistic"),
     "MAX_POOL_2D": max_pool_2d,
     "MAXIMUM": minmax("maximum"),
     "MEAN": mean,
@@ -54,16 +54,11 @@ CONVERTERS: dict[str, Converter] = {
     "PAD": pad,
     "PADV2": pad,
     "QUANTIZE": quantize,
-    "RELU": relu((0.0, math.inf), rescales=True),
-    "RELU6": relu((0.0, 6.0), rescales=False),
-    "RELU_N1_TO_1": relu((-1.0, 1.0), rescales=False),
     "RESHAPE": reshape,
     "RESIZE_BILINEAR": resize("resize_bilinear", "ResizeBilinearOptions"),
     "RESIZE_NEAREST_NEIGHBOR": resize("resize_nearest", "ResizeNearestNeighborOptions"),
-    "SOFTMAX": softmax,
     "SUB": binary("SUB"),
     "SVDF": svdf,
-    "TANH": tflm_table("tflm_tanh"),
     "TRANSPOSE": transpose,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm(IntegerLstm()),
     "STRIDED_SLICE": strided_slice,
@@ -82,12 +77,10 @@ CONVERTERS: dict[str, Converter] = {
 
 FLOAT_CONVERTERS: dict[str, Converter] = {
     **{name: convert for name, convert in CONVERTERS.items() if name != "QUANTIZE"},
+    **activations.FLOAT_CONVERTERS,
     "ADD": float_binary("ADD"),
-    "HARD_SWISH": real_table("hardswish"),
-    "LOGISTIC": real_table("sigmoid"),
     "MUL": float_binary("MUL"),
     "SUB": float_binary("SUB"),
     "SVDF": float_svdf,
-    "TANH": real_table("tanh"),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm(FloatLstm()),
 }

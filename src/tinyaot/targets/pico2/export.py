@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from tinyaot import __version__
 from tinyaot.errors import ModelError, TinyAOTError
 from tinyaot.targets.pico2.config import (
     APP_SOURCES,
@@ -29,6 +28,7 @@ from tinyaot.targets.pico2.config import (
 from tinyaot.targets.pico2.measure import Pico2Sizes, measure_project
 from tinyaot.targets.pico2.texts import binary_type_cmake, readme_fields, vectors_c, vectors_h
 from tinyaot.targets.templates import fill, read_template
+from tinyaot.version import __version__
 
 
 def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = False) -> list[Path]:

@@ -6,7 +6,6 @@ import textwrap
 
 import numpy as np
 
-from tinyaot import __version__
 from tinyaot.targets.pico2.config import (
     CORE0_STACK_LIMIT_BYTES,
     LIBRARY_CALL_BYTES,
@@ -23,6 +22,7 @@ from tinyaot.targets.pico2.config import (
     STACK_ROUND_BYTES,
 )
 from tinyaot.targets.pico2.measure import Pico2Sizes, StackPlan
+from tinyaot.version import __version__
 
 
 def vectors_h(name: str, n: int) -> str:
