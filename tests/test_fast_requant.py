@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from kernel_suite import act, one_op_graph
 
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import Node, QParams, Tensor
 from tinyaot.ir.ops import RELU
-from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref.per_channel import (
     ACC_LIMIT,
     CONSTANT_MULTIPLIER,

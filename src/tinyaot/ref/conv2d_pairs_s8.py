@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyaot.errors import ModelError
+from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
 from tinyaot.ir.variants import KernelOptions
-from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ref import conv2d_add_s8, conv2d_s8
 from tinyaot.ref.conv2d_s8 import ConvParams
 from tinyaot.ref.per_channel import FAST_ALIGNMENT, FastRequant, fast_requant, input_range
