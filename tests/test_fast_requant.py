@@ -188,5 +188,5 @@ def test_the_input_range_is_the_producers_clamp_through_views():
     assert input_range(g, "x") == (-128, 127)  # a model input
     assert input_range(g, "mid") == (-128, -128 + 50)  # ReLU1 at scale 0.02: 50 steps above the zero point
     assert input_range(g, "flat") == (-128, -78)  # a view's bytes are its input's
-    g.nodes[0].set_attrs(clamp=RELU)
+    g.nodes[0] = g.nodes[0].with_attrs(clamp=RELU)
     assert input_range(g, "flat") == (-128, 127)

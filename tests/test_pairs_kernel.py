@@ -337,7 +337,7 @@ def test_the_kernel_report_says_what_runs_each_layer_and_why_not_the_others():
 def test_the_plan_says_why_a_layer_runs_the_plain_kernel_and_what_a_fast_one_took():
     """report/kernels.py choice_reason, which `tinyaot profile` prints per op: the fast variant's reason for a
     plain layer (not the other mode's variant, not the ring), the fast variant's note otherwise."""
-    from tinyaot.pipeline import plan
+    from tinyaot.backend import plan
     from tinyaot.report.kernels import choice_reason, kernel_report
     from tinyaot.report.profile import OpProfile, ProfileReport
 

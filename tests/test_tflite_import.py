@@ -85,8 +85,9 @@ def test_vww_dead_channels_run_the_fast_kernels_bit_exact(optimize):
     multiplier flushed to 0): all 14 convs run the pairs kernel (ref/per_channel.py: constant channels), 8 of them
     skipping those channels; the model equals TFLM on seeded inputs, and cut after conv2d_24 (224 of its 256
     channels dead), host C equals the reference on every byte of its output."""
+    from tinyaot.backend import plan
     from tinyaot.model import CompiledModel
-    from tinyaot.pipeline import plan
+    from tinyaot.result import CompileResult
 
     pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
     path = shared_file(VWW)
@@ -105,7 +106,7 @@ def test_vww_dead_channels_run_the_fast_kernels_bit_exact(optimize):
     cut.prune()
     memory = plan(cut, optimize=optimize)
     assert memory.kernel_of("conv2d_24").note.startswith("224 constant channels skipped")
-    part = CompiledModel("vwwcut", None, cut, memory, memory)
+    part = CompiledModel(CompileResult("vwwcut", cut, memory, memory))
     got = part.run(x, engine="host")
     np.testing.assert_array_equal(got, part.run(x, engine="reference"))
     assert got.shape[-1] == 256 and len(np.unique(got)) > 20

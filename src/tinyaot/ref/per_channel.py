@@ -47,6 +47,7 @@ import numpy as np
 
 from tinyaot.errors import ModelError
 from tinyaot.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+from tinyaot.ir.ops import OPS, kernel_ref
 
 ACC_LIMIT = 2**30  # |acc| below this: tinyaot_requantize_right's doubling cannot overflow
 FAST_MAX_RIGHT = 22  # speed's k = 2^(right - 1) + (zero_point << right) fits in 30 bits (emit_conv.requant_triples)
@@ -165,8 +166,6 @@ def input_range(g, tensor: str) -> tuple[int, int]:
     """The int8 values `tensor` can hold: its producer's clamp where the producer's kernel has one (its Params'
     act_min / act_max: every int8 kernel with them clamps its output last), through views (the same bytes under
     another shape); all of int8 for a model input or any other producer."""
-    from tinyaot.ir.ops import OPS, kernel_ref
-
     node = g.producer(tensor)
     while node is not None and OPS[node.op].view:
         node = g.producer(node.inputs[0])
