@@ -164,6 +164,15 @@ def pytorch_entries() -> list[Entry]:
         _timm("vit_tiny_patch16_224", 64, img_size=64),
         _timm("mobilevit_xxs", 96),
         _timm("mobilevitv2_050", 96),
+        _timm("skresnet18", 96),  # selective kernels: torch.stack of the paths, softmax over them
+        _timm("resnest14d", 96),  # split attention: radix groups, their sum and softmax
+        _timm("selecsls42", 96),
+        _timm("edgenext_xx_small", 96),  # cross-covariance attention: F.normalize
+        _timm("xcit_nano_12_p16_224", 64, img_size=64),  # F.normalize
+        _timm("coat_lite_tiny", 64, img_size=64),  # F.pad of the token axis
+        _timm("darknet17", 96),  # these three use nn.LeakyReLU
+        _timm("cspresnet50", 96),
+        _timm("cspdarknet53", 96),
         _bc_resnet(),
     ]
 

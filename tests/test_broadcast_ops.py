@@ -313,9 +313,12 @@ def test_per_channel_constants_fold_into_the_layer_before(relu, sign, folded):
 # ---- what stays refused -------------------------------------------------------------------------------------
 
 class FiveD(nn.Module):
+    """Broadcast along every other axis of five: no merging of neighbouring axes makes it 4-D (merging does for
+    timm's split attention, tests/test_pytorch_timm_ops.py)."""
+
     def __init__(self):
         super().__init__()
-        self.w = nn.Parameter(torch.rand(2, 1, 2, 2))
+        self.w = nn.Parameter(torch.rand(2, 1, 2, 1))
 
     def forward(self, x):
         return x.reshape(1, 2, 2, 2, 2) * self.w

@@ -87,11 +87,12 @@ def test_float_tflite_quantizes(entry):
 
 
 # A bounded slice, one model per path the corpus needed that no other test file covers with a library's own model
-# (ceil-mode pooling; MobileViT-v2's GroupNorm, 6-D unfold and linear attention), at a test's resolution and with
-# a 10-class head so each builds in seconds. benchmarks/corpus.py runs every corpus model as listed. (ShuffleNetV2:
-# test_slicing.py; timm's ViT: test_vision_transformers.py; standalone BatchNorm and the whole BC-ResNet:
-# test_robustness.py; in-place activations: test_pytorch_inplace_ops.py.)
-VISION = {"squeezenet1_1 96x96": 64, "mobilevitv2_050 96x96": 64}
+# (ceil-mode pooling; MobileViT-v2's GroupNorm, 6-D unfold and linear attention; EdgeNeXt's F.normalize), at a
+# test's resolution and with a 10-class head so each builds in seconds. benchmarks/corpus.py runs every corpus
+# model as listed. (ShuffleNetV2: test_slicing.py; timm's ViT: test_vision_transformers.py; standalone BatchNorm
+# and the whole BC-ResNet: test_robustness.py; in-place activations: test_pytorch_inplace_ops.py; the spellings of
+# SK-ResNet, ResNeSt, XCiT and CoaT in small models: test_pytorch_timm_ops.py.)
+VISION = {"squeezenet1_1 96x96": 64, "mobilevitv2_050 96x96": 64, "edgenext_xx_small 96x96": 64}
 
 
 @pytest.mark.parametrize("name", list(VISION))

@@ -32,6 +32,7 @@ SPELLED_OTHERWISE = {
     "reflection_pad": "padding_mode='reflect' | 'replicate'",
     "replication_pad": "padding_mode='reflect' | 'replicate'",
     "feature_dropout": "dropout",
+    "linalg_vector_norm": "`F.normalize`",
 }
 
 

@@ -125,6 +125,7 @@ CASES = {
     "resize_bilinear": lambda: _unary("resize_bilinear", (1, 3, 4, 2), act("y", (1, 6, 7, 2), 0.05, -3),
                                       {"half_pixel_centers": True}),
     "softmax": lambda: _unary("softmax", (1, 10), act("y", (1, 10), 1 / 256, -128), {"beta": 1.0}),
+    "l2_normalize": lambda: _unary("l2_normalize", (1, 3, 8), act("y", (1, 3, 8), 1 / 128, 0), {"eps": 1e-12}),
     "lut": lambda: _unary("lut", (1, 16), act("y", (1, 16), 1 / 256, -128), {"function": "sigmoid"}),
     "relu": lambda: _unary("relu", (1, 16), act("y", (1, 16), 0.05, -3), {"clamp": (0.0, float("inf"))}),
     "prelu": lambda: one_op_graph("prelu", [act("x", (1, 2, 4, 3), 0.05, -3), Tensor(
@@ -165,8 +166,9 @@ def test_every_kernel_op_has_a_case_here():
 def test_every_op_has_its_spec_and_traits(op):
     s = OPS[op]
     assert issubclass(s.attrs, ops.Attrs) and s.doc and s.operands
-    assert s.qparams in (ops.WEIGHTED, ops.OWN, ops.INHERIT, ops.SOFTMAX, ops.AFTER_LOWERING, ops.FLOAT_ONLY,
-                         ops.RECURRENT, ops.SVDF)
+    assert s.qparams in (ops.WEIGHTED, ops.OWN, ops.INHERIT, ops.SOFTMAX, ops.FIXED, ops.AFTER_LOWERING,
+                         ops.FLOAT_ONLY, ops.RECURRENT, ops.SVDF)
+    assert (s.fixed_qparams is not None) == (s.qparams == ops.FIXED)
     assert not s.observed or s.qparams == ops.SVDF  # a float graph's observed output: lowering must drop it
     assert (s.weight_axis is not None) == (s.qparams == ops.WEIGHTED)
     assert s.overlap in (None, "elementwise", "window", "residual", "transposed")

@@ -270,6 +270,8 @@ def _walk(gm) -> PT2EBuilder:
             if key != "_guards_fn":
                 raise _unsupported(n, "a call to a submodule")
         elif n.op == "call_function":
+            if n.name in b.claimed:
+                continue  # converted with an earlier node (Builder.claimed: F.normalize's chain)
             if _is_const(b, n):
                 _fold_const(b, n)
             elif key in QUANTIZE:

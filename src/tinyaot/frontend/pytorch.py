@@ -140,6 +140,8 @@ def _convert(b: Builder, n, run: _Run) -> None:
     A refused node's value is a stub (a float activation of its shape), so the ops after it convert, and are
     refused, on their own account: three ceil_mode poolings in a row are counted three times."""
     refusals, stubs = run.refusals, run.stubs
+    if n.name in b.claimed:
+        return  # converted with an earlier node (pytorch_builder.py: Builder.claimed)
     key = str(n.target)
     if key in EXPORT_ASSERTIONS:
         return  # torch.export's own checks on a tensor (after .to()): they compute nothing

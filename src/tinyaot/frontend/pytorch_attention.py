@@ -1,8 +1,10 @@
-"""Attention and normalization from PyTorch: LayerNorm, matmul of two activations, scaled dot-product attention,
-and nn.MultiheadAttention decomposed into ops that have integer kernels.
+"""Attention and normalization from PyTorch: LayerNorm, F.normalize, matmul of two activations, scaled dot-product
+attention, and nn.MultiheadAttention decomposed into ops that have integer kernels.
 
 - aten.layer_norm (normalized_shape = the last dim) -> layer_norm.
 - aten.group_norm -> group_norm on the channels-last tensor (layer_norm's integer kernel, per group of channels).
+- F.normalize (XCiT's and EdgeNeXt's cross-covariance attention), exported as linalg_vector_norm, clamp_min,
+  expand_as and div -> one l2_normalize (TFLite Micro's L2_NORMALIZATION kernel), converted at the norm.
 - aten.matmul / aten.bmm of two activations -> batch_matmul; an operand that is a transpose read only by the
   product (`k.transpose(-2, -1)`, a head split `view(1, T, H, d).transpose(1, 2)`) is read at permuted strides
   (adj_x / adj_y, lhs_perm / rhs_perm) instead of being moved.
@@ -72,6 +74,63 @@ def _group_norm(b, n) -> None:
     inputs = [x.name, b.const(f"{layer}.weight", gamma), b.const(f"{layer}.bias", beta)]
     attrs = {"groups": int(groups), "eps": 1e-5 if eps is None else float(eps)}
     b.bind(n, b.emit("group_norm", inputs, b.shape(x), attrs), x.nhwc, x.torch_rank)
+
+
+def _normalize_chain(n):
+    """(division, eps, the nodes between) when the norm `n` is read only by F.normalize's chain, x / the norm of x
+    over one dim: torch.export writes F.normalize(x, dim=d) as linalg_vector_norm(x, 2, [d], keepdim=True),
+    clamp_min(eps), expand_as(x), div(x, .); x / x.norm(dim=d, keepdim=True) has no clamp (eps 0). None otherwise."""
+    args = list(n.args) + [None] * (4 - len(n.args))
+    order = n.kwargs.get("ord", 2 if args[1] is None else args[1])
+    dims = n.kwargs.get("dim", args[2])
+    keepdim = n.kwargs.get("keepdim", args[3])
+    if order != 2 or dims is None or len(dims) != 1 or not keepdim or n.kwargs.get("dtype") is not None:
+        return None
+    x, node, eps, between = n.args[0], n, 0.0, []
+    while len(node.users) == 1:
+        (user,) = node.users
+        target = str(user.target)
+        if target == "aten.div.Tensor" and list(user.args) == [x, node]:
+            return user, eps, between
+        if target == "aten.clamp_min.default" and user.args[0] is node and not between \
+                and isinstance(user.args[1], (int, float)):
+            eps = float(user.args[1])
+        elif target not in ("aten.expand_as.default", "aten.expand.default") or user.args[0] is not node:
+            return None
+        between.append(user)
+        node = user
+    return None
+
+
+def _vector_norm(b, n) -> None:
+    """linalg_vector_norm as F.normalize's divisor: the whole chain is one l2_normalize (x / max(||x||, eps) over
+    the dim; TFLite Micro's int8 L2_NORMALIZATION, output scale 1/128), over the last axis in the IR (through a
+    view where the axes after the dim are all 1, else a transpose there and back, as softmax)."""
+    chain = _normalize_chain(n)
+    if chain is None:
+        raise b.error("a vector norm is supported as F.normalize's divisor (F.normalize(x, dim=d), or "
+                      "x / x.norm(dim=d, keepdim=True)): tinyaot has an integer kernel for x / ||x|| (TFLite's "
+                      "L2_NORMALIZATION), not for the norm alone")
+    div, eps, between = chain
+    x = b.arg(n.args[0])
+    axis, shape = b.axis(x, int(n.kwargs.get("dim", n.args[2] if len(n.args) > 2 else None)[0])), b.shape(x)
+    if axis == 0:
+        raise b.error("F.normalize over the batch dimension is not supported; normalize over another dim")
+    last = len(shape) - 1
+    if axis == last:
+        out = b.emit("l2_normalize", [x.name], shape, {"eps": eps})
+    elif all(d == 1 for d in shape[axis + 1:]):
+        flat = b.emit("reshape", [x.name], shape[: axis + 1], suffix="_view")
+        out = b.emit("reshape", [b.emit("l2_normalize", [flat], shape[: axis + 1], {"eps": eps})], shape,
+                     suffix="_view")
+    else:
+        perm = (*range(axis), *range(axis + 1, last + 1), axis)
+        moved_shape = tuple(shape[a] for a in perm)
+        moved = b.emit("transpose", [x.name], moved_shape, {"perm": perm}, suffix="_to_last")
+        unit = b.emit("l2_normalize", [moved], moved_shape, {"eps": eps})
+        out = b.emit("transpose", [unit], shape, {"perm": tuple(int(a) for a in np.argsort(perm))}, suffix="_back")
+    b.claimed.update(u.name for u in (*between, div))
+    b.bind(div, out, x.nhwc, x.torch_rank)
 
 
 def _transposed_source(b, arg) -> tuple[str, tuple[int, ...]] | None:
@@ -158,6 +217,7 @@ def _sdpa(b, n) -> None:
 
 CONVERTERS = {
     "aten.layer_norm.default": _layer_norm,
+    "aten.linalg_vector_norm.default": _vector_norm,
     "aten.group_norm.default": _group_norm,
     "aten.matmul.default": _matmul,
     "aten.bmm.default": _matmul,

@@ -68,6 +68,8 @@ class Builder:
         self.node_names: set[str] = set()
         self.current = None  # the FX node being converted, for error messages
         self.items: dict[str, Value] = {}  # "<fx node>#<k>": item k of an op that returns a tuple, for getitem
+        self.claimed: set[str] = set()  # FX nodes an earlier node's converter converted with it (the chain of
+        #                                 F.normalize): skipped, the last one's value bound already
 
     # ---- tensors ----------------------------------------------------------------------------
     def const(self, name: str, array: np.ndarray) -> str:
@@ -221,11 +223,18 @@ class Builder:
         return Value(self.emit("reshape", [v.name], shape, suffix="_unbatched"), False, v.torch_rank)
 
     def to_channels_last(self, v: Value) -> Value:
-        """A channels-first torch tensor (rank 3 or 4, plain in the IR) converted to NHWC."""
+        """A channels-first torch tensor (rank 3 or 4, plain in the IR) converted to NHWC; channel groups
+        [N, g, c, H, W] to [N, H, W, g, c]."""
         if v.nhwc:
             return v
         v = self.unlead(v)
         shape = self.shape(v)
+        if len(shape) == 5:
+            n, g, c, h, w = shape
+            if h * w == 1:
+                return Value(self.emit("reshape", [v.name], (n, h, w, g, c), suffix="_nhwc"), True, 5)
+            return Value(self.emit("transpose", [v.name], (n, h, w, g, c), {"perm": (0, 3, 4, 1, 2)},
+                                   suffix="_to_nhwc"), True, 5)
         if len(shape) not in (3, 4):
             raise self.error(f"expected a 3-D or 4-D tensor, got shape {shape}")
         nchw = shape if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])

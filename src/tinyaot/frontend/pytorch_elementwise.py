@@ -1,4 +1,4 @@
-"""ATen -> IR converters for elementwise arithmetic (tensor and scalar operands, broadcasting) and cat."""
+"""ATen -> IR converters for elementwise arithmetic (tensor and scalar operands, broadcasting), cat and stack."""
 from __future__ import annotations
 
 import math
@@ -15,6 +15,7 @@ from tinyaot.frontend.pytorch_builder import (
     torch_to_ir_shape,
     val_shape,
 )
+from tinyaot.frontend.pytorch_recurrent import recurrent_stack
 
 
 def _scalar_affine(b: Builder, n, op: str) -> bool:
@@ -98,23 +99,46 @@ def _binary_node(b: Builder, n, op: str, args: list, alpha: float) -> None:
         shape = tuple(int(d) for d in np.broadcast_shapes(b.shape(x), b.shape(y)))
     except ValueError:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: they do not broadcast") from None
-    if len(shape) > 4 and not b.shape(x) == b.shape(y) == shape:
-        raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is supported up to 4-D")
+    views = _fewer_axes(b.shape(x), b.shape(y)) if len(shape) > 4 else None
+    if len(shape) > 4 and views is None:
+        raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)}: broadcasting is supported up to 4-D (after "
+                      "merging neighbouring axes that broadcast alike)")
     nhwc = x.nhwc or y.nhwc
     want = val_shape(n)
     if (torch_to_ir_shape(want) if nhwc else b.plain_shape(want, x, y)) != shape:
         raise b.error(f"{op} of shapes {b.shape(x)} and {b.shape(y)} gives {shape}, torch says {want}; this "
                       "mix of layouts is not supported")
     rank = x.torch_rank if x.nhwc else y.torch_rank
-    if len(shape) > 4:  # same shapes beyond 4-D: the element-wise op on flat views
-        flat = (1, math.prod(shape))
-        views = [b.const(f"{v.name}_flat", b.graph.tensor(v.name).data.reshape(flat))
-                 if b.graph.tensor(v.name).is_const else b.emit("reshape", [v.name], flat, suffix="_flat")
-                 for v in (x, y)]
-        out = b.emit("reshape", [b.emit(op, views, flat)], shape, suffix="_view")
+    if views is not None:  # beyond 4-D: the element-wise op on views of fewer axes (the same bytes)
+        names = [b.const(f"{v.name}_view", b.graph.tensor(v.name).data.reshape(view))
+                 if b.graph.tensor(v.name).is_const else b.emit("reshape", [v.name], view, suffix="_flat")
+                 for v, view in zip((x, y), views)]
+        merged = tuple(int(d) for d in np.broadcast_shapes(*views))
+        out = b.emit("reshape", [b.emit(op, names, merged)], shape, suffix="_view")
     else:
         out = b.emit(op, [x.name, y.name], shape)
     b.bind(n, out, nhwc, rank if nhwc else len(want))
+
+
+def _fewer_axes(a: tuple[int, ...], c: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Views of two broadcasting shapes (of up to 5-D: timm's split attention, [1, H, W, paths, C] times
+    [1, 1, 1, paths, C]) with at most 4 axes and the same elements in the same order: after the batch axis (kept
+    first: calibration runs samples along it), neighbouring axes merge where each operand is whole along both or
+    1 along both, and axes of 1 in both drop. None when more than 4 axes remain."""
+    rank = max(len(a), len(c))
+    a, c = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(c)) + tuple(c)
+    va, vc, prev = [a[0]], [c[0]], None
+    for da, dc in zip(a[1:], c[1:]):
+        if da == dc == 1:
+            continue
+        kind = (da == 1, dc == 1)
+        if kind == prev:
+            va[-1], vc[-1] = va[-1] * da, vc[-1] * dc
+        else:
+            va.append(da)
+            vc.append(dc)
+        prev = kind
+    return (tuple(va), tuple(vc)) if len(va) <= 4 else None
 
 
 def _real(op: str, a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -201,6 +225,45 @@ def _cat(b: Builder, n) -> None:
     b.bind(n, b.emit("concat", [v.name for v in vals], out_shape, {"axis": axis}), vals[0].nhwc, vals[0].torch_rank)
 
 
+def _stack(b: Builder, n) -> None:
+    """torch.stack: each input viewed with the new axis (of 1), then one concat along it; no kernel of its own.
+    Feature maps stacked along dim 1 or 2 (timm's selective-kernel paths, [N, paths, C, H, W]) stay channels-last,
+    as channel groups [N, H, W, paths, C] (pytorch_builder.py); anything else is stacked in torch order. The
+    hidden states of a cell loop are the recurrent layer's output (pytorch_recurrent.py)."""
+    if recurrent_stack(b, n):
+        return
+    args = list(n.args[0])
+    vals = [b.arg(a) for a in args]
+    rank = len(args[0].meta["val"].shape)
+    dim = int(n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)) % (rank + 1)
+    out_torch = val_shape(n)
+    consts = [b.graph.tensor(v.name).data for v in vals]
+    if all(c is not None for c in consts):
+        bind_const(b, n, np.stack([c.reshape(val_shape(a)) for c, a in zip(consts, args)], axis=dim))
+        return
+    piece_torch = tuple(1 if a == dim else d for a, d in enumerate(out_torch))
+    if rank == 4 and dim in (1, 2) and any(v.nhwc and v.torch_rank == 4 for v in vals):
+        out_shape, axis, nhwc = torch_to_ir_shape(out_torch), 2 + dim, True  # IR axis 3 (paths) or 4
+        vals = [b.to_channels_last(v) if c is None else v for v, c in zip(vals, consts)]
+    else:
+        vals = [b.to_torch_order(v) for v in vals]
+        out_shape = b.plain_shape(out_torch, *(v for v, c in zip(vals, consts) if c is None))
+        axis, nhwc = dim + (len(out_shape) > len(out_torch)), False
+        if axis == 0:
+            raise b.error("stacking along the batch dimension is not supported (tinyaot compiles one sample per "
+                          "invoke); stack along another dim")
+    piece = tuple(1 if a == axis else d for a, d in enumerate(out_shape))
+    names = []
+    for v, c, a in zip(vals, consts, args):
+        if c is not None:  # a parameter: laid out as the piece now
+            data = c.reshape(piece_torch)
+            names.append(b.const(f"{v.name}_stacked", data.transpose(0, 3, 4, 1, 2) if nhwc else data.reshape(piece)))
+        else:
+            names.append(b.emit("reshape", [v.name], piece, suffix="_view"))
+    out = names[0] if len(names) == 1 else b.emit("concat", names, out_shape, {"axis": axis})
+    b.bind(n, out, nhwc, len(out_torch))
+
+
 def _const_channels_last(b: Builder, v: Value, data: np.ndarray) -> Value:
     """A constant torch-order tensor laid out channels-last at compile time."""
     if v.nhwc:
@@ -231,4 +294,5 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     "aten.div.Scalar": _scalar_op("div"),
     "aten.rsub.Scalar": _scalar_op("rsub"),
     "aten.cat.default": _cat,
+    "aten.stack.default": _stack,
 }

@@ -27,7 +27,7 @@ CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {
     **CONV_CONVERTERS,            # linear, conv1d / conv2d / transposed, batch_norm
     **ACTIVATION_CONVERTERS,      # relu family, softmax, table activations (and their in-place spellings)
     **POOLING_CONVERTERS,         # max / avg / adaptive pooling, mean, sum
-    **ELEMENTWISE_CONVERTERS,     # add / sub / mul / div / minimum / maximum, cat
+    **ELEMENTWISE_CONVERTERS,     # add / sub / mul / div / minimum / maximum, cat, stack
     **SPATIAL_CONVERTERS,         # pad, resize
     **SHAPE_CONVERTERS,           # reshape, permute, expand, no-ops and casts
     **ATTENTION_CONVERTERS,       # LayerNorm, matmul of two activations, attention

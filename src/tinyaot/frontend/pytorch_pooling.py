@@ -57,11 +57,17 @@ def _avg_pool(b: Builder, n, one_d: bool) -> None:
     b.bind(n, b.emit("avg_pool2d", [x.name], torch_to_ir_shape(val_shape(n)), attrs), True, x.torch_rank)
 
 
+MAX_ADAPTIVE_POOLS = 16  # pooling kernels one adaptive pooling of uneven windows may compile to
+
+
 def _adaptive_pool(kind: str):
     """aten.adaptive_{avg,max}_pool{1,2}d: output size 1 of an average is global average pooling (mean); other
     sizes pool PyTorch's adaptive windows (start floor(i * in / out), end ceil((i + 1) * in / out)) where along
     each axis they are uniform (one kernel and stride: always when the input is a multiple of the output) or each
-    one pixel (an output larger than the input: nearest-neighbour copies, a resize after the pooling)."""
+    one pixel (an output larger than the input: nearest-neighbour copies, a resize after the pooling). Windows that
+    differ in size or spacing (10 -> 4: sizes 3, starts 0, 2, 5, 7) are runs of equal, equally spaced windows: one
+    pooling kernel per pair of runs (rows, columns) on a slice of the input, the pieces concatenated in order, up
+    to MAX_ADAPTIVE_POOLS kernels."""
     def convert(b: Builder, n) -> None:
         x = b.to_channels_last(b.arg(n.args[0]))
         value = n.meta["val"][0] if kind == "max" else n.meta["val"]  # max pooling also returns the indices
@@ -70,15 +76,19 @@ def _adaptive_pool(kind: str):
         if kind == "avg" and out_shape[1:3] == (1, 1):
             b.bind(n, b.emit("mean", [x.name], out_shape, {"axes": (1, 2), "keepdims": True}), True, x.torch_rank)
             return
-        (kh, sh, ph), (kw, sw, pw) = _adaptive_windows(b, h, out_shape[1]), _adaptive_windows(b, w, out_shape[2])
-        out = x.name
-        if (kh, sh, kw, sw) != (1, 1, 1, 1):
-            attrs = {"kernel": (kh, kw), "stride": (sh, sw), "padding": (0, 0, 0, 0)}
-            if kind == "avg":
-                attrs["count_include_pad"] = False
-            out = b.emit(f"{kind}_pool2d", [x.name], (out_shape[0], ph, pw, c), attrs)
-        if (ph, pw) != out_shape[1:3]:
-            out = b.emit("resize_nearest", [out], out_shape, {}, suffix="_copies")
+        rows, cols = _adaptive_windows(h, out_shape[1]), _adaptive_windows(w, out_shape[2])
+        if rows is None or cols is None:
+            out = _uneven_adaptive_pool(b, kind, x.name, out_shape)
+        else:
+            (kh, sh, ph), (kw, sw, pw) = rows, cols
+            out = x.name
+            if (kh, sh, kw, sw) != (1, 1, 1, 1):
+                attrs = {"kernel": (kh, kw), "stride": (sh, sw), "padding": (0, 0, 0, 0)}
+                if kind == "avg":
+                    attrs["count_include_pad"] = False
+                out = b.emit(f"{kind}_pool2d", [x.name], (out_shape[0], ph, pw, c), attrs)
+            if (ph, pw) != out_shape[1:3]:
+                out = b.emit("resize_nearest", [out], out_shape, {}, suffix="_copies")
         if kind == "max":
             b.items[f"{n.name}#0"] = Value(out, True, x.torch_rank)  # read through getitem; item 1, the indices,
         else:  # has no integer kernel
@@ -86,10 +96,10 @@ def _adaptive_pool(kind: str):
     return convert
 
 
-def _adaptive_windows(b: Builder, size: int, out: int) -> tuple[int, int, int]:
+def _adaptive_windows(size: int, out: int) -> tuple[int, int, int] | None:
     """(kernel, stride, pooled size) of PyTorch's adaptive windows along one axis: uniform windows, or windows of
     one pixel each (kernel 1, stride 1, then a nearest resize from `size` to `out` copies them, checked to pick
-    the same pixels)."""
+    the same pixels); None when they are neither."""
     starts = [i * size // out for i in range(out)]
     ends = [-(-(i + 1) * size // out) for i in range(out)]
     kernel, stride = ends[0] - starts[0], (starts[1] - starts[0]) if out > 1 else size
@@ -97,10 +107,54 @@ def _adaptive_windows(b: Builder, size: int, out: int) -> tuple[int, int, int]:
         return kernel, stride, out
     if all(e - s == 1 for s, e in zip(starts, ends)) and list(nearest_source(size, out, False, False)) == starts:
         return 1, 1, size
-    raise b.error(f"adaptive pooling of {size} to {out}: PyTorch's windows here differ in size or spacing (starts "
-                  f"{starts}, ends {ends}), which no pooling kernel and stride give; tinyaot pools uniform windows "
-                  "(an input size that is a multiple of the output size) or copies single pixels (an output larger "
-                  "than the input, when each window is one pixel)")
+    return None
+
+
+def adaptive_runs(size: int, out: int) -> list[tuple[int, int, int, int]]:
+    """PyTorch's adaptive windows along one axis as runs of equal windows at one spacing, in order: (first start,
+    kernel, stride, windows). A window starting where the one before it does (an output larger than the input)
+    begins a run of its own."""
+    runs: list[tuple[int, int, int, int]] = []
+    for i in range(out):
+        start, end = i * size // out, -(-(i + 1) * size // out)
+        if runs:
+            first, kernel, stride, count = runs[-1]
+            last = first + (count - 1) * stride
+            if end - start == kernel and start > last and (count == 1 or start - last == stride):
+                runs[-1] = (first, kernel, start - last, count + 1)
+                continue
+        runs.append((start, end - start, 1, 1))
+    return runs
+
+
+def _uneven_adaptive_pool(b: Builder, kind: str, x: str, out_shape) -> str:
+    """Adaptive pooling whose windows differ in size or spacing: for each run of rows and each run of columns
+    (adaptive_runs), the slice of the input they cover pooled with the run's kernel and stride; the pieces
+    concatenated along W, then H."""
+    n, h, w, c = b.graph.tensor(x).shape
+    rows, cols = adaptive_runs(h, out_shape[1]), adaptive_runs(w, out_shape[2])
+    if len(rows) * len(cols) > MAX_ADAPTIVE_POOLS:
+        raise b.error(f"adaptive pooling of {h}x{w} to {out_shape[1]}x{out_shape[2]}: PyTorch's windows here differ "
+                      f"in size or spacing and need {len(rows) * len(cols)} pooling kernels ({len(rows)} runs of "
+                      f"equal windows along H, {len(cols)} along W); tinyaot compiles up to {MAX_ADAPTIVE_POOLS}. "
+                      "Pool to a size that divides the input (or choose an input size whose feature map here is a "
+                      "multiple of the output size)")
+    blocks = []
+    for i, (r0, kh, sh, nh) in enumerate(rows):
+        pieces = []
+        for j, (c0, kw, sw, nw) in enumerate(cols):
+            r1, c1 = r0 + (nh - 1) * sh + kh, c0 + (nw - 1) * sw + kw
+            src = x
+            if (r0, r1, c0, c1) != (0, h, 0, w):
+                src = b.emit("slice", [x], (n, r1 - r0, c1 - c0, c), {"begin": (0, r0, c0, 0), "end": (n, r1, c1, c),
+                                                                      "strides": None}, suffix=f"_window{i}_{j}")
+            attrs = {"kernel": (kh, kw), "stride": (sh, sw), "padding": (0, 0, 0, 0)}
+            if kind == "avg":
+                attrs["count_include_pad"] = False
+            pieces.append(b.emit(f"{kind}_pool2d", [src], (n, nh, nw, c), attrs, suffix=f"_{i}_{j}"))
+        blocks.append(pieces[0] if len(pieces) == 1 else
+                      b.emit("concat", pieces, (n, nh, out_shape[2], c), {"axis": 2}, suffix=f"_row{i}"))
+    return blocks[0] if len(blocks) == 1 else b.emit("concat", blocks, out_shape, {"axis": 1}, suffix="_rows")
 
 
 def _mean(b: Builder, n) -> None:
@@ -138,7 +192,8 @@ def _mean(b: Builder, n) -> None:
 
 def _sum(b: Builder, n) -> None:
     """sum over dims that are a run of consecutive IR axes after the batch (MobileViTv2's sum over the patches,
-    keepdim=True, of a channels-last feature map): the sum op, the mean's kernel without 1 / count."""
+    keepdim=True, of a channels-last feature map; timm's split attention summing its paths, x.sum(dim=1) of
+    channel groups [N, paths, C, H, W], a feature map again): the sum op, the mean's kernel without 1 / count."""
     x = b.arg(n.args[0])
     rank = x.torch_rank
     dims = n.args[1] if len(n.args) > 1 and n.args[1] is not None else list(range(rank))
@@ -151,14 +206,15 @@ def _sum(b: Builder, n) -> None:
         raise b.error(f"sum over dims {tuple(dims)} is not supported; supported: dims after the batch that are "
                       "consecutive in tinyaot's channels-last layout (e.g. the spatial dims, or the last dim)")
     spatial = [2, 3] if rank == 4 else [2]
-    if x.nhwc and not keepdim and dims != spatial:
+    groups = x.nhwc and rank == 5 and len(dims) == 1 and dims[0] in (1, 2)  # one axis of channel groups
+    if x.nhwc and not keepdim and dims != spatial and not groups:
         raise b.error(f"sum over dims {tuple(dims)} of a feature map with keepdim=False is not supported; pass "
                       "keepdim=True (or sum over all spatial dims)")
     shape = b.shape(x)
     out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdim else \
         tuple(d for a, d in enumerate(shape) if a not in axes)
     y = b.emit("sum", [x.name], out, {"axes": tuple(axes), "keepdims": keepdim})
-    b.bind(n, y, x.nhwc and keepdim, rank if keepdim else len(val_shape(n)))
+    b.bind(n, y, x.nhwc and (keepdim or groups), rank if keepdim else len(val_shape(n)))
 
 
 CONVERTERS: dict[str, Callable[[Builder, Any], None]] = {

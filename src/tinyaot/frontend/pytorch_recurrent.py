@@ -322,14 +322,15 @@ def _stack_dim(n) -> int:
     return dim % 3
 
 
-def _stack(b, n) -> None:
+def recurrent_stack(b, n) -> bool:
     """torch.stack of every step's h of a cell loop: the layer's output sequence (stacked along dim 0, time-major:
-    the same bytes, as nn.LSTM's time-major output; the compiled model keeps a batch of one first)."""
+    the same bytes, as nn.LSTM's time-major output; the compiled model keeps a batch of one first). False for
+    any other stack (pytorch_elementwise.py's)."""
     found = _loops(b).stacks.get(n.name)
     if found is None:
-        raise b.error("stack is supported only for the hidden states of an nn.LSTMCell / nn.GRUCell loop "
-                      "(torch.stack(hs, 1))")
+        return False
     b.bind(n, found[0], False, 3)
+    return True
 
 
 CONVERTERS = {
@@ -338,5 +339,4 @@ CONVERTERS = {
     "aten.gru.input": _recurrent("gru"),
     "aten.lstm_cell.default": _cell("lstm"),
     "aten.gru_cell.default": _cell("gru"),
-    "aten.stack.default": _stack,
 }

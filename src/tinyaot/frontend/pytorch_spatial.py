@@ -30,18 +30,64 @@ def _mode_pad(mode: str):
 
 
 def _spatial_pad(b: Builder, n, pads: list, mode: str) -> None:
-    x = b.to_channels_last(b.arg(n.args[0]))
+    """F.pad of the spatial dims of a feature map (or of the last one or two dims of a 3-D or 4-D tensor, read as
+    one): one pad node on the channels-last tensor. Other dims: _pad_axes."""
+    if min(pads, default=0) < 0:
+        raise b.error(f"negative padding {tuple(pads)} (cropping) is not supported; slice the tensor instead")
+    x = b.arg(n.args[0])
+    rank = len(n.args[0].meta["val"].shape)
+    if len(pads) > 4 or rank not in (3, 4) or (rank == 3 and any(pads[2:4])):
+        _pad_axes(b, n, x, pads, mode)
+        return
+    x = b.to_channels_last(x)
     pads += [0] * (4 - len(pads))
     left, right, top, bottom = pads[:4]
-    if x.torch_rank == 3 and (top or bottom):
-        raise b.error("padding the channel dim of a 1-D signal is not supported")
     if x.torch_rank == 3:
         top = bottom = 0
-    if len(n.args[1]) > 4 or min(pads) < 0:
-        raise b.error("padding beyond the two spatial dims, or negative padding, is not supported")
     attrs = {"padding": (top, bottom, left, right), "mode": None if mode == "constant" else mode}
     out = b.emit("pad", [x.name], torch_to_ir_shape(val_shape(n)), attrs)
     b.bind(n, out, True, x.torch_rank)
+
+
+def _pad_axes(b: Builder, n, x, pads: list, mode: str) -> None:
+    """F.pad of any dims but the batch, in the tensor's own layout (CoaT pads the tokens of [B, heads, N, C]; a
+    feature map's channels): the pad kernel pads H and W of a 4-D view, so each padded axis a is padded as the W of
+    the view [1, (axes before a), a, (axes after a)] (axes 1 and 2 together as H and W), then viewed back. The pads
+    are separable in every mode (constant, reflect, replicate), so one axis after another gives torch's result."""
+    rank = len(n.args[0].meta["val"].shape)
+    widths = {rank - 1 - k: (int(pads[2 * k]), int(pads[2 * k + 1])) for k in range(len(pads) // 2)}
+    t = b.graph.tensor(x.name)
+    if t.is_const:  # a parameter: padded now
+        data = t.data.reshape(val_shape(n.args[0]))
+        full = [widths.get(d, (0, 0)) for d in range(rank)]
+        numpy_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}[mode]
+        b.bind(n, b.const(f"{x.name}_padded", np.pad(data, full, mode=numpy_mode)), False, rank)
+        return
+    by_axis = {b.axis(x, d): w for d, w in widths.items() if any(w)}
+    if 0 in by_axis:
+        raise b.error("padding the batch dimension is not supported (tinyaot compiles one sample per invoke)")
+    shape = list(b.shape(x))
+    name = x.name
+    attrs = {"mode": None if mode == "constant" else mode}
+    for a in sorted(by_axis):
+        if a == 2 and 1 in by_axis:
+            continue  # padded with axis 1, as the view's W
+        (before, after), hw = by_axis[a], a == 1 and 2 in by_axis
+        if hw:  # axes 1 and 2 as the view's H and W
+            view = (1, shape[1], shape[2], int(np.prod(shape[3:], dtype=np.int64)))
+            padding = (before, after, *by_axis[2])
+        else:
+            view = (1, int(np.prod(shape[1:a], dtype=np.int64)), shape[a], int(np.prod(shape[a + 1:], dtype=np.int64)))
+            padding = (0, 0, before, after)
+        shape[a] += before + after
+        if hw:
+            shape[2] += sum(by_axis[2])
+        src = name if tuple(b.graph.tensor(name).shape) == view else b.emit("reshape", [name], view, suffix="_view")
+        padded = b.emit("pad", [src], (1, view[1] + padding[0] + padding[1], view[2] + padding[2] + padding[3],
+                                       view[3]), {**attrs, "padding": padding}, suffix=f"_axis{a}")
+        name = padded if tuple(b.graph.tensor(padded).shape) == tuple(shape) else \
+            b.emit("reshape", [padded], tuple(shape), suffix="_view")
+    b.bind(n, name, x.nhwc, x.torch_rank if x.nhwc else rank)
 
 
 def _resize(kind: str):

@@ -29,7 +29,7 @@ LIST_COMMAND = "run `tinyaot ops` for the ops tinyaot compiles, by family"
 FAMILIES = (
     ("convolution, linear, matmul, attention",
      ("conv", "linear", "matmul", "bmm", "scaled_dot_product_attention")),
-    ("normalization", ("batch_norm", "layer_norm", "group_norm")),
+    ("normalization", ("batch_norm", "layer_norm", "group_norm", "linalg_vector_norm")),
     ("recurrent", ("lstm", "gru")),
     ("activations", ("relu", "hardtanh", "clamp", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "gelu",
                      "softmax", "_softmax")),

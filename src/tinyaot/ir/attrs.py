@@ -299,6 +299,16 @@ class LayerNormAttrs(Attrs):
 
 
 @dataclass(frozen=True, eq=False)
+class L2NormAttrs(Attrs):
+    eps: float | None = None  # the float definition's floor on the norm (PyTorch's F.normalize: 1e-12); the int8
+    #                           kernel has none (TFLite Micro's: a zero row comes out zero)
+
+    def validate(self) -> None:
+        if self.eps is not None and not (math.isfinite(self.eps) and self.eps >= 0):
+            raise AttrError(f"l2_normalize eps must be a finite number >= 0, got {self.eps!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class GroupNormAttrs(LayerNormAttrs):
     groups: int | None = None
 

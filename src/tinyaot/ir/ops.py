@@ -38,6 +38,7 @@ from tinyaot.ir.attrs import (
     ConvAttrs,
     DepthwiseAttrs,
     GroupNormAttrs,
+    L2NormAttrs,
     LayerNormAttrs,
     LeakyReluAttrs,
     LutAttrs,
@@ -74,6 +75,7 @@ WEIGHTED = "weighted"  # from calibration; int8 weights per output channel along
 OWN = "own"  # from calibration
 INHERIT = "inherit"  # the input's (the int8 values mean the same reals)
 SOFTMAX = "softmax"  # fixed: scale 1/256, zero point -128 (TFLite's)
+FIXED = "fixed"  # fixed by the kernel whatever the data: OpSpec.fixed_qparams (l2_normalize's 1/128, 0)
 AFTER_LOWERING = "after lowering"  # made by a pass on the int8 graph, never lowered
 FLOAT_ONLY = "float only"  # folded away before lowering
 RECURRENT = "recurrent"  # quantize/recurrent.py: weights per gate row, the output's from calibration, the state's
@@ -121,6 +123,7 @@ class OpSpec:
     #                             output runs the int8 kernel, which then writes int16 (TFLM's int8 -> int16 softmax)
     variants: tuple[KernelVariant, ...] = ()  # kernels the plan may run it as instead of `ref` (ir/variants.py), in
     #                                           the order it tries them
+    fixed_qparams: tuple[float, int] | None = None  # qparams FIXED: the output's (scale, zero point)
 
     @property
     def outputs(self) -> int:
@@ -211,6 +214,10 @@ _SPECS = (
     _spec("softmax", ("x",), SoftmaxAttrs, "softmax over the last axis; int8 output scale 1/256, zp -128; from an "
           "int8 input also int16 output, scale 1/65536, zp -32768 (TFLM's int8 -> int16 softmax)",
           SOFTMAX, ref="softmax_s8", s16="softmax_s16", s16_by_input=True),
+    _spec("l2_normalize", ("x",), L2NormAttrs, "x / ||x|| over the last axis (PyTorch's F.normalize, TFLite's "
+          "L2_NORMALIZATION) with TFLite Micro's integer kernel: int8, output scale 1/128 and zero point 0 (so 1.0 "
+          "comes out as 127 / 128); eps floors the norm in the float definition only", FIXED,
+          fixed_qparams=(1.0 / 128.0, 0), ref="l2_normalize_s8", title="L2Normalize"),
     _spec("lut", ("x",), LutAttrs, "elementwise function via a 256-entry int8 table; function: sigmoid, tanh, "
           "hardswish, hardsigmoid, silu, gelu (erf form), gelu_tanh (the real function, rounded), affine "
           "(x * scale_by + offset), or tflm_logistic, tflm_tanh, tflm_hard_swish (TFLite Micro's integer kernels, "

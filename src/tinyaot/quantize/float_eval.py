@@ -205,6 +205,15 @@ def real_softmax(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def real_l2_normalize(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
+    """x / max(||x||, eps) over the last axis (PyTorch's F.normalize; TFLite's float L2_NORMALIZATION); a zero row
+    without eps stays zero, as the int8 kernel's does."""
+    x = args[0]
+    norm = np.maximum(np.sqrt(np.sum(x * x, axis=-1, keepdims=True)), float(node.attrs.get("eps") or 0.0))
+    return np.divide(x, norm, out=np.zeros_like(x), where=norm > 0)
+
+
+
 def real_lut(node: Node, args: list[np.ndarray], g: Graph) -> np.ndarray:
     a = node.attrs
     if a["function"] == "affine":

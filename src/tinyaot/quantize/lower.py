@@ -39,6 +39,7 @@ WEIGHT_AXIS = {name: s.weight_axis for name, s in OPS.items() if s.qparams == op
 INHERIT = ops_where(qparams=ops.INHERIT)
 OWN = ops_where(qparams=ops.OWN)
 SOFTMAX = ops_where(qparams=ops.SOFTMAX)
+FIXED = ops_where(qparams=ops.FIXED)  # output qparams the kernel fixes (OpSpec.fixed_qparams)
 INT8_CONSTANTS = ops_where(int8_constants=True)
 RECURRENT = ops_where(qparams=ops.RECURRENT)
 SVDF = ops_where(qparams=ops.SVDF)
@@ -84,11 +85,13 @@ def lower_to_int8(g: Graph, ranges: dict[str, Range], int16=()) -> tuple[Graph, 
                 q.add_tensor(g.tensor(c))  # float constants its prepare folds into integers (layer_norm's gamma)
         elif node.op in SOFTMAX:
             qp = SOFTMAX16_QPARAMS if wide else SOFTMAX_QPARAMS
+        elif node.op in FIXED:
+            qp = fixed_qparams(node.op)
         else:
             raise UnsupportedOpError(
                 f"op '{node.op}' in layer '{node.name}' ({node.source or 'no source location'}) has no int8 "
                 f"lowering; int8 ops available: "
-                f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | RECURRENT | SVDF))}"
+                f"{', '.join(sorted(set(WEIGHT_AXIS) | INHERIT | OWN | SOFTMAX | FIXED | RECURRENT | SVDF))}"
             )
         attrs = dict(node.attrs)
         if wide and out.name not in mix.tensors:  # a 16x8 kernel whose output stays int8: its own int16 twin
@@ -169,6 +172,12 @@ def _softmax_input_floor(g: Graph, ranges: dict[str, Range]) -> dict[str, Range]
                 break
             name = producer.inputs[0]  # a view or a move keeps its input's qparams
     return ranges
+
+
+def fixed_qparams(op: str) -> QParams:
+    """The output qparams of an op whose kernel fixes them (qparams trait FIXED)."""
+    scale, zero_point = OPS[op].fixed_qparams
+    return QParams.per_tensor(scale, zero_point)
 
 
 def _qparams_for(ranges: dict[str, Range], name: str) -> QParams:

@@ -39,7 +39,14 @@ import numpy as np
 from tinyaot.errors import ModelError, UnsupportedOpError
 from tinyaot.ir import Graph, Node, QParams, Tensor, ops
 from tinyaot.ir.ops import OPS, ops_where
-from tinyaot.quantize.lower import INT8_CONSTANTS, SOFTMAX_QPARAMS, WEIGHT_AXIS, lower_constant_operands
+from tinyaot.quantize.lower import (
+    FIXED,
+    INT8_CONSTANTS,
+    SOFTMAX_QPARAMS,
+    WEIGHT_AXIS,
+    fixed_qparams,
+    lower_constant_operands,
+)
 
 SAME_QPARAMS = ops_where(qparams=ops.INHERIT, rescales=False)  # PT2E requantizes after them if it must
 RESCALING = frozenset(n for n in ops_where(rescales=True) if OPS[n].qparams != ops.WEIGHTED)
@@ -189,6 +196,8 @@ class _Lowering:
             self.keep_then_requantize(node, in_qps[0], info)
         elif op == "softmax":
             self.keep_then_requantize(node, SOFTMAX_QPARAMS, info)
+        elif op in FIXED:
+            self.keep_then_requantize(node, fixed_qparams(op), info)
         else:
             raise UnsupportedOpError(
                 f"layer '{node.name}' ({op}) at {node.source or '(no source location recorded)'} has no int8 "

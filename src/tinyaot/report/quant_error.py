@@ -35,7 +35,8 @@ from tinyaot.ref.interpreter import prepare_all, run_unplanned
 from tinyaot.report.render import render_text
 
 SATURATION_WARN = 0.01  # warn when more than 1% of a layer's values clip
-FIXED_RANGE = ops_where(qparams=ops.SOFTMAX)  # output qparams set by the scheme, whatever the data
+# output qparams set by the scheme, whatever the data (a softmax's, an l2_normalize's)
+FIXED_RANGE = ops_where(qparams=ops.SOFTMAX) | ops_where(qparams=ops.FIXED)
 CRUSHED_STEPS = 16  # data spanning fewer of the 256 steps is crushed
 JUMP_DB = 10.0  # a cumulative SQNR drop this large at one layer is where it went wrong
 LOW_SQNR_DB = 15.0  # a layer whose own kernel is this noisy is at fault
@@ -232,7 +233,7 @@ def _row(node, out, deq: np.ndarray, ref: np.ndarray, local: float) -> LayerErro
     info = np.iinfo(out.dtype)
     lo, hi = scale * (info.min - zp), scale * (info.max - zp)
     # A softmax's range is fixed by the scheme, not calibrated: it stops one step short of 1 (255 / 256 in int8),
-    # so a probability of 1 is the scheme's rounding, not clipping.
+    # so a probability of 1 is the scheme's rounding, not clipping (as 1.0 out of an l2_normalize, 127 / 128).
     edge = scale if getattr(node, "op", "") in FIXED_RANGE else scale / 2
     saturated = float(np.mean((ref < lo - edge) | (ref > hi + edge)))
     steps = np.abs(deq - ref) / scale

@@ -546,6 +546,19 @@ typedef struct {
  */
 void tinyaot_softmax_s8(const int8_t *input, const tinyaot_softmax_params *params, void *output);
 
+/* One L2 normalization over rows (TFLM's reference_integer_ops::L2Normalization). */
+typedef struct {
+    int32_t outer;                 /* rows */
+    int32_t depth;                 /* values per row, normalized together */
+    int32_t input_zero_point;
+} tinyaot_l2_normalize_params;
+
+/*
+ * x / ||x|| over rows of `depth` values: int8 output at scale 1/128, zero point 0, whatever the input's scale.
+ * input, output: int8 [outer][depth]; the output may be the input.
+ */
+void tinyaot_l2_normalize_s8(const int8_t *input, const tinyaot_l2_normalize_params *params, int8_t *output);
+
 /* The model's uint8 input converted to int8. */
 typedef struct {
     int32_t size;                  /* elements */

@@ -1,5 +1,6 @@
-"""LOGISTIC, TANH, HARD_SWISH, the RELU family, PRELU, LEAKY_RELU and SOFTMAX, with this family's rows of the
-converter tables (CONVERTERS, and FLOAT_CONVERTERS where a float model's differs; converters.py merges them all).
+"""LOGISTIC, TANH, HARD_SWISH, the RELU family, PRELU, LEAKY_RELU, SOFTMAX and L2_NORMALIZATION, with this
+family's rows of the converter tables (CONVERTERS, and FLOAT_CONVERTERS where a float model's differs;
+converters.py merges them all).
 
 An int8 model's LOGISTIC / TANH / HARD_SWISH is a 256-entry table filled at compile time by TFLM's own integer
 kernels (ref/tflm_activations.py): bit-exact with TFLite Micro, at the cost of one table lookup per element. A float
@@ -92,8 +93,29 @@ def softmax(imp: Importer, op: OpInfo) -> None:
     imp.node(op, "softmax", [x], {"beta": beta})
 
 
+L2_NORM_EPSILON = 1e-6  # TFLM's float L2_NORMALIZATION floors the norm here (its integer kernel has no epsilon)
+
+
+def l2_normalization(imp: Importer, op: OpInfo) -> None:
+    """x / ||x|| over the last axis. TFLM's Prepare takes up to 4 dims, int8 or float32, and no fused activation;
+    it no longer checks an int8 output's qparams: its kernel writes at scale 1/128 and zero point 0 whatever they
+    say, as tinyaot's does (converters write exactly those)."""
+    (xi,) = imp.args(op, 1, 1)
+    if len(imp.t(xi).shape) > 4:
+        raise UnsupportedOpError(f"operator {op.index} (L2_NORMALIZATION) has a {len(imp.t(xi).shape)}-D input; "
+                                 "TFLite Micro's Prepare takes up to 4 dims")
+    o = imp.options(op, "L2NormOptions") if op.options_type else None
+    if o is not None and o.FusedActivationFunction() != 0:
+        raise UnsupportedOpError(f"operator {op.index} (L2_NORMALIZATION) has a fused activation; TFLite Micro's "
+                                 "Prepare requires NONE")
+    x = imp.ir_input(xi, op)
+    imp.check_shape(op, imp.g.tensor(x).shape)
+    imp.node(op, "l2_normalize", [x], {"eps": L2_NORM_EPSILON})
+
+
 CONVERTERS: dict[str, Callable[[Importer, OpInfo], None]] = {
     "HARD_SWISH": tflm_table("tflm_hard_swish"),
+    "L2_NORMALIZATION": l2_normalization,
     "LEAKY_RELU": leaky_relu,
     "LOGISTIC": tflm_table("tflm_logistic"),
     "PRELU": prelu,
