@@ -28,6 +28,7 @@ MODELS = {
     "kws (DS-CNN)": "kws_ref_model.tflite",
     "ic (ResNet-8)": "pretrainedResnet_quant.tflite",
     "ad (FC autoencoder)": "ad01_int8.tflite",
+    "vww (MobileNetV1-0.25)": "vww_96_int8.tflite",
 }
 
 

@@ -106,6 +106,100 @@ def shaped_case(k: int, kernel: tuple[int, int], c_in: int, c_out: int, hw: tupl
     return Case(f"pairs_shaped{k}", g, [_samples(x.shape, rng)], optimize="speed")
 
 
+KINDS = ("right", "dead", "zero", "flush", "left", "dead_big", "dead_flush")
+
+
+def _channel_quantization(rng, c_out: int, s_in: float, out_scale: float, relu: bool, max_left: int):
+    """Per-channel weight scales and biases as trained models have them (ref/per_channel.py's three forms): right
+    shifts; dead channels (zero weights, int32 biases near or past 2^30, shifts of 20-31 or a multiplier that
+    flushes to 0); live channels whose multiplier flushes to 0; zero shifts and left shifts (multipliers 0.5-8,
+    under a ReLU only). Returns the scales, which channels have zero weights, which small ones, and the biases."""
+    scales, zero, small = [], np.zeros(c_out, bool), np.zeros(c_out, bool)
+    bias = rng.integers(-3000, 3000, size=c_out)
+    for c in range(c_out):
+        kind = KINDS[c % len(KINDS)]
+        if kind in ("zero", "left") and not relu:
+            kind = "right"
+        if kind == "left" and max_left == 0:
+            kind = "zero"
+        sign = 1 if rng.random() < 0.5 else -1
+        if kind == "right":
+            m = 10 ** rng.uniform(-4, -1.5)
+        elif kind in ("zero", "left"):
+            m = rng.uniform(0.5, 1.0) * (2 ** int(rng.integers(1, max_left + 1)) if kind == "left" else 1)
+            small[c] = True
+            bias[c] = rng.integers(-40, 40)
+        elif kind == "dead":  # |bias| < 2^30, v = bias * m of 2-64, shift beyond 22
+            m = 2.0 ** rng.uniform(-30, -24)
+            bias[c] = sign * (2**30 - int(rng.integers(1, 5000)))
+        elif kind == "dead_big":  # |bias| >= 2^30, v of 128-1024: saturates
+            m = 2.0 ** rng.uniform(-23, -20)
+            bias[c] = sign * (2**30 + int(rng.integers(0, 2**20))) if sign > 0 else -(2**31) + int(rng.integers(0, 99))
+        else:  # dead_flush, flush: the multiplier flushes to 0
+            m = 1e-14
+            bias[c] = sign * int(rng.integers(0, 2**31 - 1))
+        zero[c] = kind.startswith("dead")
+        scales.append(float(np.float32(out_scale / s_in * m)))
+    return scales, zero, small, bias.astype(np.int32)
+
+
+def _samples_near(shape, rng, zp: int) -> np.ndarray:
+    """Half the samples within 6 of the zero point (accumulators small enough for a left shift's outputs not to
+    saturate, exact halves), half anywhere in int8."""
+    x = _samples(shape, rng).astype(np.int64)
+    near = np.clip(zp + rng.integers(-6, 7, size=x.shape), -128, 127)
+    x[: len(x) // 2 + 1] = near[: len(x) // 2 + 1]
+    return x.astype(np.int8)
+
+
+def quant_case(k: int, op: str = "conv2d", optimize: str = "speed") -> Case:
+    """conv2d, conv2d_add (a residual add fused) or fully_connected whose channels take every fast-requantization
+    form: ReLU layers (zero and left shifts) with the output zero point at -128 (the in-register requantization)
+    or above it (the clamped scalar path), layers without a clamp (constant channels and right shifts only);
+    out_c not a multiple of the kernels' groups."""
+    rng = np.random.default_rng(9600 + k + 100 * (op != "conv2d") + 1000 * (optimize == "size"))
+    relu = k % 2 == 0
+    fc = op == "fully_connected"
+    c_in = 8 * int(rng.integers(1, 4)) if fc else int(rng.choice([3, 4, 8]))
+    c_out = c_in if op == "conv2d_add" else int(rng.choice([9, 14, 19]))
+    if op == "conv2d_add":
+        c_in = c_out = 12
+    kh, kw = (1, 1) if fc else [(1, 1), (3, 3)][k % 2 if k < 4 else int(rng.integers(0, 2))]
+    n, h, w = (2, 1, 1) if fc else (1, int(rng.integers(3, 6)), int(rng.integers(3, 6)))
+    pad = (kh // 2,) * 4
+    s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
+    out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
+    zp = -128 if k % 4 < 2 and relu else (-10 if relu else int(rng.integers(-40, 40)))
+    max_left = 0 if optimize == "size" else 3
+    scales, zero, small, bias = _channel_quantization(rng, c_out, s_in, out_scale, relu, max_left)
+    shape = (c_out, c_in) if fc else (c_out, kh, kw, c_in)
+    weights = rng.integers(-127, 128, size=shape)
+    weights[small] = rng.integers(-2, 3, size=(int(small.sum()), *shape[1:]))
+    weights[zero] = 0
+    x = act("x", (n, c_in) if fc else (n, h, w, c_in), s_in, z_in)
+    wt = Tensor("w", shape, "int8", data=weights.astype(np.int8), qparams=QParams(tuple(scales), (0,) * c_out, 0))
+    bt = Tensor("b", (c_out,), "int32", data=bias, qparams=QParams(tuple(s_in * s for s in scales), (0,) * c_out, 0))
+    y = act("y", (n, c_out) if fc else (n, h, w, c_out), out_scale, zp)
+    clamp = RELU if relu else None
+    attrs = {"clamp": clamp} if fc else {"stride": (1, 1), "padding": pad, "dilation": (1, 1), "clamp": clamp}
+    g = one_op_graph("fully_connected" if fc else "conv2d", [x, wt, bt], y, attrs)
+    samples = [_samples_near(x.shape, rng, z_in)]
+    if op == "conv2d_add":
+        from tinyaot.passes.fuse_residual import fuse_residual_adds
+
+        sk = act("s", y.shape, float(np.float32(out_scale * 1.3)), int(rng.integers(-20, 20)))
+        z = act("z", y.shape, float(np.float32(out_scale * 1.7)), int(rng.integers(-20, 20)))
+        g.add_tensor(sk)
+        g.add_tensor(z)
+        g.inputs.append("s")
+        g.nodes.append(Node("add", "add_0", ["s", "y"], ["z"], {}))
+        g.outputs = ["z"]
+        g = fuse_residual_adds(g)
+        assert g is not None and [nd.op for nd in g.nodes] == ["conv2d_add"]
+        samples.append(_samples(sk.shape, rng))
+    return Case(f"quant_{op}_{optimize}{k}", g, samples, optimize=optimize)
+
+
 SHAPED = [shaped_case(0, (3, 3), 3, 16, (6, 5), (1, 1), (1, 1, 1, 1)),
           shaped_case(1, (10, 4), 1, 8, (13, 6), (2, 2), (4, 5, 1, 1)),
           shaped_case(2, (1, 1), 32, 12, (3, 3), (1, 1), (0, 0, 0, 0)),
@@ -114,7 +208,11 @@ CONVS = [conv_case(k) for k in range(32)] + SHAPED
 RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
 FCS = [fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
 SIZE = [conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]
-CASES = CONVS + RESIDUAL + FCS + SIZE
+QUANT = ([quant_case(k) for k in range(8)] + [quant_case(k, optimize="size") for k in range(4)]
+         + [quant_case(k, "conv2d_add") for k in range(2)] + [quant_case(k, "conv2d_add", "size") for k in range(2)]
+         + [quant_case(k, "fully_connected") for k in range(4)]
+         + [quant_case(k, "fully_connected", "size") for k in range(2)])
+CASES = CONVS + RESIDUAL + FCS + SIZE + QUANT
 
 
 def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
@@ -144,6 +242,58 @@ def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():
               for c in CONVS + RESIDUAL}
     assert all({s[i] for s in shapes} == {0, 1} for i in range(3)) and len(shapes) >= 7  # padded or not, patch
     # or direct windows, even or odd pixel counts: each met, and nearly every combination
+
+
+def test_every_quantization_case_takes_the_fast_kernel_with_its_forms():
+    """The QUANT cases' layers would all have run the plain kernel before (a shift out of 1-22 or an accumulator
+    bound past 2^30 in some channel); now each takes its mode's fast kernel, and the record notes the forms."""
+    from tinyaot.ref.conv2d_s8 import prepare as conv_prepare
+    from tinyaot.ref.fully_connected_s8 import prepare as fc_prepare
+    from tinyaot.ref.per_channel import FAST_MAX_RIGHT
+
+    for case in QUANT:
+        (choice,) = case.plan.kernels
+        node = case.graph.nodes[0]
+        fast = {"speed": ("pairs", "wide"), "size": ("pairs_w8", "wide_w8")}[case.optimize]
+        assert choice.variant == fast[node.op == "fully_connected"], (case.name, choice.rejected)
+        assert "constant channels" in choice.note, case.name
+        relu = "zero or left shift" in choice.note
+        assert relu == (node.attrs.get("clamp") is not None or node.attrs.get("conv_clamp") is not None), case.name
+        if node.op == "conv2d_add":
+            continue
+        p = (fc_prepare if node.op == "fully_connected" else conv_prepare)(node, case.graph)
+        assert (p.shift >= 0).any() if relu else (p.shift < -FAST_MAX_RIGHT).any()
+    sparse = {(c.optimize, "_pairs_sparse" in generate_c(c.graph, c.plan, c.name).files[f"{c.name}.c"])
+              for c in QUANT if c.graph.nodes[0].op == "conv2d"}
+    assert sparse == {("speed", True), ("speed", False), ("size", True), ("size", False)}  # skipped or not
+
+
+def test_constant_channels_are_skipped_where_that_pays():
+    """conv2d_pairs_s8.skipped_channels: VWW's 4 dead channels of 64 (64 taps) stay (placing 60 live ones costs
+    more than their MACs), 71 of 128 (128 taps) are skipped; the work buffer then holds the live channels' pair."""
+    from dataclasses import replace
+
+    from tinyaot.ref.conv2d_pairs_s8 import constant_outputs, skipped_channels, work_bytes
+    from tinyaot.ref.conv2d_s8 import conv2d_s8, prepare
+
+    for c_out, taps, dead, skipped in ((64, 64, 4, False), (128, 128, 71, True), (16, 8, 8, True), (8, 8, 8, False)):
+        rng = np.random.default_rng(c_out + dead)
+        x = act("x", (1, 2, 2, taps), 0.02, -128)
+        weights = rng.integers(-127, 128, size=(c_out, 1, 1, taps)).astype(np.int8)
+        weights[rng.permutation(c_out)[:dead]] = 0
+        wt = Tensor("w", weights.shape, "int8", data=weights, qparams=QParams((0.01,) * c_out, (0,) * c_out, 0))
+        bias = rng.integers(-(2**31), 2**31 - 1, size=c_out).astype(np.int32)
+        bt = Tensor("b", (c_out,), "int32", data=bias, qparams=QParams((0.0002,) * c_out, (0,) * c_out, 0))
+        g = one_op_graph("conv2d", [x, wt, bt], act("y", (1, 2, 2, c_out), 3.0, -128),
+                         {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "clamp": RELU})
+        skip = skipped_channels(g.nodes[0], g)
+        assert skip.any() == skipped and (skip.sum() == dead if skipped else True), (c_out, dead)
+        assert work_bytes(g.nodes[0], g) == 5 * taps + (2 * (c_out - dead) if skipped else 0)
+        p = prepare(g.nodes[0], g)
+        dead_rows = (weights.reshape(c_out, -1) == 0).all(axis=1)
+        x0 = np.full((1, 1, 1, taps), -128, np.int8)  # every input at the zero point: the sum is the bias alone
+        one = conv2d_s8(x0, replace(p, in_h=1, in_w=1, out_h=1, out_w=1)).reshape(-1)
+        np.testing.assert_array_equal(constant_outputs(p)[dead_rows], one[dead_rows])
 
 
 def test_memory_mode_keeps_the_plain_int8_kernels():
@@ -182,6 +332,34 @@ def test_the_kernel_report_says_what_runs_each_layer_and_why_not_the_others():
                                   "ring": "a variant chosen before placement runs it"}
     assert "pairs_w8: optimize='speed' does not choose it" in str(rep)
     assert rep.to_dict()["layers"][0]["rejected"]["ring"] == "a variant chosen before placement runs it"
+
+
+def test_the_plan_says_why_a_layer_runs_the_plain_kernel_and_what_a_fast_one_took():
+    """report/kernels.py choice_reason, which `tinyaot profile` prints per op: the fast variant's reason for a
+    plain layer (not the other mode's variant, not the ring), the fast variant's note otherwise."""
+    from tinyaot.backend import plan
+    from tinyaot.report.kernels import choice_reason, kernel_report
+    from tinyaot.report.profile import OpProfile, ProfileReport
+
+    case = QUANT[0]
+    (choice,) = case.plan.kernels
+    assert choice_reason("conv2d", choice) == choice.note
+    assert choice.note == "10 constant channels (zero weights or multiplier 0); 6 channels with a zero or left shift"
+    sparse = QUANT[1].plan.kernels[0].note  # a layer whose constant channels the kernel skips
+    assert sparse.startswith("10 constant channels skipped (zero weights or multiplier 0)"), sparse
+    rep = kernel_report(case.graph, case.plan, case.name)
+    assert rep.rows[0].note == choice.note and rep.to_dict()["layers"][0]["note"] == choice.note
+    g = conv_case(1).graph
+    y = g.tensor("y")
+    s_max = g.tensor("x").qparams.scale[0] * max(g.tensor("w").qparams.scale)
+    g.tensors["y"] = Tensor("y", y.shape, "int8", qparams=QParams.per_tensor(1.5 * s_max, 0))  # multiplier 2/3
+    refused = plan(g, optimize="speed").kernels[0]
+    why = choice_reason("conv2d", refused)
+    assert refused.plain and why.startswith("pairs: ") and "pairs_w8" not in why and "ring" not in why
+    assert "cannot take the fast requantization" in why and "no clamp" not in why and "zero point" in why
+    prof = ProfileReport("m", 10, (OpProfile(0, "conv2d_0", "conv2d", 8, 10, kernel="tinyaot_conv2d_s8", why=why),), 0)
+    assert "why" in str(prof) and prof.to_dict()["ops"][0]["why"] == why
+    assert "why" not in str(ProfileReport("m", 10, (OpProfile(0, "c", "conv2d", 8, 10),), 0))
 
 
 @pytest.mark.host

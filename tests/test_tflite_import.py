@@ -75,6 +75,43 @@ def test_cortex_m33_equals_tflm(key):
     assert cm.last_m33.instructions > graph_macs(cm.graph) // 2  # two MACs per SMLAD at best
 
 
+VWW = "models/mlperf_tiny/vww_96_int8.tflite"
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("optimize", ["speed", "size"])
+def test_vww_dead_channels_run_the_fast_kernels_bit_exact(optimize):
+    """VWW's pointwise convs hold dead channels (all-zero weights, int32 biases near 2^30, shifts of 24-31 or a
+    multiplier flushed to 0): all 14 convs run the pairs kernel (ref/per_channel.py: constant channels), 8 of them
+    skipping those channels; the model equals TFLM on seeded inputs, and cut after conv2d_24 (224 of its 256
+    channels dead), host C equals the reference on every byte of its output."""
+    from tinyaot.backend import plan
+    from tinyaot.model import CompiledModel
+    from tinyaot.result import CompileResult
+
+    pytest.importorskip("tflite_micro", reason="tflite-micro (the TFLM oracle) is not installed")
+    path = shared_file(VWW)
+    cm = tinyaot.compile(path, name="vww", optimize=optimize)
+    kinds = {k.node: k.variant for k in cm.plan.kernels}
+    g = cm.graph
+    convs = [n.name for n in g.nodes if n.op == "conv2d"]  # a 3x3 stem, 13 pointwise
+    assert len(convs) == 14 and {kinds[n] for n in convs} == {"pairs" if optimize == "speed" else "pairs_w8"}
+    assert cm.c_sources.files["vww.c"].count("_pairs_sparse") == 8
+    x = random_int8((6,) + cm.input_shape[1:], seed=96)
+    want = run_tflm(path.read_bytes(), x).reshape(len(x), -1)
+    np.testing.assert_array_equal(cm.run(x, engine="reference").reshape(len(x), -1), want)
+    np.testing.assert_array_equal(cm.run(x, engine="host").reshape(len(x), -1), want)
+    last = next(i for i, n in enumerate(g.nodes) if n.name == "conv2d_24")
+    cut = g.replace(nodes=g.nodes[: last + 1], outputs=[g.nodes[last].outputs[0]])
+    cut.prune()
+    memory = plan(cut, optimize=optimize)
+    assert memory.kernel_of("conv2d_24").note.startswith("224 constant channels skipped")
+    part = CompiledModel(CompileResult("vwwcut", cut, memory, memory))
+    got = part.run(x, engine="host")
+    np.testing.assert_array_equal(got, part.run(x, engine="reference"))
+    assert got.shape[-1] == 256 and len(np.unique(got)) > 20
+
+
 def test_ad_fully_connected_multipliers_match_tflm_on_many_inputs():
     """AD's per-tensor FC multipliers come out of double-precision scale products, as in TFLM; a float32
     product changes 9 of its 10 multipliers and about 0.5% of the outputs (so 100 inputs could miss it)."""

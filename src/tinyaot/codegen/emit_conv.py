@@ -15,9 +15,10 @@ import numpy as np
 from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op, without_speed_tables
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import conv2d_add_s8, conv2d_pairs_s8, conv2d_s8, fully_connected_s8
+from tinyaot.ref import conv2d_add_s8, conv2d_pairs_s8, conv2d_s8, fully_connected_s8, fully_connected_wide_s8
+from tinyaot.ref.conv2d_pairs_s8 import ConvSparseParams
 from tinyaot.ref.conv2d_s8 import ConvParams
-from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT
+from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT, FastRequant
 
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
 PATCH16_TAPS = kernel_header().define("TINYAOT_CONV_PATCH16_TAPS")
@@ -46,33 +47,44 @@ def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, s
 
 def emit_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
     """The plan's wide kernel for a fully connected layer: bias folded, weights widened to int16 at compile time
-    (or, size mode, int8 in the kernel's order), as the variant's `weights` say."""
+    (or, size mode, int8 in the kernel's order), as the variant's `weights` say, each channel as its fast
+    requantization takes it (ref/per_channel.py)."""
     p = fully_connected_s8.prepare(node, g)
+    fast = _fast(fully_connected_wide_s8.requantization(node, g, variant.weights), node)
     int8 = variant.weights == "int8"
-    weights = wide_fc_w8_weights(p.weights) if int8 else wide_fc_weights(p.weights)
-    right = right_shifts(p.shift)
-    multiplier = p.multiplier if int8 else requant_triples(p.multiplier, right, p.output_offset)
-    p = replace(p, bias=p.folded_bias.astype(np.int32), weights=weights, shift=right, multiplier=multiplier)
+    w = fast.weights(p.weights)
+    weights = wide_fc_w8_weights(w.astype(np.int8)) if int8 else wide_fc_weights(w)
+    multiplier = fast.multiplier if int8 else requant_triples(fast.multiplier, fast.right, p.output_offset)
+    p = replace(p, bias=fast.scaled_bias().astype(np.int32), weights=weights, shift=fast.right, multiplier=multiplier)
     return plain_op(node, prefix, offsets, p, variant.c_kernel, variant.c_file)
 
 
 emit_wide_w8 = emit_wide  # the same kernel reading int8 weights: the variant says which
 
 
-def pairs_params(p, int8: bool):
+def pairs_params(p, int8: bool, fast: FastRequant):
     """A conv's params as the pairs kernels read them (tinyaot_kernels.h): weights and bias laid out per group,
-    the right shifts positive, and (speed) (multiplier, right, k) per channel, padded to the group. Speed mode
-    doubles weights and bias: the accumulators come out as the 2 * acc the requantization's SMMLAR wants, one
-    instruction less per output (exact: the plan proved |acc| < 2^30, and 2 * int8 fits the int16 halves)."""
+    each channel as its fast requantization takes it (ref/per_channel.py: right shifts positive, constant
+    channels' weights zero, a left shift's weights and bias times 2^left), and (speed) (multiplier, right, k) per
+    channel, padded to the group. Speed mode doubles weights and bias: the accumulators come out as the 2 * acc
+    the requantization's SMMLAR wants, one instruction less per output (exact: the plan proved |acc| * 2^left <
+    2^30, and 2 * 2^left * int8 fits the int16 halves)."""
     taps_padded = conv2d_pairs_s8.taps_padded(p.kernel_h, p.kernel_w, p.in_c)
-    right = right_shifts(p.shift)
+    weights, bias = fast.weights(p.weights), fast.scaled_bias()
     if int8:
-        return replace(p, weights=w8_weights(p.weights, taps_padded), shift=right, bias=pair_bias(p.bias, 2))
+        return replace(p, weights=w8_weights(weights.astype(np.int8), taps_padded), shift=fast.right,
+                       bias=pair_bias(bias.astype(np.int32), 2), multiplier=fast.multiplier)
     triples = np.zeros((-(-p.out_c // 4) * 4, 3), dtype=np.int32)
-    triples[: p.out_c] = requant_triples(p.multiplier, right, p.output_offset)
-    doubled = (2 * p.bias.astype(np.int64)).astype(np.int32)
-    return replace(p, weights=pair_weights(2 * p.weights.astype(np.int64), taps_padded), shift=right,
-                   bias=pair_bias(doubled, 4), multiplier=triples.reshape(-1))
+    triples[: p.out_c] = requant_triples(fast.multiplier, fast.right, p.output_offset)
+    return replace(p, weights=pair_weights(2 * weights, taps_padded), shift=fast.right,
+                   bias=pair_bias((2 * bias).astype(np.int32), 4), multiplier=triples.reshape(-1))
+
+
+def _fast(fast: FastRequant | str, node: Node) -> FastRequant:
+    if isinstance(fast, str):
+        raise ValueError(f"layer '{node.name}': a fast kernel was chosen, but {fast}; its variant's qualifies "
+                         "(ref/per_channel.py) should have refused the layer")
+    return fast
 
 
 def pair_bias(bias: np.ndarray, group: int) -> np.ndarray:
@@ -90,27 +102,19 @@ def pair_bias(bias: np.ndarray, group: int) -> np.ndarray:
 
 
 def requant_triples(multiplier: np.ndarray, right: np.ndarray, zero_point: int) -> np.ndarray:
-    """The speed-mode wide kernel's per-output (multiplier, right, k): k = 2^(right - 1) + (zero_point << right)
-    rounds and adds the zero point in one step before the shift (exact: a multiple of 2^right).
+    """The speed-mode kernels' per-output (multiplier, right, k): k = floor(2^right / 2) + (zero_point << right)
+    rounds and adds the zero point in one step before the shift (exact: a multiple of 2^right; right 0, a zero
+    or left shift's channel, has no rounding term).
 
-    >>> requant_triples(np.array([1 << 30]), np.array([3]), -2).tolist()
-    [[1073741824, 3, -12]]
+    >>> requant_triples(np.array([1 << 30, 1 << 30]), np.array([3, 0]), -2).tolist()
+    [[1073741824, 3, -12], [1073741824, 0, -2]]
     """
-    k = (1 << (right.astype(np.int64) - 1)) + (np.int64(zero_point) << right.astype(np.int64))
+    r = right.astype(np.int64)
+    k = ((np.int64(1) << r) >> 1) + (np.int64(zero_point) << r)
     if k.size and np.abs(k).max() >= ACC_LIMIT:
         raise ValueError(f"requant_triples: a right shift above {FAST_MAX_RIGHT} does not fit; the variant's "
                          "qualifies (ref/per_channel.py) should have refused the layer")
-    return np.stack([multiplier.astype(np.int64), right.astype(np.int64), k], axis=1).astype(np.int32)
-
-
-def right_shifts(shift: np.ndarray) -> np.ndarray:
-    """The pairs and wide kernels take the right shifts (1..31, the plan checked) positive: one instruction
-    less per output than negating TFLM's shift at run time."""
-    right = -shift.astype(np.int32)
-    if right.size and (right.min() < 1 or right.max() > 31):
-        raise ValueError(f"a fast-requantization kernel got shifts {shift.min()}..{shift.max()}: its variant's "
-                         "qualifies (ref/per_channel.py) should have refused the layer")
-    return right
+    return np.stack([multiplier.astype(np.int64), r, k], axis=1).astype(np.int32)
 
 
 def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
@@ -149,17 +153,28 @@ def emit_pairs(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choic
     work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
     base = layer_base(prefix, node)
     int8 = variant.weights == "int8"
+    fast = _fast(conv2d_pairs_s8.requantization(node, g, variant.weights), node)
     if node.op == "conv2d_add":
         p = conv2d_add_s8.prepare(node, g)
         p = p if speed else without_speed_tables(p)
-        p = replace(p, conv=pairs_params(p.conv, int8))
+        p = replace(p, conv=pairs_params(p.conv, int8, fast))
         x, skip = node.inputs[0], node.inputs[3]
         return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, x), arena_in(offsets, skip)],
                          [work, arena_out(offsets, node.outputs[0])],
                          comment=f"conv {node.attrs.get('conv', '?')} + residual add, two pixels at a time")
-    p = pairs_params(conv2d_s8.prepare(node, g), int8)
-    return kernel_op(p, base, variant.c_kernel, variant.c_file, [arena_in(offsets, node.inputs[0])],
-                     [work, arena_out(offsets, node.outputs[0])])
+    p = conv2d_s8.prepare(node, g)
+    skip = conv2d_pairs_s8.skipped_channels(node, g)
+    if skip.any():  # the constant channels skipped: the live ones computed, then placed among the constants
+        live = np.flatnonzero(~skip)
+        sub = replace(p, weights=p.weights[live], bias=p.bias[live], multiplier=p.multiplier[live],
+                      shift=p.shift[live], out_c=len(live))
+        sparse = ConvSparseParams(pairs_params(sub, int8, fast.take(live)), p.out_c, live.astype(np.int16),
+                                  conv2d_pairs_s8.constant_outputs(p))
+        return kernel_op(sparse, base, variant.c_kernel.replace("_pairs", "_pairs_sparse"), variant.c_file,
+                         [arena_in(offsets, node.inputs[0])], [work, arena_out(offsets, node.outputs[0])],
+                         comment=f"{int(skip.sum())} constant channels skipped")
+    return kernel_op(pairs_params(p, int8, fast), base, variant.c_kernel, variant.c_file,
+                     [arena_in(offsets, node.inputs[0])], [work, arena_out(offsets, node.outputs[0])])
 
 
 emit_pairs_w8 = emit_pairs  # the same kernels reading int8 weights: the variant says which

@@ -45,6 +45,7 @@ class KernelChoice:
     work_bytes: int = 0
     rejected: tuple[tuple[str, str], ...] = ()  # (variant, why not), in the op's order
     ring: RingVariant | None = None  # the ring's geometry, for the ring variant
+    note: str = ""  # what the chosen variant's home notes of the layer (its constant channels, zero shifts)
 
     @property
     def plain(self) -> bool:

@@ -48,38 +48,39 @@ def kernel_choices(g: Graph, options: KernelOptions, taken: set[str]) -> list[Ke
         variants = OPS[node.op].variants
         if not variants:
             continue
-        chosen, rejected = None, []
+        chosen, rejected, note = None, [], ""
         for v in (v for v in variants if not v.placed):
-            why = _why_not(v, node, g, options, chosen)
-            if why:
-                rejected.append((v.name, why))
+            ok, why = _qualifies(v, node, g, options, chosen)
+            if ok:
+                chosen, note = v, why
             else:
-                chosen = v
-        out.append(_record(node, g, chosen, tuple(rejected), taken))
+                rejected.append((v.name, why))
+        out.append(_record(node, g, chosen, tuple(rejected), taken, note))
     return out
 
 
-def _why_not(v: KernelVariant, node: Node, g: Graph, options: KernelOptions, chosen: KernelVariant | None) -> str:
-    """Why `v` does not run `node` ("" when it may)."""
+def _qualifies(v: KernelVariant, node: Node, g: Graph, options: KernelOptions,
+               chosen: KernelVariant | None) -> tuple[bool, str]:
+    """Whether `v` runs `node`, and why not (or, when it does, what its home notes of the layer)."""
     if not v.serves(options.optimize):
-        return f"optimize={options.optimize!r} does not choose it (it is for {' / '.join(v.modes)})"
+        return False, f"optimize={options.optimize!r} does not choose it (it is for {' / '.join(v.modes)})"
     if chosen is not None:
-        return f"{chosen.name} comes first"
-    ok, why = home(v).qualifies(node, g, options)
-    return "" if ok else why
+        return False, f"{chosen.name} comes first"
+    return home(v).qualifies(node, g, options)
 
 
-def _record(node: Node, g: Graph, chosen: KernelVariant | None, rejected, taken: set[str]) -> KernelChoice:
+def _record(node: Node, g: Graph, chosen: KernelVariant | None, rejected, taken: set[str],
+            note: str) -> KernelChoice:
     if chosen is None:
         return KernelChoice(node.name, PLAIN, rejected=rejected)
     nbytes = home(chosen).work_bytes(node, g)
     if not nbytes:
-        return KernelChoice(node.name, chosen.name, rejected=rejected)
+        return KernelChoice(node.name, chosen.name, rejected=rejected, note=note)
     name = f"{node.name}_work"
     while name in taken:
         name += "_"
     taken.add(name)
-    return KernelChoice(node.name, chosen.name, name, nbytes, rejected)
+    return KernelChoice(node.name, chosen.name, name, nbytes, rejected, note=note)
 
 
 def work_buffers(g: Graph, choices: list[KernelChoice]) -> list[Buffer]:
@@ -98,14 +99,16 @@ def own_overlap(g: Graph, choices, overlap: str) -> frozenset[str]:
 
 def for_mode(g: Graph, choices, optimize: str) -> tuple[KernelChoice, ...]:
     """The same records with each chosen variant replaced by its twin for `optimize` (the variant of the same home
-    that serves it: pairs -> pairs_w8 for "size"), work buffers kept: what the plan's kernels cost in that mode."""
-    ops = {n.name: n.op for n in g.nodes}
+    that serves it: pairs -> pairs_w8 for "size"), or by the plain kernel where the twin does not qualify (int8
+    weights take no left shift), work buffers kept: what the plan's kernels cost in that mode."""
+    nodes = {n.name: n for n in g.nodes}
     out = []
     for c in choices:
-        spec = OPS[ops[c.node]]
+        spec = OPS[nodes[c.node].op]
         v = spec.variant(c.variant)
         if v is not None and not v.serves(optimize):
             twin = next((t for t in spec.variants if t.home == v.home and t.serves(optimize)), v)
-            c = replace(c, variant=twin.name)
+            ok, _ = home(twin).qualifies(nodes[c.node], g, KernelOptions(optimize))
+            c = replace(c, variant=twin.name if ok else PLAIN, note=c.note if ok else "")
         out.append(c)
     return tuple(out)

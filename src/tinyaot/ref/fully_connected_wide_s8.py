@@ -8,12 +8,19 @@ holds what the plan needs to know of them: when a layer qualifies (they need no 
 """
 from __future__ import annotations
 
-from tinyaot.ir import Graph, Node
-from tinyaot.ir.variants import KernelOptions
-from tinyaot.ref.per_channel import FAST_ALIGNMENT, fast_requantization
+from dataclasses import replace
 
+from tinyaot.errors import ModelError
+from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import OPS
+from tinyaot.ir.variants import KernelOptions
+from tinyaot.ref import fully_connected_s8
+from tinyaot.ref.per_channel import FAST_ALIGNMENT, FastRequant, fast_requant, input_range
+
+HOME = "fully_connected_wide_s8"  # this module, as ir/variants.py names it
 IN_GROUP = 8  # the kernel reads the input in whole groups of 8 features
-X_BOUND = 256  # the input offset is folded into the bias: |bias| + 256 * sum |w| bounds the accumulator
+MAX_LEFT = {"int16": 8, "int8": 0}  # a left shift the weights take (ref/per_channel.py form 2): int16 weights
+#                                     hold 2^8 * int8; int8 weights cannot be scaled
 
 
 def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
@@ -27,7 +34,22 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
         return False, f"{w.shape[-1]} input features; the wide kernels read whole groups of {IN_GROUP}"
     if x.dtype != "int8" or w.data is None or None in (w.qparams, x.qparams, y.qparams):
         return False, f"its input is {x.dtype}, or its weights are not constant int8"
-    return fast_requantization(x.qparams.scale[0], w, b, y.qparams.scale[0], X_BOUND)
+    variant = next(v for v in OPS[node.op].variants if v.home == HOME and v.serves(options.optimize))
+    try:
+        fast = requantization(node, g, variant.weights)
+    except ModelError as e:
+        return False, str(e)
+    return (False, fast) if isinstance(fast, str) else (True, fast.note)
+
+
+def requantization(node: Node, g: Graph, weights: str) -> FastRequant | str:
+    """The layer's fast requantization (ref/per_channel.py) for weights of type `weights` in flash, over the
+    values its input can hold; the reason where a channel cannot take it. The kernel sums the raw inputs from the
+    bias with the input offset folded in, so that is the bias it is given and the bound covers every partial sum
+    of that order (each term 0 or x * w). The plan's `qualifies` and the emitter both ask this."""
+    p = fully_connected_s8.prepare(node, g)
+    folded = replace(p, bias=p.folded_bias, input_offset=0)
+    return fast_requant(folded, input_range(g, node.inputs[0]), MAX_LEFT[weights])
 
 
 def work_bytes(node: Node, g: Graph) -> int:

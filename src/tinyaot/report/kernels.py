@@ -16,6 +16,21 @@ COVERED_MACS = ("conv", "depthwise", "transposed", "dense")  # OpSpec.macs kinds
 SLOW_VARIANTS = (PLAIN, RING)  # the ring calls its plain twin (ir/variants.py): no faster than plain
 
 
+def choice_reason(op: str, choice) -> str:
+    """Why the plan ran this kernel, in one phrase: for a plain kernel, why its op's faster variants for the plan's
+    mode did not qualify (the record's reasons, without the variants another mode or an earlier variant settled,
+    nor the ring, which the placement chooses for memory); for a fast one, what its home noted of the layer
+    (constant channels, zero and left shifts); "" otherwise."""
+    if choice is None:
+        return ""
+    if not choice.plain:
+        return choice.note
+    spec = OPS[op]
+    return "; ".join(f"{name}: {why}" for name, why in choice.rejected
+                     if not spec.variant(name).placed and not why.startswith("optimize=")
+                     and not why.endswith(" comes first"))
+
+
 @dataclass(frozen=True)
 class KernelRow:
     layer: str
@@ -25,6 +40,7 @@ class KernelRow:
     weights: str  # the variant's weights in flash (int16: widened at compile time); "" for the plain kernel's
     work_bytes: int  # its scratch in the arena (a pairs work buffer, a ring)
     rejected: tuple[tuple[str, str], ...]  # (variant, why not)
+    note: str = ""  # what the chosen variant's home noted of the layer (constant channels, zero shifts)
 
 
 @dataclass(frozen=True)
@@ -39,11 +55,11 @@ class KernelReport:
 
     def __rich_console__(self, console, options):
         t = Table(title=f"Kernel choices of '{self.model}' (optimize={self.optimize!r})")
-        for col in ("layer", "op", "kernel", "work B", "why not the others"):
+        for col in ("layer", "op", "kernel", "work B", "why not the others", "note"):
             t.add_column(col, justify="right" if col == "work B" else "left", overflow="fold")
         for r in self.rows:
             t.add_row(r.layer, r.op, r.variant, f"{r.work_bytes:,}" if r.work_bytes else "",
-                      "; ".join(f"{name}: {why}" for name, why in r.rejected))
+                      "; ".join(f"{name}: {why}" for name, why in r.rejected), r.note)
         yield t
 
     def __str__(self) -> str:
@@ -57,7 +73,7 @@ def kernel_report(graph, plan, model: str = "model") -> KernelReport:
     for k in plan.kernels:
         v = OPS[ops[k.node]].variant(k.variant)
         rows.append(KernelRow(k.node, ops[k.node], k.variant, v.c_kernel if v else "", v.weights if v else "",
-                              k.work_bytes, k.rejected))
+                              k.work_bytes, k.rejected, k.note))
     return KernelReport(model, plan.optimize, tuple(rows))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from tinyaot.report.kernels import Coverage, fast_kernel_coverage
+from tinyaot.report.kernels import Coverage, choice_reason, fast_kernel_coverage
 from tinyaot.report.macs import node_macs
 from tinyaot.report.render import render_text
 from tinyaot.targets.base import ModelSources
@@ -38,6 +38,8 @@ class OpProfile:
     instructions: int
     mix: InstructionMix | None = None  # profile(mix=True): the instructions by kind; mix.total == instructions
     kernel: str = ""  # the C kernel the generated invoke calls for this op: the plan's choice (pairs, ring, ...)
+    why: str = ""  # the plan's reason (report/kernels.py choice_reason): why a faster variant did not qualify,
+    #                or what the fast one took (constant channels, zero shifts)
 
     @property
     def per_mac(self) -> float | None:
@@ -103,14 +105,17 @@ class ProfileReport:
         t = Table(title=f"Cortex-M33 profile of '{self.model}': {self.total_instructions:,} instructions per "
                   f"inference, {self.total_macs:,} MACs (QEMU -icount, exact)")
         estimated = ("est. cycles", "est. ms") if self.has_mix else ()
-        for col in ("step", "layer", "kernel", "MACs", "instructions", "instr/MAC", "share", *estimated):
-            names = col in ("layer", "kernel")  # long names wrap rather than lose their ends
-            t.add_column(col, justify="left" if names else "right", overflow="fold" if names else "ellipsis")
+        whys = any(o.why for o in self.ops)
+        cols = ("step", "layer", "kernel", "MACs", "instructions", "instr/MAC", "share", *estimated) + ("why",) * whys
+        for col in cols:
+            names = col in ("layer", "kernel", "why")  # long names wrap rather than lose their ends
+            t.add_column(col, justify="left" if names else "right", overflow="fold" if names else "ellipsis",
+                         ratio=3 if col == "why" else None)
         summed = sum(o.instructions for o in self.ops) or 1
         for o in self.ops:
             t.add_row(str(o.step), o.layer, o.kernel.removeprefix("tinyaot_") or o.op, f"{o.macs:,}",
                       f"{o.instructions:,}", "" if o.per_mac is None else f"{o.per_mac:.2f}",
-                      f"{o.instructions / summed:.1%}", *self._estimated_cells(o))
+                      f"{o.instructions / summed:.1%}", *self._estimated_cells(o), *((o.why,) * whys))
         yield t
         yield from self._summary_lines()
         if self.has_mix:
@@ -201,8 +206,10 @@ def profile(cm, x=None, mix: bool = False) -> ProfileReport:
     steps = marked.step_instructions or {}
     mixes = marked.step_mix or {}
     kernels = kernel_calls(cm.c_sources.files[f"{cm.c_sources.name}.c"])
-    ops = tuple(OpProfile(step, cm.graph.nodes[step].name, cm.graph.nodes[step].op,
-                          node_macs(cm.graph.nodes[step], cm.graph), n, mixes.get(step), kernels.get(step, ""))
+    nodes = cm.graph.nodes
+    ops = tuple(OpProfile(step, nodes[step].name, nodes[step].op, node_macs(nodes[step], cm.graph), n,
+                          mixes.get(step), kernels.get(step, ""),
+                          choice_reason(nodes[step].op, cm.plan.kernel_of(nodes[step].name)))
                 for step, n in sorted(steps.items()))
     return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes, cm.constant_bytes,
                          fast_kernel_coverage(cm.graph, cm.plan))

@@ -64,14 +64,18 @@ static inline int32_t tinyaot_requantize_nonneg(int32_t x, int32_t multiplier, i
  * half h; the divide by 2^right rounding half away from zero is (h - (h < 0) + 2^(right - 1)) >> right. h has
  * x's sign except when it rounds to 0, where taking the 1 off or not gives 0 either way (right >= 1), so the
  * correction reads x: SMMLAR adds it and the half into the high half in one instruction.
+ * right 0 gives h - (x < 0): for x >= 0 TFLM's zero shift exactly, one less for x < 0, which the compiler allows
+ * only where such outputs clamp to the same byte (ref/per_channel.py, form 2).
  */
 static inline int32_t tinyaot_requantize_right(int32_t x, int32_t multiplier, int32_t right)
 {
-    const int32_t correction = (1 << (right - 1)) + (x >> 31);
     int32_t high;
 #if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-    __asm__("smmlar %0, %1, %2, %3" : "=r"(high) : "r"(x + x), "r"(multiplier), "r"(correction));
+    int32_t half; /* 2^(right - 1), 0 for right 0 (LSR by a register shifts 32 out): once per channel in a loop */
+    __asm__("lsr %0, %1, %2" : "=r"(half) : "r"(0x80000000u), "r"(32 - right));
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(high) : "r"(x + x), "r"(multiplier), "r"(half + (x >> 31)));
 #else
+    const int32_t correction = (int32_t)((1u << right) >> 1) + (x >> 31);
     high = (int32_t)((uint64_t)((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31) + correction;
 #endif
     return high >> right;

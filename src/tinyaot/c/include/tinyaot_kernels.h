@@ -36,10 +36,12 @@ typedef struct {
 void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connected_params *params, int8_t *output);
 
 /*
- * The speed kernel (plan/kernels.py, in_features a multiple of 8, every shift negative, accumulators within 31
- * bits: tinyaot_requantize_right; shift holds the right shifts, positive; multiplier is int32 [out][3]:
- * (multiplier, right shift, 2^(right - 1) + (output_offset << right)), the last letting a whole group of eight
- * outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same results, eight outputs at a time with weights widened at compile
+ * The speed kernel (plan/kernels.py, in_features a multiple of 8, every channel's requantization one the fast
+ * form takes exactly: ref/per_channel.py; tinyaot_requantize_right; shift holds the right shifts, positive, 0 for
+ * a zero or left shift, whose channel's weights and bias were scaled at compile time; multiplier is int32
+ * [out][3]: (multiplier, right shift, floor(2^right / 2) + (output_offset << right)), the last letting a whole
+ * group of eight outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same
+ * results, eight outputs at a time with weights widened at compile
  * time. weights is int32 [ceil(out_features / 8)][in_features / 4][2][8]: for output 8g + i and inputs 4j..4j+3,
  * (w[4j] | w[4j+2] << 16) at [g][j][0][i] and (w[4j+1] | w[4j+3] << 16) at [g][j][1][i], low halves first, zero
  * beyond out_features (codegen/emit_conv.py: wide_fc_weights).
@@ -484,10 +486,12 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
  * each weight doubled (so is bias: the sums are 2 * acc), zero beyond the taps and out_c (codegen/emit_conv.py:
  * pair_weights). work is the plan's buffer for this layer,
  * TINYAOT_CONV_PAIRS_WORK_BYTES(...) bytes, 4-byte aligned, overlapping neither input nor output. Chosen at
- * compile time only where every shift is negative and every accumulator fits in 31 bits
- * (tinyaot_requantize_right); shift then holds the right shifts, positive (negated at compile time); for
- * tinyaot_conv2d_pairs_s8 / _add_pairs_s8, multiplier is int32 [ceil(out_c / 4) * 4][3]: (multiplier, right,
- * 2^(right - 1) + (output_offset << right)), so whole groups are rounded and offset in registers; and bias
+ * compile time only where every channel's requantization is one the fast form (tinyaot_requantize_right) takes
+ * exactly (ref/per_channel.py); shift then holds the right shifts, positive (negated at compile time; 0 for a
+ * zero or left shift, whose channel's weights and bias were scaled by 2^shift; a constant channel has zero
+ * weights); for tinyaot_conv2d_pairs_s8 / _add_pairs_s8, multiplier is int32 [ceil(out_c / 4) * 4][3]:
+ * (multiplier, right, floor(2^right / 2) + (output_offset << right)), so whole groups are rounded and offset
+ * in registers; and bias
  * the accumulators' start per group, both pixels: [ceil(out_c / 4)][2][4] (size mode: [ceil(out_c / 2)][2][2]),
  * zero beyond out_c (codegen/emit_conv.py: pair_bias). Output pixels in row-major order, a pair written after both windows are read.
  */
@@ -496,6 +500,24 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
 void tinyaot_conv2d_pairs_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work, int8_t *output);
 void tinyaot_conv2d_add_pairs_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
                                  int32_t *work, int8_t *output);
+
+/*
+ * A conv2d whose constant channels (all-zero weights, or multiplier 0: their output is the same at every pixel)
+ * the pairs kernels skip: conv holds the live channels only (conv.out_c of them, their weights, bias and
+ * requantization laid out as above), each output pixel of out_c channels is first `fill` (the constant channels'
+ * bytes; int8 [out_c]) and then gets live channel j's result at channel live[j] (int16 [conv.out_c]). work is
+ * TINYAOT_CONV_PAIRS_WORK_BYTES(taps_padded, conv.out_c) bytes.
+ */
+typedef struct {
+    tinyaot_conv_params conv;      /* the live channels */
+    int32_t out_c;                 /* the layer's output channels */
+    const int16_t *live;           /* [conv.out_c]: the output channel of each live channel */
+    const int8_t *fill;            /* [out_c]: every output pixel before its live channels are written */
+} tinyaot_conv_sparse_params;
+void tinyaot_conv2d_pairs_sparse_s8(const int8_t *input, const tinyaot_conv_sparse_params *params, int32_t *work,
+                                    int8_t *output);
+void tinyaot_conv2d_pairs_sparse_w8_s8(const int8_t *input, const tinyaot_conv_sparse_params *params, int32_t *work,
+                                       int8_t *output);
 
 /*
  * The size mode's pairs kernels: the same, with int8 weights widened as they are read (no more flash than the

@@ -21,9 +21,11 @@
  * Both windows are in the work buffer before either output pixel is written, so every plan that is valid for
  * conv2d_s8.c's order (an output pixel written while its own window is read) is valid here.
  *
- * Requantization is tinyaot_requantize_right: the compiler picks this kernel only when every channel's shift
- * is a right shift and every accumulator provably fits in 31 bits, where it equals TFLM's double rounding;
- * params->shift holds those right shifts, positive (codegen/emit_conv.py negates them at compile time).
+ * Requantization is tinyaot_requantize_right: the compiler picks this kernel only when it gives TFLM's bytes for
+ * every channel (ref/per_channel.py: a right shift with every accumulator provably below 2^30, where it is TFLM's
+ * double rounding; a zero or left shift under a clamp at the zero point, the channel's weights and bias scaled at
+ * compile time; a constant channel); params->shift holds the right shifts, positive, 0 for a zero or left shift
+ * (codegen/emit_conv.py negates them at compile time).
  */
 #include "tinyaot_dsp.h"
 #include "tinyaot_fixedpoint.h"
@@ -83,8 +85,8 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
 
 /* Channel pair (p0 of pixel 0, p1 of pixel 1) in mat4x2_s16_groups: the channel's (multiplier, right, k) read
  * from r0 by one LDM, then SMMLAR(2 acc, multiplier, k + sign) >> right, saturated to int8 (the accumulators
- * hold 2 acc: weights and bias were doubled at compile time; k = 2^(right - 1) + (zero point << right) rounds
- * and offsets before the shift; the compiler checked that k fits). r2, r3, r12 and lr are free here. */
+ * hold 2 acc: weights and bias were doubled at compile time; k = floor(2^right / 2) + (zero point << right)
+ * rounds and offsets before the shift; the compiler checked that k fits). r2, r3, r12 and lr are free here. */
 #define MAT4X2_REQUANT(p0, p1) \
         "ldm r0!, {r3, r12, lr}\n\t" \
         "add r2, lr, " p0 ", asr #31\n\t" \
@@ -612,18 +614,34 @@ static void pairs_channels_w8(const int32_t *a, const tinyaot_conv_params *p, in
     }
 }
 
-/* Work buffer: the pair's activation words (4 * taps_padded bytes), then a window's bytes (taps_padded). */
+/* One output pixel of a layer whose constant channels the kernel skips: the constant channels' bytes (fill),
+ * then the live channels' results at their places. */
+static void sparse_scatter(const int8_t *live_out, const tinyaot_conv_sparse_params *s, int8_t *out)
+{
+    const int16_t *const live = s->live;
+    const int32_t n = s->conv.out_c;
+    int32_t j;
+    patch_copy(out, s->fill, s->out_c);
+    for (j = 0; j < n; ++j) {
+        out[live[j]] = live_out[j];
+    }
+}
+
+/* Work buffer: the pair's activation words (4 * taps_padded bytes), then a window's bytes (taps_padded), then
+ * (conv2d_add, or a layer whose constant channels are skipped) the pair's own int8 results. */
 /* Inlined into each entry point with `int8_weights` a constant, so a firmware links only the microkernel and
  * channel loop its mode calls. */
 __attribute__((always_inline)) static inline void pairs_run(const int8_t *input, const tinyaot_conv_params *p,
                                                             int32_t *work, int8_t *output, const int8_t *skip,
-                                                            const tinyaot_conv_add_params *add, int int8_weights)
+                                                            const tinyaot_conv_add_params *add, int int8_weights,
+                                                            const tinyaot_conv_sparse_params *sparse)
 {
     const int32_t taps_padded = (p->kernel_h * p->kernel_w * p->in_c + 7) & ~7;
     const int32_t pixels = p->out_h * p->out_w;
-    const int32_t out_c = p->out_c;
+    const int32_t out_c = sparse != 0 ? sparse->out_c : p->out_c;
+    const int32_t sums_c = p->out_c;  /* the channels the pair computes: all of them, or the live ones */
     int8_t *const patch = (int8_t *)(work + taps_padded);
-    int8_t *const sums = patch + taps_padded;  /* conv2d_add: the conv's own int8 output of the pair */
+    int8_t *const sums = patch + taps_padded;  /* conv2d_add, sparse: the pair's own int8 results */
     const pairs_geom geom = pairs_geometry(p, taps_padded);
     tinyaot_add_params both;
     int32_t b, q;
@@ -637,7 +655,7 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
         int32_t ox = 0;
         for (q = 0; q < pixels; q += 2) {
             const int second = q + 1 < pixels;
-            int8_t *dst = add != 0 ? sums : out + q * out_c;
+            int8_t *dst = add != 0 || sparse != 0 ? sums : out + q * out_c;
             const int32_t oy0 = oy;
             const int32_t ox0 = ox;
             pairs_pixel(image, p, &geom, taps_padded, oy, ox, 0, patch, work);
@@ -652,9 +670,15 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
                 ++oy;
             }
             if (int8_weights) {
-                pairs_channels_w8(work, p, taps_padded, dst, second ? dst + out_c : dst);
+                pairs_channels_w8(work, p, taps_padded, dst, second ? dst + sums_c : dst);
             } else {
-                pairs_channels(work, p, taps_padded, dst, second ? dst + out_c : dst);
+                pairs_channels(work, p, taps_padded, dst, second ? dst + sums_c : dst);
+            }
+            if (sparse != 0) {
+                sparse_scatter(sums, sparse, out + q * out_c);
+                if (second) {
+                    sparse_scatter(sums + sums_c, sparse, out + (q + 1) * out_c);
+                }
             }
             if (add != 0) {
                 const int8_t *s = skip + (b * pixels + q) * out_c;
@@ -671,23 +695,35 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
 
 void tinyaot_conv2d_pairs_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work, int8_t *output)
 {
-    pairs_run(input, params, work, output, 0, 0, 0);
+    pairs_run(input, params, work, output, 0, 0, 0, 0);
 }
 
 void tinyaot_conv2d_add_pairs_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
                                  int32_t *work, int8_t *output)
 {
-    pairs_run(input, &params->conv, work, output, skip, params, 0);
+    pairs_run(input, &params->conv, work, output, skip, params, 0, 0);
 }
 
 void tinyaot_conv2d_pairs_w8_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work,
                                 int8_t *output)
 {
-    pairs_run(input, params, work, output, 0, 0, 1);
+    pairs_run(input, params, work, output, 0, 0, 1, 0);
 }
 
 void tinyaot_conv2d_add_pairs_w8_s8(const int8_t *input, const int8_t *skip, const tinyaot_conv_add_params *params,
                                     int32_t *work, int8_t *output)
 {
-    pairs_run(input, &params->conv, work, output, skip, params, 1);
+    pairs_run(input, &params->conv, work, output, skip, params, 1, 0);
+}
+
+void tinyaot_conv2d_pairs_sparse_s8(const int8_t *input, const tinyaot_conv_sparse_params *params, int32_t *work,
+                                    int8_t *output)
+{
+    pairs_run(input, &params->conv, work, output, 0, 0, 0, params);
+}
+
+void tinyaot_conv2d_pairs_sparse_w8_s8(const int8_t *input, const tinyaot_conv_sparse_params *params, int32_t *work,
+                                       int8_t *output)
+{
+    pairs_run(input, &params->conv, work, output, 0, 0, 1, params);
 }

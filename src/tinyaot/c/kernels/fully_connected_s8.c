@@ -174,7 +174,7 @@ __attribute__((noinline)) static void mat8x1_s16(const int8_t *a, const int32_t 
 /*
  * mat8x1_s16 for a whole group of eight outputs whose activation range is all of int8, requantized in registers
  * into out[0..7]: per output one LDM of (multiplier, right shift, k), then SMMLAR, the shift and SSAT (7
- * instructions). k = 2^(right - 1) + (output zero point << right), so one add before the shift both rounds and
+ * instructions). k = floor(2^right / 2) + (output zero point << right), so one add before the shift both rounds and
  * offsets (tinyaot_requantize_right with the zero point added exactly: a multiple of 2^right does not change the
  * floor of the division; the compiler checked that k fits).
  */
