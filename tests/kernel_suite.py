@@ -190,3 +190,17 @@ def c_params(p, struct: str | None = None) -> ctypes.Structure:
             setattr(out, f.name, int(v))
     out._keep = keep  # the arrays (and nested structs) the pointers refer to
     return out
+
+
+def fixedpoint_library(directory: Path, c_source: str) -> ctypes.CDLL:
+    """A C test body built against tinyaot_fixedpoint.h (warnings as errors), loaded: the requantization tests'
+    way to call the header's inline routines from NumPy."""
+    import subprocess
+    from importlib import resources
+
+    include = resources.files("tinyaot").joinpath("c", "include")
+    src, so = directory / "rq.c", directory / "rq.so"
+    src.write_text('#include "tinyaot_fixedpoint.h"\n' + c_source)
+    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", f"-I{include}",
+                    str(src), "-o", str(so)], check=True)
+    return ctypes.CDLL(str(so))

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from kernel_suite import act, one_op_graph
+from kernel_suite import act, fixedpoint_library, one_op_graph
 
 from tinyaot.fixedpoint import multiply_by_quantized_multiplier
 from tinyaot.ir import Node, QParams, Tensor
@@ -94,19 +94,10 @@ def test_the_c_fast_form_takes_right_0(tmp_path):
     """tinyaot_requantize_right (the C the kernels' scalar paths call) == this test's fast form for right 0..31 on
     the accumulators the plan allows, right 0 included (TFLM's zero shift for x >= 0, one lower below)."""
     import ctypes
-    import subprocess
-    from importlib import resources
 
-    include = resources.files("tinyaot").joinpath("c", "include")
-    src = tmp_path / "rq.c"
-    src.write_text('#include "tinyaot_fixedpoint.h"\n'
-                   "void run(const int32_t *x, const int32_t *m, const int32_t *r, int32_t *out, int n) {\n"
-                   "    int i;\n    for (i = 0; i < n; ++i) { out[i] = tinyaot_requantize_right(x[i], m[i], r[i]); }\n"
-                   "}\n")
-    so = tmp_path / "rq.so"
-    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", f"-I{include}",
-                    str(src), "-o", str(so)], check=True)
-    lib = ctypes.CDLL(str(so))
+    lib = fixedpoint_library(tmp_path, "void run(const int32_t *x, const int32_t *m, const int32_t *r, int32_t *out, "
+                             "int n) {\n    int i;\n    for (i = 0; i < n; ++i) { out[i] = "
+                             "tinyaot_requantize_right(x[i], m[i], r[i]); }\n}\n")
     x = _edges(ACC_LIMIT)
     n = len(x)
     r = np.where(RNG.random(n) < 0.5, 0, RNG.integers(1, 32, size=n))

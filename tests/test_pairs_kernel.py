@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_suite
+from kernel_suite import Case, act, fixedpoint_library, mismatches, one_op_graph, run_host, run_m33_suite
 
 from tinyaot.codegen import generate_c
 from tinyaot.ir import Node, QParams, Tensor
@@ -385,21 +385,12 @@ def test_fast_requantization_equals_tflm_double_rounding(tmp_path):
     """tinyaot_requantize_right == tinyaot_requantize_nonneg (tested against TFLM's definition in
     test_fixedpoint.py) for |x| < 2^30 and right shifts 1..31: random values plus exact halves and zeros."""
     import ctypes
-    import subprocess
-    from importlib import resources
 
-    include = resources.files("tinyaot").joinpath("c", "include")
-    src = tmp_path / "rq.c"
-    src.write_text('#include "tinyaot_fixedpoint.h"\n'
-                   "int check(const int32_t *x, const int32_t *m, const int32_t *s, int n) {\n"
-                   "    int i;\n    for (i = 0; i < n; ++i) {\n"
-                   "        if (tinyaot_requantize_right(x[i], m[i], -s[i])\n"
-                   "            != tinyaot_requantize_nonneg(x[i], m[i], s[i])) { return i; }\n"
-                   "    }\n    return -1;\n}\n")
-    so = tmp_path / "rq.so"
-    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", f"-I{include}",
-                    str(src), "-o", str(so)], check=True)
-    lib = ctypes.CDLL(str(so))
+    lib = fixedpoint_library(tmp_path, "int check(const int32_t *x, const int32_t *m, const int32_t *s, int n) {\n"
+                             "    int i;\n    for (i = 0; i < n; ++i) {\n"
+                             "        if (tinyaot_requantize_right(x[i], m[i], -s[i])\n"
+                             "            != tinyaot_requantize_nonneg(x[i], m[i], s[i])) { return i; }\n"
+                             "    }\n    return -1;\n}\n")
     rng = np.random.default_rng(5)
     n = 400_000
     s = -rng.integers(1, 32, size=n).astype(np.int32)
