@@ -2,7 +2,8 @@
  * prelu_s8.c - int8 PReLU and leaky ReLU; twin of ref/prelu_s8.py (TFLite Micro's PRELU and LEAKY_RELU).
  *
  * v = input + input_offset; v >= 0 is requantized by multiplier 1, a negative v times its alpha (alpha +
- * alpha_offset) by multiplier 2 (a negative one, a leaky ReLU's negative alpha: by its magnitude, negated). The output walks out_shape (4-D, axes merged) and reads alpha at its strides
+ * alpha_offset) by multiplier 2 (a negative one, a leaky ReLU's negative alpha: by its magnitude, negated). The
+ * output walks out_shape (4-D, axes merged) and reads alpha at its strides
  * (0 where it broadcasts: one value, or one per channel along the last axis). Runs in place: element i is read
  * before it is written.
  */
@@ -16,6 +17,9 @@ void tinyaot_prelu_s8(const int8_t *input, const tinyaot_prelu_params *params, i
     const int32_t *const out_shape = p.out_shape;
     const int32_t *const strides = p.alpha_strides;
     const int32_t step = strides[3];  /* 1, or 0 where alpha broadcasts along the row */
+    /* Multiplier 2's sign, decided once: a negative one requantizes by its magnitude and negates. */
+    const int32_t sign_2 = p.output_multiplier_2 >= 0 ? 1 : -1;
+    const int32_t multiplier_2 = sign_2 * p.output_multiplier_2;
     int32_t i0, i1, i2, i3;
     for (i0 = 0; i0 < out_shape[0]; ++i0) {
         for (i1 = 0; i1 < out_shape[1]; ++i1) {
@@ -26,12 +30,9 @@ void tinyaot_prelu_s8(const int8_t *input, const tinyaot_prelu_params *params, i
                     int32_t out;
                     if (v >= 0) {
                         out = tinyaot_requantize(v, p.output_multiplier_1, p.output_shift_1);
-                    } else if (p.output_multiplier_2 >= 0) {
-                        out = tinyaot_requantize(v * ((int32_t)*alpha + p.alpha_offset), p.output_multiplier_2,
-                                                 p.output_shift_2);
-                    } else {  /* a leaky ReLU's negative alpha: its magnitude's requantization, negated */
-                        out = -tinyaot_requantize(v * ((int32_t)*alpha + p.alpha_offset), -p.output_multiplier_2,
-                                                  p.output_shift_2);
+                    } else {
+                        out = sign_2 * tinyaot_requantize(v * ((int32_t)*alpha + p.alpha_offset), multiplier_2,
+                                                          p.output_shift_2);
                     }
                     *output++ = (int8_t)tinyaot_clamp(out + p.output_offset, -128, 127);
                     alpha += step;
