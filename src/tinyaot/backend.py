@@ -70,7 +70,7 @@ def _float_plan(u: Unit) -> dict:
 
 def _generate_c(u: Unit) -> dict:
     """Every kernel's Prepare runs here, so its qparam rules fail at compile time, not on the device."""
-    return {"sources": generate_c(u.graph, u.plan, u.name)}
+    return {"sources": generate_c(u.graph, u.plan, u.name, u.options.sram_constants)}
 
 
 BACKEND = (

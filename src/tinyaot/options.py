@@ -48,6 +48,10 @@ class CompileOptions:
     # What the target leaves the model, (flash_bytes, ram_bytes) or a TargetMemory: a model that does not fit is
     # warned about with what would help (None: the Raspberry Pi Pico 2).
     target_memory: TargetMemory | tuple[int, int] | None = None
+    # Layers whose constants (weights, biases, multipliers) the start-up code copies from flash to SRAM, or "all":
+    # read at SRAM speed instead of through a Pico 2's 16 KB XIP cache, for the RAM they take (cm.sram_offer says
+    # which pay and what they cost). () keeps every constant in flash.
+    sram_constants: tuple[str, ...] | str = ()
     # Called with each stage's name as it starts (a status line); the caller's exceptions pass through unchanged.
     progress: Callable[[str], None] | None = None
 
@@ -61,7 +65,8 @@ class CompileOptions:
         checked = dict(name=check_name(self.name), alignment=check_alignment(self.alignment),
                        preserve_input=bool(self.preserve_input), separate_output=bool(self.separate_output),
                        optimize=check_optimize(self.optimize), stream=bool(self.stream),
-                       int16=_check_int16(self.int16), target_memory=check_target_memory(self.target_memory))
+                       int16=_check_int16(self.int16), target_memory=check_target_memory(self.target_memory),
+                       sram_constants=_check_sram_constants(self.sram_constants))
         if self.input_dtype not in ("int8", "uint8"):
             raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {self.input_dtype!r}")
         for field, value in checked.items():
@@ -100,3 +105,13 @@ def _check_int16(int16):
             or not all(isinstance(n, str) for n in int16):
         raise ModelError(f"int16 must be a list of layer names or 'auto', got {int16!r}")
     return tuple(int16)
+
+
+def _check_sram_constants(layers):
+    """A tuple of layer names, or "all" (the names are checked against the graph when the C is generated)."""
+    if layers is None or layers == "all":
+        return layers or ()
+    if isinstance(layers, str) or not isinstance(layers, (list, tuple, set, frozenset)) \
+            or not all(isinstance(n, str) for n in layers):
+        raise ModelError(f"sram_constants must be a list of layer names or 'all', got {layers!r}")
+    return tuple(layers)

@@ -40,6 +40,9 @@ def add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("--int16", action="append", metavar="LAYER", help="give this layer int16 activations (16x8; "
                    "repeat for more layers), or 'auto' for the layers whose int8 kernel loses the most on the "
                    "calibration samples; input and output stay int8")
+    p.add_argument("--sram-constants", action="append", metavar="LAYER", help="copy this layer's constants from "
+                   "flash to SRAM at start-up (repeat for more layers), or 'all': read at SRAM speed instead of "
+                   "through the Pico 2's XIP cache, for the RAM they take (report and profile say which pay)")
     if data:
         p.add_argument("--float-model", help="with --data and an int8 .tflite: the float .tflite it was converted "
                        "from, to compare outputs with")

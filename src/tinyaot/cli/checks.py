@@ -26,7 +26,7 @@ from tinyaot.options import check_alignment, check_name
 from tinyaot.report.budget import parse_target_memory
 
 _COMMAND_FIELDS = ("engine", "picture", "compare_float", "no_m33", "target", "copy_to_ram", "mix", "no_layers", "out",
-                   "random_calibration", "timings")
+                   "random_calibration", "timings", "speed")
 
 
 def build_request(ns: argparse.Namespace) -> Request:
@@ -48,7 +48,8 @@ def build_request(ns: argparse.Namespace) -> Request:
                   float_model=getattr(ns, "float_model", None), layout=ns.layout, name=ns.name,
                   alignment=ns.alignment, observer=ns.observer, strict=ns.strict, preserve_input=ns.preserve_input,
                   separate_output=ns.separate_output, optimize=ns.optimize, int16=tuple(ns.int16 or ()),
-                  memory=memory, output=getattr(ns, "output", None), **given)
+                  sram_constants=tuple(ns.sram_constants or ()), memory=memory, output=getattr(ns, "output", None),
+                  **given)
     _check_options(req)
     req = replace(req, arrays=_load_arrays(req))
     return replace(req, **_outputs(req))

@@ -65,6 +65,7 @@ class Request:
     separate_output: bool = False
     optimize: str = "speed"
     int16: tuple[str, ...] = ()  # layers, or ("auto",)
+    sram_constants: tuple[str, ...] = ()  # layers, or ("all",)
     memory: TargetMemory | None = None  # --target-memory, parsed
     # ---- what the command does with it
     output: str | None = None  # compile, export: the directory; run: the .npy file
@@ -75,6 +76,7 @@ class Request:
     target: str = "c"  # export
     copy_to_ram: bool = False  # export
     mix: bool = False  # profile
+    speed: bool = False  # report: profile one inference too
     no_layers: bool = False  # eval
     out: str = "out/demo"  # demo
     random_calibration: bool = False  # demo
@@ -119,6 +121,8 @@ class Request:
             options["optimize"] = self.optimize
         if self.int16:
             options["int16"] = "auto" if self.int16 == ("auto",) else list(self.int16)
+        if self.sram_constants:
+            options["sram_constants"] = "all" if self.sram_constants == ("all",) else list(self.sram_constants)
         if self.memory is not None:
             options["target_memory"] = self.memory
         return options

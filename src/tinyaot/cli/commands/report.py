@@ -23,6 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare-float", action="store_true", help="show the fp32 plan beside the int8 one, "
                    "and why they differ")
     p.add_argument("--no-m33", action="store_true", help="skip measuring the stack on the emulated Cortex-M33")
+    p.add_argument("--speed", action="store_true", help="also profile one inference on the emulated Cortex-M33: "
+                   "exact instructions beside estimated cycles and ms at the Pico 2's clock (docs/timing.md)")
 
 
 def run(req: Request, feedback: Feedback) -> int:
@@ -30,13 +32,20 @@ def run(req: Request, feedback: Feedback) -> int:
     if not req.no_m33:
         feedback.stage("measuring the stack on the emulated Cortex-M33")
     rep = MemoryReport.of(compiled.cm, measure_stack=not req.no_m33)
+    speed = None
+    if req.speed:
+        feedback.stage("profiling one inference on the emulated Cortex-M33 (with the instruction mix)")
+        speed = compiled.cm.profile(mix=True)
     feedback.stage(f"drawing {req.picture}")
     files = rep.write_picture(Path(req.picture), compare_float=req.compare_float)
     if req.json:
-        feedback.print_json(rep.to_dict() | {"picture": [str(f) for f in files]} | trust(compiled))
+        extra = {} if speed is None else {"speed": _speed_dict(speed)}
+        feedback.print_json(rep.to_dict() | extra | {"picture": [str(f) for f in files]} | trust(compiled))
         return 0
     c = feedback.results()
     c.print(rep)
+    for line in speed.speed_lines() if speed is not None else ():
+        c.print(line)
     print_trust(c, compiled)
     if req.compare_float:
         c.print(rep.comparison_table())
@@ -44,3 +53,9 @@ def run(req: Request, feedback: Feedback) -> int:
             c.print(f"- {reason}")
     c.print(f"picture: {files[0]} (SVG: {', '.join(str(f) for f in files[1:])})")
     return 0
+
+
+def _speed_dict(speed) -> dict:
+    """The profile's totals beside the memory report (per-op figures: tinyaot profile)."""
+    d = speed.to_dict()
+    return {k: d[k] for k in ("total_instructions", "total_macs", "stack_bytes", "estimated", "coverage") if k in d}
