@@ -100,6 +100,11 @@ class CompiledModel:
         return self._result.budget
 
     @property
+    def tradeoffs(self):
+        """budgets.Tradeoffs: the plans a ram= / flash= compile weighed and the one it chose (None without)."""
+        return self._result.tradeoffs
+
+    @property
     def unconstrained_arena_bytes(self) -> int | None:
         """The arena without preserve_input / separate_output."""
         return self._result.unconstrained_arena_bytes

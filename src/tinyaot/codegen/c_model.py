@@ -83,7 +83,7 @@ def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan
     kernel; nothing for a slice the plan reads in place."""
     if not OPS[node.op].view and plan.reads_in_place(node):
         return EmittedOp("", "/* a slice read in place: its bytes are a run of its input's, nothing to do */", None)
-    speed = plan.optimize == "speed"  # tables that only buy speed are flash the other modes keep
+    speed = plan.mode_of(node.name) == "speed"  # tables that only buy speed are flash the other modes keep
     choice = plan.kernel_of(node.name)
     variant = OPS[node.op].variant(choice.variant) if choice is not None else None
     if variant is not None:
