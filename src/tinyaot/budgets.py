@@ -132,8 +132,12 @@ class _Search:
             total += xip_estimate(cm.constant_bytes - cm.sram_constant_bytes).cycles
         return total
 
-    def add(self, label: str, cm: CompiledModel, cycles: int, measured: bool = False) -> PlanPoint:
-        p = PlanPoint(label, cm.plan.optimize, cm.plan.layer_modes, cm.c_sources.sram_layers, cm.ram_bytes,
+    def add(self, cm: CompiledModel, cycles: int, measured: bool = False) -> PlanPoint:
+        same = [p for p, _ in self.points if (p.optimize, p.layer_modes, p.sram_constants)
+                == (cm.plan.optimize, cm.plan.layer_modes, cm.c_sources.sram_layers)]
+        if same:  # two routes to one plan: weighed once
+            return same[0]
+        p = PlanPoint(_label(cm), cm.plan.optimize, cm.plan.layer_modes, cm.c_sources.sram_layers, cm.ram_bytes,
                       cm.constant_bytes, cycles, cm.ram_bytes <= self.ram and cm.constant_bytes <= self.flash,
                       measured, busiest_step_text(cm.plan))
         self.points.append((p, cm))
@@ -150,7 +154,7 @@ def search(unit, backend, options) -> tuple[Tradeoffs, object]:
     s = _Search(unit, backend, options)
     tables = {mode: s.measure(mode) for mode in OPTIMIZE_MODES}
     for mode, m in tables.items():
-        s.add(mode, m.cm, s.estimate(m.cm, tables))
+        s.add(m.cm, s.estimate(m.cm, tables))
     _mixed_for_flash(s, tables)
     _mixed_for_ram(s, tables)
     _with_sram(s, tables)
@@ -160,6 +164,18 @@ def search(unit, backend, options) -> tuple[Tradeoffs, object]:
         return t, None
     return t, replace(options, optimize=chosen.optimize, layer_optimize=dict(chosen.layer_modes) or None,
                       sram_constants=chosen.sram_constants)
+
+
+def _label(cm: CompiledModel) -> str:
+    """'speed', 'speed, 3 layers in other modes', '..., constants of 10 layers in SRAM'."""
+    label = cm.plan.optimize
+    if cm.plan.layer_modes:
+        n = len(cm.plan.layer_modes)
+        label += f", {n} layer{'s' * (n > 1)} in other modes"
+    if cm.c_sources.sram_layers:
+        n = len(cm.c_sources.sram_layers)
+        label += f", constants of {n} layer{'s' * (n > 1)} in SRAM"
+    return label
 
 
 def _variant_layers(cm: CompiledModel) -> list[str]:
@@ -192,7 +208,7 @@ def _mixed_for_flash(s: _Search, tables) -> None:
     mixed = tuple(sorted((n, m) for n, m in modes.items() if m != "speed"))
     if mixed and not any(p.layer_modes == mixed and p.optimize == "speed" for p, _ in s.points):
         cm = s.build("speed", mixed)
-        s.add(f"speed, {len(mixed)} layers in other modes", cm, s.estimate(cm, tables))
+        s.add(cm, s.estimate(cm, tables))
 
 
 def _mixed_for_ram(s: _Search, tables) -> None:
@@ -207,7 +223,7 @@ def _mixed_for_ram(s: _Search, tables) -> None:
             modes[c.node] = "memory"
             trial = s.build(point.optimize, tuple(sorted(modes.items())))
             if trial.ram_bytes <= s.ram:
-                s.add(f"{point.label}, {len(modes)} layers in other modes", trial, s.estimate(trial, tables))
+                s.add(trial, s.estimate(trial, tables))
                 break
 
 
@@ -222,7 +238,7 @@ def _with_sram(s: _Search, tables) -> None:
         if offer is None:
             continue
         trial = s.build(point.optimize, point.layer_modes, [n for n, _ in offer.layers])
-        s.add(f"{point.label}, constants of {len(offer.layers)} layers in SRAM", trial, s.estimate(trial, tables))
+        s.add(trial, s.estimate(trial, tables))
 
 
 def _choose(s: _Search, tables) -> PlanPoint | None:
