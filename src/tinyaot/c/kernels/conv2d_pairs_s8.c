@@ -265,6 +265,64 @@ __attribute__((noinline)) static void widen_rows(const int8_t *src, int32_t quad
         : "r7", "r8", "r9", "r10", "r11", "memory", "cc");
 }
 
+/*
+ * widen_rows for both pixels of a pair at once (a stem's whole windows, pixel 1's `delta` bytes after pixel 0's):
+ * per quad one LDR of each, four SXTAB16 and one STM of the four interleaved words (pixel 0 even, pixel 1 even,
+ * pixel 0 odd, pixel 1 odd): 9 instructions per quad of the pair. quads and rows at least 1.
+ */
+__attribute__((noinline)) static void widen_rows2(const int8_t *src, int32_t delta, int32_t quads, int32_t rows,
+                                                  int32_t step, int32_t offset2, int32_t *dst)
+{
+    register const int8_t *r0 __asm__("r0") = src;
+    register int32_t r1 __asm__("r1") = delta;
+    register int32_t r2 __asm__("r2") = rows;
+    register int32_t r3 __asm__("r3") = step - 4 * quads;  /* from a run's end to the next run's start */
+    register int32_t r4 __asm__("r4") = offset2;
+    register int32_t *r5 __asm__("r5") = dst;
+    register int32_t r6 __asm__("r6") = 4 * quads;  /* bytes of a run */
+    __asm__ volatile(
+        "1:\n\t"
+        "add r7, r0, r6\n"
+        "2:\n\t"
+        "ldr r10, [r0, r1]\n\t"
+        "ldr r8, [r0], #4\n\t"
+        "sxtab16 r9, r4, r10\n\t"
+        "sxtab16 r11, r4, r10, ror #8\n\t"
+        "sxtab16 r10, r4, r8, ror #8\n\t"
+        "sxtab16 r8, r4, r8\n\t"
+        "stm r5!, {r8-r11}\n\t"
+        "cmp r0, r7\n\t"
+        "bne 2b\n\t"
+        "add r0, r0, r3\n\t"
+        "subs r2, r2, #1\n\t"
+        "bne 1b\n\t"
+        : "+r"(r0), "+r"(r2), "+r"(r5)
+        : "r"(r1), "r"(r3), "r"(r4), "r"(r6)
+        : "r7", "r8", "r9", "r10", "r11", "memory", "cc");
+}
+
+/* `quads` groups of four window bytes -> their activation words at dst[0], dst[2], dst[4], ... of one pixel. */
+static inline void widen_quads(const int8_t *src, int32_t quads, int32_t offset2, int32_t *dst)
+{
+    int32_t j;
+    for (j = 0; j < quads; ++j) {
+        const int32_t x = tinyaot_read_s8x4(src + 4 * j);
+        dst[4 * j] = __sxtab16(offset2, x);
+        dst[4 * j + 2] = tinyaot_sxtab16_ror8(offset2, x);
+    }
+}
+
+/* A quad's even and odd activation words (bytes 0, 2 and 1, 3, + the input offset). */
+static inline int32_t stem_even(int32_t offset2, uint32_t quad)
+{
+    return __sxtab16(offset2, (int32_t)quad);
+}
+
+static inline int32_t stem_odd(int32_t offset2, uint32_t quad)
+{
+    return tinyaot_sxtab16_ror8(offset2, (int32_t)quad);
+}
+
 /* n window bytes to the patch, a word at a time (unaligned LDR / STR are fine on the M33), then the tail. */
 static inline int8_t *patch_copy(int8_t *b, const int8_t *src, int32_t n)
 {
@@ -358,6 +416,17 @@ static inline int32_t pairs_pack16(int32_t lo, int32_t hi)
     return (int32_t)(((uint32_t)hi << 16) | (uint32_t)(uint16_t)lo);
 }
 
+/* The portable definitions of stem_even and stem_odd above. */
+static inline int32_t stem_even(int32_t offset2, uint32_t quad)
+{
+    return pairs_pack16((int8_t)quad + tinyaot_lo16(offset2), (int8_t)(quad >> 16) + tinyaot_lo16(offset2));
+}
+
+static inline int32_t stem_odd(int32_t offset2, uint32_t quad)
+{
+    return pairs_pack16((int8_t)(quad >> 8) + tinyaot_lo16(offset2), (int8_t)(quad >> 24) + tinyaot_lo16(offset2));
+}
+
 /* `quads` groups of four window bytes -> their activation words at dst[0], dst[2], dst[4], ... of one pixel. */
 static void widen_quads(const int8_t *src, int32_t quads, int32_t offset2, int32_t *dst)
 {
@@ -369,7 +438,7 @@ static void widen_quads(const int8_t *src, int32_t quads, int32_t offset2, int32
     }
 }
 
-/* The portable definitions of widen_rows, patch_copy and patch_fill above. */
+/* The portable definitions of widen_rows, widen_rows2, patch_copy and patch_fill above. */
 static void widen_rows(const int8_t *src, int32_t quads, int32_t rows, int32_t step, int32_t offset2, int32_t *dst,
                        int32_t skip)
 {
@@ -377,6 +446,13 @@ static void widen_rows(const int8_t *src, int32_t quads, int32_t rows, int32_t s
     for (r = 0; r < rows; ++r) {
         widen_quads(src + r * step, quads, offset2, dst + r * (4 * quads + skip));
     }
+}
+
+static void widen_rows2(const int8_t *src, int32_t delta, int32_t quads, int32_t rows, int32_t step,
+                        int32_t offset2, int32_t *dst)
+{
+    widen_rows(src, quads, rows, step, offset2, dst, 0);
+    widen_rows(src + delta, quads, rows, step, offset2, dst + 1, 0);
 }
 
 static int8_t *patch_copy(int8_t *b, const int8_t *src, int32_t n)
@@ -421,6 +497,9 @@ typedef struct {
     int32_t row_quads;   /* quads of a kernel row */
     int32_t row_step;    /* bytes from one image row to the next */
     int32_t tail_quads;  /* zero quads past the taps, up to taps_padded */
+    int32_t stem;        /* 1: kernel rows not of whole quads, no dilation: the stem window order (below) */
+    int32_t row_left;    /* stem: the bytes of a kernel row past its whole quads (1..3) */
+    int32_t left_quads;  /* stem: the quads holding every row's leftover bytes, then the input zero point */
 } pairs_geom;
 
 static pairs_geom pairs_geometry(const tinyaot_conv_params *p, int32_t taps_padded)
@@ -435,6 +514,9 @@ static pairs_geom pairs_geometry(const tinyaot_conv_params *p, int32_t taps_padd
     g.row_quads = p->kernel_w * p->in_c / 4;
     g.row_step = p->in_w * p->in_c;
     g.tail_quads = (taps_padded - p->kernel_h * p->kernel_w * p->in_c) / 4;
+    g.stem = p->dilation_h == 1 && p->dilation_w == 1 && ((p->kernel_w * p->in_c) & 3) != 0;
+    g.row_left = (p->kernel_w * p->in_c) & 3;
+    g.left_quads = (p->kernel_h * g.row_left + 3) / 4;
     return g;
 }
 
@@ -524,6 +606,111 @@ static inline __attribute__((always_inline)) void pairs_pixel(const int8_t *imag
         return;
     }
     pairs_window(image, p, g, taps_padded, oy, ox, pixel, patch, a);
+}
+
+/*
+ * Stem windows (kernel rows not of whole quads: an RGB stem's 3x3x3, 9 bytes a row; no dilation) take their own
+ * tap order, which the weights follow (codegen/emit_conv.py, ref/conv2d_pairs_s8.py window_order): each kernel
+ * row's whole quads, row after row, then the rows' leftover bytes together (row after row), the input zero point
+ * up to a whole quad, zeros up to taps_padded (pairs_run zeroes that tail once per call). So a 27-tap window is 7
+ * quads, widened straight from the image, and no byte goes through the patch but the 3 leftovers.
+ */
+
+/* The leftover bytes of a stem window's rows (`src` its first row's start), four at a time into a word (the
+ * last word's missing bytes 0: their weights are 0), each word widened to its pixel's two activation words. */
+static inline void stem_left(const int8_t *src, const tinyaot_conv_params *p, const pairs_geom *g, int32_t *dst)
+{
+    const int32_t left = g->row_left;
+    const int32_t offset2 = g->offset2;
+    const int8_t *s = src + 4 * g->row_quads;
+    uint32_t word = 0;
+    int32_t k = 0;
+    int32_t ky, l;
+    for (ky = 0; ky < p->kernel_h; ++ky) {
+        for (l = 0; l < left; ++l) {
+            word |= (uint32_t)(uint8_t)s[l] << (8 * (k & 3));
+            if ((++k & 3) == 0) {
+                dst[0] = stem_even(offset2, word);
+                dst[2] = stem_odd(offset2, word);
+                dst += 4;
+                word = 0;
+            }
+        }
+        s += g->row_step;
+    }
+    if ((k & 3) != 0) {
+        dst[0] = stem_even(offset2, word);
+        dst[2] = stem_odd(offset2, word);
+    }
+}
+
+/* One pixel's stem window whatever its place: its bytes in the plain order into `patch` (the input zero point
+ * outside the image), then widened in the stem order: the rows' whole quads, then the leftovers moved down. */
+__attribute__((noinline)) static void stem_window(const int8_t *image, const tinyaot_conv_params *p,
+                                                  const pairs_geom *g, int32_t oy, int32_t ox, int32_t pixel,
+                                                  int8_t *patch, int32_t *a)
+{
+    const int32_t in_c = p->in_c;
+    const int32_t iy0 = oy * p->stride_h - p->pad_top;
+    const int32_t ix0 = ox * p->stride_w - p->pad_left;
+    const int32_t row_bytes = p->kernel_w * in_c;
+    const int32_t fill4 = g->fill4;
+    int32_t ky, ky0, ky1, kx0, kx1;
+    int8_t *b;
+    tinyaot_valid_taps(iy0, 1, p->kernel_h, p->in_h, &ky0, &ky1);
+    tinyaot_valid_taps(ix0, 1, p->kernel_w, p->in_w, &kx0, &kx1);
+    b = patch_fill(patch, fill4, ky0 * row_bytes);
+    for (ky = ky0; ky < ky1; ++ky) {
+        const int8_t *src = image + ((iy0 + ky) * p->in_w + ix0) * in_c;
+        b = patch_fill(b, fill4, kx0 * in_c);
+        b = patch_copy(b, src + kx0 * in_c, (kx1 - kx0) * in_c);
+        b = patch_fill(b, fill4, (p->kernel_w - kx1) * in_c);
+    }
+    patch_fill(b, fill4, (p->kernel_h - ky1) * row_bytes);
+    if (g->row_quads != 0) {
+        widen_rows(patch, g->row_quads, p->kernel_h, row_bytes, g->offset2, a + pixel, 0);
+    }
+    {
+        const int32_t left = g->row_left;
+        const int8_t *s = patch + 4 * g->row_quads;
+        b = patch;
+        for (ky = 0; ky < p->kernel_h; ++ky) {  /* moved down: b never passes s */
+            int32_t l;
+            for (l = 0; l < left; ++l) {
+                b[l] = s[l];
+            }
+            b += left;
+            s += row_bytes;
+        }
+        patch_fill(b, fill4, 4 * g->left_quads - p->kernel_h * left);
+        widen_quads(patch, g->left_quads, g->offset2, a + pixel + 4 * p->kernel_h * g->row_quads);
+    }
+}
+
+/* Both pixels' stem windows: when both are wholly inside the image, their rows' quads widened together straight
+ * from the image and their leftovers gathered; else one window at a time. */
+static inline __attribute__((always_inline)) void stem_pair(const int8_t *image, const tinyaot_conv_params *p,
+                                                            const pairs_geom *g, int32_t oy0, int32_t ox0,
+                                                            int32_t oy1, int32_t ox1, int8_t *patch, int32_t *a)
+{
+    const int32_t iy0 = oy0 * p->stride_h - p->pad_top;
+    const int32_t ix0 = ox0 * p->stride_w - p->pad_left;
+    const int32_t iy1 = oy1 * p->stride_h - p->pad_top;
+    const int32_t ix1 = ox1 * p->stride_w - p->pad_left;
+    if (g->whole_ok && (uint32_t)iy0 <= g->iy_max && (uint32_t)ix0 <= g->ix_max && (uint32_t)iy1 <= g->iy_max
+        && (uint32_t)ix1 <= g->ix_max) {
+        const int8_t *s0 = image + (iy0 * p->in_w + ix0) * p->in_c;
+        const int8_t *s1 = image + (iy1 * p->in_w + ix1) * p->in_c;
+        const int32_t *left = a + 4 * p->kernel_h * g->row_quads;
+        if (g->row_quads != 0) {
+            widen_rows2(s0, (int32_t)(s1 - s0), g->row_quads, p->kernel_h, g->row_step, g->offset2, a);
+        }
+        stem_left(s0, p, g, (int32_t *)left);
+        stem_left(s1, p, g, (int32_t *)left + 1);
+        return;
+    }
+    stem_window(image, p, g, oy0, ox0, 0, patch, a);
+    stem_window(image, p, g, oy1, ox1, 1, patch, a);
 }
 
 /* Every output channel of the pair whose windows are in `a`, to out0 and out1 (the same pointer when the
@@ -643,10 +830,17 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     int8_t *const patch = (int8_t *)(work + taps_padded);
     int8_t *const sums = patch + taps_padded;  /* conv2d_add, sparse: the pair's own int8 results */
     const pairs_geom geom = pairs_geometry(p, taps_padded);
+    const int stem = geom.stem;
     tinyaot_add_params both;
     int32_t b, q;
     if (add != 0) {
         both = add->add;
+    }
+    if (stem) {  /* the stem windows' tail past their quads stays zero: zeroed once */
+        int32_t i;
+        for (i = 4 * (p->kernel_h * geom.row_quads + geom.left_quads); i < taps_padded; ++i) {
+            work[i] = 0;
+        }
     }
     for (b = 0; b < p->batches; ++b) {
         const int8_t *image = input + b * p->in_h * p->in_w * p->in_c;
@@ -658,16 +852,34 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
             int8_t *dst = add != 0 || sparse != 0 ? sums : out + q * out_c;
             const int32_t oy0 = oy;
             const int32_t ox0 = ox;
-            pairs_pixel(image, p, &geom, taps_padded, oy, ox, 0, patch, work);
-            if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
-                ox = 0;
-                ++oy;
-            }
-            /* an odd last pixel is paired with itself */
-            pairs_pixel(image, p, &geom, taps_padded, second ? oy : oy0, second ? ox : ox0, 1, patch, work);
-            if (second && ++ox == p->out_w) {
-                ox = 0;
-                ++oy;
+            if (stem) {
+                int32_t oy1 = oy0;
+                int32_t ox1 = ox0;
+                if (second) {  /* an odd last pixel is paired with itself */
+                    if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
+                        ox = 0;
+                        ++oy;
+                    }
+                    oy1 = oy;
+                    ox1 = ox;
+                }
+                if (++ox == p->out_w) {
+                    ox = 0;
+                    ++oy;
+                }
+                stem_pair(image, p, &geom, oy0, ox0, oy1, ox1, patch, work);
+            } else {
+                pairs_pixel(image, p, &geom, taps_padded, oy, ox, 0, patch, work);
+                if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
+                    ox = 0;
+                    ++oy;
+                }
+                /* an odd last pixel is paired with itself */
+                pairs_pixel(image, p, &geom, taps_padded, second ? oy : oy0, second ? ox : ox0, 1, patch, work);
+                if (second && ++ox == p->out_w) {
+                    ox = 0;
+                    ++oy;
+                }
             }
             if (int8_weights) {
                 pairs_channels_w8(work, p, taps_padded, dst, second ? dst + sums_c : dst);
