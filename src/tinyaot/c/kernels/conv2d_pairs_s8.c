@@ -346,8 +346,12 @@ static inline int8_t *patch_fill(int8_t *b, int32_t fill4, int32_t n)
         *(tinyaot_unaligned_i32 *)(void *)b = fill4;
         b += 4;
     }
-    while (b != end) {
-        *b++ = (int8_t)fill4;
+    if (end - b >= 2) {  /* the tail in at most two stores (as a loop, GCC would call memset) */
+        *(int16_t __attribute__((aligned(1), may_alias)) *)(void *)b = (int16_t)fill4;
+        b += 2;
+    }
+    if (b != end) {
+        *b = (int8_t)fill4;
     }
     return end;
 }
@@ -599,13 +603,32 @@ static inline __attribute__((always_inline)) void pairs_pixel(const int8_t *imag
     const int32_t ix0 = ox * p->stride_w - p->pad_left;
     if (g->full && (uint32_t)iy0 <= g->iy_max && (uint32_t)ix0 <= g->ix_max) {
         widen_rows(image + (iy0 * p->in_w + ix0) * p->in_c, g->row_quads, p->kernel_h, g->row_step, g->offset2,
-                   a + pixel, 0);
-        if (g->tail_quads != 0) {
-            zero_quads(a + pixel + 4 * p->kernel_h * g->row_quads, g->tail_quads);
-        }
+                   a + pixel, 0);  /* the tail past the rows stays zero (pairs_run) */
         return;
     }
     pairs_window(image, p, g, taps_padded, oy, ox, pixel, patch, a);
+}
+
+/* Both pixels' windows: when both are whole windows of whole-quad kernel rows, widened together straight from the
+ * image (one call, one STM per quad of the pair); else one pixel at a time. */
+static inline __attribute__((always_inline)) void pairs_pair(const int8_t *image, const tinyaot_conv_params *p,
+                                                             const pairs_geom *g, int32_t taps_padded, int32_t oy0,
+                                                             int32_t ox0, int32_t oy1, int32_t ox1, int8_t *patch,
+                                                             int32_t *a)
+{
+    const int32_t iy0 = oy0 * p->stride_h - p->pad_top;
+    const int32_t ix0 = ox0 * p->stride_w - p->pad_left;
+    const int32_t iy1 = oy1 * p->stride_h - p->pad_top;
+    const int32_t ix1 = ox1 * p->stride_w - p->pad_left;
+    if (g->full && (uint32_t)iy0 <= g->iy_max && (uint32_t)ix0 <= g->ix_max && (uint32_t)iy1 <= g->iy_max
+        && (uint32_t)ix1 <= g->ix_max) {
+        const int8_t *s0 = image + (iy0 * p->in_w + ix0) * p->in_c;
+        const int8_t *s1 = image + (iy1 * p->in_w + ix1) * p->in_c;
+        widen_rows2(s0, (int32_t)(s1 - s0), g->row_quads, p->kernel_h, g->row_step, g->offset2, a);
+        return;
+    }
+    pairs_pixel(image, p, g, taps_padded, oy0, ox0, 0, patch, a);
+    pairs_pixel(image, p, g, taps_padded, oy1, ox1, 1, patch, a);
 }
 
 /*
@@ -623,9 +646,32 @@ static inline void stem_left(const int8_t *src, const tinyaot_conv_params *p, co
     const int32_t left = g->row_left;
     const int32_t offset2 = g->offset2;
     const int8_t *s = src + 4 * g->row_quads;
+    const int32_t step = g->row_step;
     uint32_t word = 0;
     int32_t k = 0;
     int32_t ky, l;
+    if (left == 1) {  /* one byte a row (3x3x3, 7x7x3): a row's byte straight to its place in the word */
+        for (ky = p->kernel_h; ky >= 4; ky -= 4) {
+            word = (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[step] << 8 | (uint32_t)(uint8_t)s[2 * step] << 16
+                   | (uint32_t)(uint8_t)s[3 * step] << 24;
+            dst[0] = stem_even(offset2, word);
+            dst[2] = stem_odd(offset2, word);
+            dst += 4;
+            s += 4 * step;
+        }
+        if (ky != 0) {
+            word = (uint32_t)(uint8_t)s[0];
+            if (ky > 1) {
+                word |= (uint32_t)(uint8_t)s[step] << 8;
+            }
+            if (ky > 2) {
+                word |= (uint32_t)(uint8_t)s[2 * step] << 16;
+            }
+            dst[0] = stem_even(offset2, word);
+            dst[2] = stem_odd(offset2, word);
+        }
+        return;
+    }
     for (ky = 0; ky < p->kernel_h; ++ky) {
         for (l = 0; l < left; ++l) {
             word |= (uint32_t)(uint8_t)s[l] << (8 * (k & 3));
@@ -636,7 +682,7 @@ static inline void stem_left(const int8_t *src, const tinyaot_conv_params *p, co
                 word = 0;
             }
         }
-        s += g->row_step;
+        s += step;
     }
     if ((k & 3) != 0) {
         dst[0] = stem_even(offset2, word);
@@ -836,9 +882,9 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     if (add != 0) {
         both = add->add;
     }
-    if (stem) {  /* the stem windows' tail past their quads stays zero: zeroed once */
+    if (stem || geom.full) {  /* the tail past the windows' quads stays zero: zeroed once */
         int32_t i;
-        for (i = 4 * (p->kernel_h * geom.row_quads + geom.left_quads); i < taps_padded; ++i) {
+        for (i = 4 * (p->kernel_h * geom.row_quads + (stem ? geom.left_quads : 0)); i < taps_padded; ++i) {
             work[i] = 0;
         }
     }
@@ -852,34 +898,24 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
             int8_t *dst = add != 0 || sparse != 0 ? sums : out + q * out_c;
             const int32_t oy0 = oy;
             const int32_t ox0 = ox;
-            if (stem) {
-                int32_t oy1 = oy0;
-                int32_t ox1 = ox0;
-                if (second) {  /* an odd last pixel is paired with itself */
-                    if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
-                        ox = 0;
-                        ++oy;
-                    }
-                    oy1 = oy;
-                    ox1 = ox;
-                }
-                if (++ox == p->out_w) {
-                    ox = 0;
-                    ++oy;
-                }
-                stem_pair(image, p, &geom, oy0, ox0, oy1, ox1, patch, work);
-            } else {
-                pairs_pixel(image, p, &geom, taps_padded, oy, ox, 0, patch, work);
+            int32_t oy1 = oy0;
+            int32_t ox1 = ox0;
+            if (second) {  /* an odd last pixel is paired with itself */
                 if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
                     ox = 0;
                     ++oy;
                 }
-                /* an odd last pixel is paired with itself */
-                pairs_pixel(image, p, &geom, taps_padded, second ? oy : oy0, second ? ox : ox0, 1, patch, work);
-                if (second && ++ox == p->out_w) {
-                    ox = 0;
-                    ++oy;
-                }
+                oy1 = oy;
+                ox1 = ox;
+            }
+            if (++ox == p->out_w) {
+                ox = 0;
+                ++oy;
+            }
+            if (stem) {
+                stem_pair(image, p, &geom, oy0, ox0, oy1, ox1, patch, work);
+            } else {
+                pairs_pair(image, p, &geom, taps_padded, oy0, ox0, oy1, ox1, patch, work);
             }
             if (int8_weights) {
                 pairs_channels_w8(work, p, taps_padded, dst, second ? dst + sums_c : dst);
