@@ -163,6 +163,7 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
 MAT4X2_GROUPS_FN(mat4x2_s16_groups, 1)
 MAT4X2_GROUPS_FN(mat4x2_s16_groups_x2, 2)
 MAT4X2_GROUPS_FN(mat4x2_s16_groups_x4, 4)
+MAT4X2_GROUPS_FN(mat4x2_s16_groups_x6, 6)  /* 3x3 convs of 16, 32, 64 channels: 72, 144, 288 words */
 
 /*
  * The size mode's microkernel (int8 weights, [out_c / 2][taps_padded / 4][2 channels][4 bytes]): acc[0..1]
@@ -394,6 +395,7 @@ static void mat4x2_s16_groups(const int32_t *a, const int32_t *w, int32_t words,
 }
 #define mat4x2_s16_groups_x2 mat4x2_s16_groups
 #define mat4x2_s16_groups_x4 mat4x2_s16_groups
+#define mat4x2_s16_groups_x6 mat4x2_s16_groups
 
 /* The portable definition of mat2x2_s8w above. */
 static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
@@ -761,8 +763,23 @@ static inline __attribute__((always_inline)) void stem_pair(const int8_t *image,
 
 /* Every output channel of the pair whose windows are in `a`, to out0 and out1 (the same pointer when the
  * pair's second pixel is a copy of the first). Locals, not p->...: the int8 stores may alias the struct. */
+typedef void (*pairs_groups_fn)(const int32_t *a, const int32_t *w, int32_t words, int8_t *out0,
+                                const int32_t *init, const int32_t *requant, int8_t *out1, int32_t groups);
+
+/* The mat4x2_s16_groups form for a layer's words: its loop unrolled as far as they allow (chosen once a call). */
+static pairs_groups_fn pairs_groups(int32_t words)
+{
+    if (words % 24 == 0) {
+        return mat4x2_s16_groups_x6;
+    }
+    if (words % 16 == 0) {
+        return mat4x2_s16_groups_x4;
+    }
+    return words % 8 == 0 ? mat4x2_s16_groups_x2 : mat4x2_s16_groups;
+}
+
 static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32_t taps_padded, int8_t *out0,
-                           int8_t *out1)
+                           int8_t *out1, pairs_groups_fn groups_fn)
 {
     const int32_t *w = (const int32_t *)p->weights;
     const int32_t *const bias = p->bias;
@@ -778,13 +795,7 @@ static void pairs_channels(const int32_t *a, const tinyaot_conv_params *p, int32
     int32_t i;
     if (full_range && out_c >= 4) {  /* whole groups requantized in registers, straight to both pixels' outputs */
         const int32_t groups = out_c / 4;
-        if (words % 16 == 0) {  /* the loop unrolled as far as the layer's words allow */
-            mat4x2_s16_groups_x4(a, w, words, out0, bias, multiplier, out1, groups);
-        } else if (words % 8 == 0) {
-            mat4x2_s16_groups_x2(a, w, words, out0, bias, multiplier, out1, groups);
-        } else {
-            mat4x2_s16_groups(a, w, words, out0, bias, multiplier, out1, groups);
-        }
+        groups_fn(a, w, words, out0, bias, multiplier, out1, groups);
         oc = 4 * groups;
         w += 4 * words * groups;
     }
@@ -877,6 +888,7 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     int8_t *const sums = patch + taps_padded;  /* conv2d_add, sparse: the pair's own int8 results */
     const pairs_geom geom = pairs_geometry(p, taps_padded);
     const int stem = geom.stem;
+    const pairs_groups_fn groups_fn = int8_weights ? 0 : pairs_groups(taps_padded / 2);
     tinyaot_add_params both;
     int32_t b, q;
     if (add != 0) {
@@ -920,7 +932,7 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
             if (int8_weights) {
                 pairs_channels_w8(work, p, taps_padded, dst, second ? dst + sums_c : dst);
             } else {
-                pairs_channels(work, p, taps_padded, dst, second ? dst + sums_c : dst);
+                pairs_channels(work, p, taps_padded, dst, second ? dst + sums_c : dst, groups_fn);
             }
             if (sparse != 0) {
                 sparse_scatter(sums, sparse, out + q * out_c);
