@@ -871,6 +871,37 @@ static void sparse_scatter(const int8_t *live_out, const tinyaot_conv_sparse_par
     }
 }
 
+/* A pair's windows are in `work`: its channels, and (sparse) the constant channels placed, (conv2d_add) the
+ * residual added, to the outputs of pixels q and q + 1 (q alone when `second` is 0). */
+static inline __attribute__((always_inline)) void pairs_finish(
+    int32_t *work, const tinyaot_conv_params *p, int32_t taps_padded, int int8_weights, pairs_groups_fn groups_fn,
+    int32_t q, int second, int8_t *out, int32_t out_c, int8_t *sums, int32_t sums_c,
+    const tinyaot_conv_sparse_params *sparse, const tinyaot_conv_add_params *add, tinyaot_add_params *both,
+    const int8_t *skip)
+{
+    int8_t *dst = add != 0 || sparse != 0 ? sums : out + q * out_c;
+    if (int8_weights) {
+        pairs_channels_w8(work, p, taps_padded, dst, second ? dst + sums_c : dst);
+    } else {
+        pairs_channels(work, p, taps_padded, dst, second ? dst + sums_c : dst, groups_fn);
+    }
+    if (sparse != 0) {
+        sparse_scatter(sums, sparse, out + q * out_c);
+        if (second) {
+            sparse_scatter(sums + sums_c, sparse, out + (q + 1) * out_c);
+        }
+    }
+    if (add != 0) {
+        const int8_t *s = skip + q * out_c;
+        both->size = (second ? 2 : 1) * out_c;
+        if (add->skip_input == 1) {
+            tinyaot_add_s8(s, sums, both, out + q * out_c);
+        } else {
+            tinyaot_add_s8(sums, s, both, out + q * out_c);
+        }
+    }
+}
+
 /* Work buffer: the pair's activation words (4 * taps_padded bytes), then a window's bytes (taps_padded), then
  * (conv2d_add, or a layer whose constant channels are skipped) the pair's own int8 results. */
 /* Inlined into each entry point with `int8_weights` a constant, so a firmware links only the microkernel and
@@ -889,6 +920,11 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     const pairs_geom geom = pairs_geometry(p, taps_padded);
     const int stem = geom.stem;
     const pairs_groups_fn groups_fn = int8_weights ? 0 : pairs_groups(taps_padded / 2);
+    /* whole windows of whole-quad rows (or a stem's) on one row run as a tight loop: the columns ox_lo..ox_end - 1 */
+    const int fast_rows = geom.whole_ok && (stem || geom.full);
+    const int32_t ox_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
+    const int32_t ox_hi = fast_rows ? ((int32_t)geom.ix_max + p->pad_left) / p->stride_w + 1 : 0;
+    const int32_t ox_end = ox_hi < p->out_w ? ox_hi : p->out_w;
     tinyaot_add_params both;
     int32_t b, q;
     if (add != 0) {
@@ -903,51 +939,63 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     for (b = 0; b < p->batches; ++b) {
         const int8_t *image = input + b * p->in_h * p->in_w * p->in_c;
         int8_t *out = output + b * pixels * out_c;
+        const int8_t *skip_b = add != 0 ? skip + b * pixels * out_c : 0;
         int32_t oy = 0;
         int32_t ox = 0;
-        for (q = 0; q < pixels; q += 2) {
-            const int second = q + 1 < pixels;
-            int8_t *dst = add != 0 || sparse != 0 ? sums : out + q * out_c;
-            const int32_t oy0 = oy;
-            const int32_t ox0 = ox;
-            int32_t oy1 = oy0;
-            int32_t ox1 = ox0;
-            if (second) {  /* an odd last pixel is paired with itself */
-                if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
+        q = 0;
+        while (q < pixels) {
+            int second = q + 1 < pixels;
+            int32_t run = 0;  /* pairs from here on this row whose windows are whole: straight from the image */
+            if (fast_rows && ox >= ox_lo && (uint32_t)(oy * p->stride_h - p->pad_top) <= geom.iy_max) {
+                run = (ox_end - ox) / 2;
+            }
+            if (run > 0) {
+                const int32_t delta = p->stride_w * p->in_c;
+                const int8_t *src = image + ((oy * p->stride_h - p->pad_top) * p->in_w + ox * p->stride_w
+                                             - p->pad_left) * p->in_c;
+                ox += 2 * run;
+                if (ox == p->out_w) {
                     ox = 0;
                     ++oy;
                 }
-                oy1 = oy;
-                ox1 = ox;
-            }
-            if (++ox == p->out_w) {
-                ox = 0;
-                ++oy;
-            }
-            if (stem) {
-                stem_pair(image, p, &geom, oy0, ox0, oy1, ox1, patch, work);
-            } else {
-                pairs_pair(image, p, &geom, taps_padded, oy0, ox0, oy1, ox1, patch, work);
-            }
-            if (int8_weights) {
-                pairs_channels_w8(work, p, taps_padded, dst, second ? dst + sums_c : dst);
-            } else {
-                pairs_channels(work, p, taps_padded, dst, second ? dst + sums_c : dst, groups_fn);
-            }
-            if (sparse != 0) {
-                sparse_scatter(sums, sparse, out + q * out_c);
-                if (second) {
-                    sparse_scatter(sums + sums_c, sparse, out + (q + 1) * out_c);
+                for (; run > 0; --run, src += 2 * delta, q += 2) {
+                    if (geom.row_quads != 0) {
+                        widen_rows2(src, delta, geom.row_quads, p->kernel_h, geom.row_step, geom.offset2, work);
+                    }
+                    if (stem) {
+                        stem_left(src, p, &geom, work + 4 * p->kernel_h * geom.row_quads);
+                        stem_left(src + delta, p, &geom, work + 4 * p->kernel_h * geom.row_quads + 1);
+                    }
+                    pairs_finish(work, p, taps_padded, int8_weights, groups_fn, q, 1, out, out_c, sums, sums_c,
+                                 sparse, add, &both, skip_b);
                 }
+                continue;
             }
-            if (add != 0) {
-                const int8_t *s = skip + (b * pixels + q) * out_c;
-                both.size = (second ? 2 : 1) * out_c;
-                if (add->skip_input == 1) {
-                    tinyaot_add_s8(s, sums, &both, out + q * out_c);
+            {
+                const int32_t oy0 = oy;
+                const int32_t ox0 = ox;
+                int32_t oy1 = oy0;
+                int32_t ox1 = ox0;
+                if (second) {  /* an odd last pixel is paired with itself */
+                    if (++ox == p->out_w) {  /* the pair's second pixel may start the next row */
+                        ox = 0;
+                        ++oy;
+                    }
+                    oy1 = oy;
+                    ox1 = ox;
+                }
+                if (++ox == p->out_w) {
+                    ox = 0;
+                    ++oy;
+                }
+                if (stem) {
+                    stem_pair(image, p, &geom, oy0, ox0, oy1, ox1, patch, work);
                 } else {
-                    tinyaot_add_s8(sums, s, &both, out + q * out_c);
+                    pairs_pair(image, p, &geom, taps_padded, oy0, ox0, oy1, ox1, patch, work);
                 }
+                pairs_finish(work, p, taps_padded, int8_weights, groups_fn, q, second, out, out_c, sums, sums_c,
+                             sparse, add, &both, skip_b);
+                q += 2;
             }
         }
     }
