@@ -875,12 +875,16 @@ static void sparse_scatter(const int8_t *live_out, const tinyaot_conv_sparse_par
  * residual added, to the outputs of pixels q and q + 1 (q alone when `second` is 0). */
 static inline __attribute__((always_inline)) void pairs_finish(
     int32_t *work, const tinyaot_conv_params *p, int32_t taps_padded, int int8_weights, pairs_groups_fn groups_fn,
+    int direct,
     int32_t q, int second, int8_t *out, int32_t out_c, int8_t *sums, int32_t sums_c,
     const tinyaot_conv_sparse_params *sparse, const tinyaot_conv_add_params *add, tinyaot_add_params *both,
     const int8_t *skip)
 {
     int8_t *dst = add != 0 || sparse != 0 ? sums : out + q * out_c;
-    if (int8_weights) {
+    if (direct) {  /* whole groups requantized in registers: the microkernel called straight */
+        groups_fn(work, (const int32_t *)p->weights, taps_padded / 2, dst, p->bias, p->multiplier,
+                  second ? dst + sums_c : dst, sums_c / 4);
+    } else if (int8_weights) {
         pairs_channels_w8(work, p, taps_padded, dst, second ? dst + sums_c : dst);
     } else {
         pairs_channels(work, p, taps_padded, dst, second ? dst + sums_c : dst, groups_fn);
@@ -920,6 +924,8 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     const pairs_geom geom = pairs_geometry(p, taps_padded);
     const int stem = geom.stem;
     const pairs_groups_fn groups_fn = int8_weights ? 0 : pairs_groups(taps_padded / 2);
+    /* speed, every channel in a whole group, the activation range all of int8: pairs_channels' first branch alone */
+    const int direct = !int8_weights && p->act_min == -128 && p->act_max == 127 && (p->out_c & 3) == 0;
     /* whole windows of whole-quad rows (or a stem's) on one row run as a tight loop: the columns ox_lo..ox_end - 1 */
     const int fast_rows = geom.whole_ok && (stem || geom.full);
     const int32_t ox_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
@@ -966,8 +972,8 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
                         stem_left(src, p, &geom, work + 4 * p->kernel_h * geom.row_quads);
                         stem_left(src + delta, p, &geom, work + 4 * p->kernel_h * geom.row_quads + 1);
                     }
-                    pairs_finish(work, p, taps_padded, int8_weights, groups_fn, q, 1, out, out_c, sums, sums_c,
-                                 sparse, add, &both, skip_b);
+                    pairs_finish(work, p, taps_padded, int8_weights, groups_fn, direct, q, 1, out, out_c, sums,
+                                 sums_c, sparse, add, &both, skip_b);
                 }
                 continue;
             }
@@ -993,8 +999,8 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
                 } else {
                     pairs_pair(image, p, &geom, taps_padded, oy0, ox0, oy1, ox1, patch, work);
                 }
-                pairs_finish(work, p, taps_padded, int8_weights, groups_fn, q, second, out, out_c, sums, sums_c,
-                             sparse, add, &both, skip_b);
+                pairs_finish(work, p, taps_padded, int8_weights, groups_fn, direct, q, second, out, out_c, sums,
+                             sums_c, sparse, add, &both, skip_b);
                 q += 2;
             }
         }
