@@ -139,6 +139,20 @@ def window_order(p: ConvParams) -> np.ndarray | None:
     return np.concatenate([t[:, : 4 * quads].reshape(-1), t[:, 4 * quads:].reshape(-1)])
 
 
+def pairs_taps(p: ConvParams, int8: bool) -> int:
+    """The taps a window is padded to, as conv2d_pairs_s8.c pairs_taps computes them: whole groups of 8 (every
+    microkernel takes them), or, for a stem (window_order) in speed mode whose channels are whole groups of 4 in the
+    full int8 range (the requantizing microkernel called straight), whole quads where their words are a multiple
+    of 14 (the 14-word microkernel): an RGB 3x3 stem's 27 taps are 28, not 32. At most taps_padded, so the work
+    buffer's size holds."""
+    taps = p.kernel_h * p.kernel_w * p.in_c
+    quads = -(-taps // 4) * 4
+    direct = not int8 and p.act_min == -128 and p.act_max == 127 and p.out_c % 4 == 0
+    if direct and window_order(p) is not None and quads % 28 == 0:
+        return quads
+    return taps_padded(p.kernel_h, p.kernel_w, p.in_c)
+
+
 def work_bytes(node: Node, g: Graph) -> int:
     """The work buffer conv2d_pairs_s8.c's pairs_run reads: the pair's two windows widened to int16 (4 bytes a
     padded tap), one window's int8 bytes (1 a tap), and for conv2d_add the conv's own int8 output of the pair

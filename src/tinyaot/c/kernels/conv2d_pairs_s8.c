@@ -106,7 +106,7 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
  * unaligned stores are fine on the M33). The loop state that does not fit in registers lives in this frame
  * (the call graph counts it): a, the end of a, the bias, the requantization words, both outputs, groups left.
  */
-#define MAT4X2_GROUPS_FN(name, unroll) \
+#define MAT4X2_GROUPS_FN(name, steps) \
     __attribute__((noinline)) static void name(const int32_t *a, const int32_t *w, int32_t words, int8_t *out0, \
                                                const int32_t *init, const int32_t *requant, int8_t *out1, \
                                                int32_t groups) \
@@ -122,7 +122,7 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
             "ldm r2!, {r4-r11}\n\t" \
             "str r2, %[init]\n" \
             "1:\n\t" \
-            ".rept 4 * " #unroll "\n\t" \
+            ".rept " #steps "\n\t" \
             "ldrd r2, r3, [r0], #8\n\t" \
             "ldrd r12, lr, [r1], #8\n\t" \
             "smlad r4, r2, r12, r4\n\t" \
@@ -160,10 +160,11 @@ __attribute__((noinline)) static void mat4x2_s16(const int32_t *a, const int32_t
             : [a] "m"(a_start), [end] "m"(a_end) \
             : "r0", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc"); \
     }
-MAT4X2_GROUPS_FN(mat4x2_s16_groups, 1)
-MAT4X2_GROUPS_FN(mat4x2_s16_groups_x2, 2)
-MAT4X2_GROUPS_FN(mat4x2_s16_groups_x4, 4)
-MAT4X2_GROUPS_FN(mat4x2_s16_groups_x6, 6)  /* 3x3 convs of 16, 32, 64 channels: 72, 144, 288 words */
+MAT4X2_GROUPS_FN(mat4x2_s16_groups, 4)
+MAT4X2_GROUPS_FN(mat4x2_s16_groups_x2, 8)
+MAT4X2_GROUPS_FN(mat4x2_s16_groups_x4, 16)
+MAT4X2_GROUPS_FN(mat4x2_s16_groups_x6, 24)  /* 3x3 convs of 16, 32, 64 channels: 72, 144, 288 words */
+MAT4X2_GROUPS_FN(mat4x2_s16_groups_x14, 14)  /* RGB 3x3 stems: 27 taps in 28, 14 words */
 
 /*
  * The size mode's microkernel (int8 weights, [out_c / 2][taps_padded / 4][2 channels][4 bytes]): acc[0..1]
@@ -396,6 +397,7 @@ static void mat4x2_s16_groups(const int32_t *a, const int32_t *w, int32_t words,
 #define mat4x2_s16_groups_x2 mat4x2_s16_groups
 #define mat4x2_s16_groups_x4 mat4x2_s16_groups
 #define mat4x2_s16_groups_x6 mat4x2_s16_groups
+#define mat4x2_s16_groups_x14 mat4x2_s16_groups
 
 /* The portable definition of mat2x2_s8w above. */
 static void mat2x2_s8w(const int32_t *a, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
@@ -775,6 +777,9 @@ static pairs_groups_fn pairs_groups(int32_t words)
     if (words % 16 == 0) {
         return mat4x2_s16_groups_x4;
     }
+    if (words % 14 == 0) {
+        return mat4x2_s16_groups_x14;
+    }
     return words % 8 == 0 ? mat4x2_s16_groups_x2 : mat4x2_s16_groups;
 }
 
@@ -871,6 +876,19 @@ static void sparse_scatter(const int8_t *live_out, const tinyaot_conv_sparse_par
     }
 }
 
+/* A window's taps rounded up to whole groups of 8 (what every microkernel takes), or, a stem whose layer calls the
+ * microkernel straight (`direct`), to whole quads when their words are a multiple of 14, which the 14-word
+ * microkernel takes: an RGB 3x3 stem's 27 taps are 28, not 32 (ref/conv2d_pairs_s8.py pairs_taps). */
+static int32_t pairs_taps(const tinyaot_conv_params *p, int direct)
+{
+    const int32_t taps = p->kernel_h * p->kernel_w * p->in_c;
+    const int stem = p->dilation_h == 1 && p->dilation_w == 1 && ((p->kernel_w * p->in_c) & 3) != 0;
+    if (direct && stem && ((taps + 3) & ~3) % 28 == 0) {
+        return (taps + 3) & ~3;
+    }
+    return (taps + 7) & ~7;
+}
+
 /* A pair's windows are in `work`: its channels, and (sparse) the constant channels placed, (conv2d_add) the
  * residual added, to the outputs of pixels q and q + 1 (q alone when `second` is 0). */
 static inline __attribute__((always_inline)) void pairs_finish(
@@ -915,7 +933,9 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
                                                             const tinyaot_conv_add_params *add, int int8_weights,
                                                             const tinyaot_conv_sparse_params *sparse)
 {
-    const int32_t taps_padded = (p->kernel_h * p->kernel_w * p->in_c + 7) & ~7;
+    /* speed, every channel in a whole group, the activation range all of int8: pairs_channels' first branch alone */
+    const int direct = !int8_weights && p->act_min == -128 && p->act_max == 127 && (p->out_c & 3) == 0;
+    const int32_t taps_padded = pairs_taps(p, direct);
     const int32_t pixels = p->out_h * p->out_w;
     const int32_t out_c = sparse != 0 ? sparse->out_c : p->out_c;
     const int32_t sums_c = p->out_c;  /* the channels the pair computes: all of them, or the live ones */
@@ -924,8 +944,6 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     const pairs_geom geom = pairs_geometry(p, taps_padded);
     const int stem = geom.stem;
     const pairs_groups_fn groups_fn = int8_weights ? 0 : pairs_groups(taps_padded / 2);
-    /* speed, every channel in a whole group, the activation range all of int8: pairs_channels' first branch alone */
-    const int direct = !int8_weights && p->act_min == -128 && p->act_max == 127 && (p->out_c & 3) == 0;
     /* whole windows of whole-quad rows (or a stem's) on one row run as a tight loop: the columns ox_lo..ox_end - 1 */
     const int fast_rows = geom.whole_ok && (stem || geom.full);
     const int32_t ox_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
