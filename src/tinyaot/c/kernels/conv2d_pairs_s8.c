@@ -303,6 +303,55 @@ __attribute__((noinline)) static void widen_rows2(const int8_t *src, int32_t del
         : "r7", "r8", "r9", "r10", "r11", "memory", "cc");
 }
 
+/* One quad of both pixels (pixel 1 r1 bytes after pixel 0) widened into the pair's four interleaved words. */
+#define STEM9_QUAD \
+        "ldr r10, [r0, r1]\n\t" \
+        "ldr r8, [r0], #4\n\t" \
+        "sxtab16 r9, r4, r10\n\t" \
+        "sxtab16 r11, r4, r10, ror #8\n\t" \
+        "sxtab16 r10, r4, r8, ror #8\n\t" \
+        "sxtab16 r8, r4, r8\n\t" \
+        "stm r3!, {r8-r11}\n\t"
+
+/*
+ * Both pixels' whole stem windows of three rows of 9 bytes (an RGB 3x3 stem), in the stem order: each row's two
+ * quads (STEM9_QUAD), its ninth byte of each pixel gathered into byte `row` of a word (r12, lr), widened last:
+ * 59 instructions for the pair's 28 taps.
+ */
+__attribute__((noinline)) static void stem9_rows2(const int8_t *src, int32_t delta, int32_t step, int32_t *dst,
+                                                  int32_t offset2)
+{
+    register const int8_t *r0 __asm__("r0") = src;
+    register int32_t r1 __asm__("r1") = delta;
+    register int32_t r2 __asm__("r2") = step - 8;  /* from a row's ninth byte to the next row's start */
+    register int32_t *r3 __asm__("r3") = dst;
+    register int32_t r4 __asm__("r4") = offset2;
+    __asm__ volatile(
+        STEM9_QUAD STEM9_QUAD
+        "ldrb lr, [r0, r1]\n\t"
+        "ldrb r12, [r0]\n\t"
+        "add r0, r0, r2\n\t"
+        STEM9_QUAD STEM9_QUAD
+        "ldrb r5, [r0, r1]\n\t"
+        "ldrb r6, [r0]\n\t"
+        "orr lr, lr, r5, lsl #8\n\t"
+        "orr r12, r12, r6, lsl #8\n\t"
+        "add r0, r0, r2\n\t"
+        STEM9_QUAD STEM9_QUAD
+        "ldrb r5, [r0, r1]\n\t"
+        "ldrb r6, [r0]\n\t"
+        "orr lr, lr, r5, lsl #16\n\t"
+        "orr r12, r12, r6, lsl #16\n\t"
+        "sxtab16 r9, r4, lr\n\t"
+        "sxtab16 r11, r4, lr, ror #8\n\t"
+        "sxtab16 r10, r4, r12, ror #8\n\t"
+        "sxtab16 r8, r4, r12\n\t"
+        "stm r3!, {r8-r11}\n\t"
+        : "+r"(r0), "+r"(r3)
+        : "r"(r1), "r"(r2), "r"(r4)
+        : "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
+}
+
 /* `quads` groups of four window bytes -> their activation words at dst[0], dst[2], dst[4], ... of one pixel. */
 static inline void widen_quads(const int8_t *src, int32_t quads, int32_t offset2, int32_t *dst)
 {
@@ -461,6 +510,21 @@ static void widen_rows2(const int8_t *src, int32_t delta, int32_t quads, int32_t
 {
     widen_rows(src, quads, rows, step, offset2, dst, 0);
     widen_rows(src + delta, quads, rows, step, offset2, dst + 1, 0);
+}
+
+/* The portable definition of stem9_rows2 above: the stem order of three rows of 9 bytes, both pixels. */
+static void stem9_rows2(const int8_t *src, int32_t delta, int32_t step, int32_t *dst, int32_t offset2)
+{
+    int32_t p, r;
+    widen_rows2(src, delta, 2, 3, step, offset2, dst);
+    for (p = 0; p < 2; ++p) {
+        const int8_t *s = src + p * delta + 8;
+        int8_t left[4] = {0, 0, 0, 0};
+        for (r = 0; r < 3; ++r) {
+            left[r] = s[r * step];
+        }
+        widen_quads(left, 1, offset2, dst + 4 * 6 + p);
+    }
 }
 
 static int8_t *patch_copy(int8_t *b, const int8_t *src, int32_t n)
@@ -737,6 +801,22 @@ __attribute__((noinline)) static void stem_window(const int8_t *image, const tin
     }
 }
 
+/* One pixel's stem window: straight from the image when it is whole, else through the patch. */
+static inline __attribute__((always_inline)) void stem_pixel(const int8_t *image, const tinyaot_conv_params *p,
+                                                             const pairs_geom *g, int32_t iy0, int32_t ix0,
+                                                             int32_t pixel, int8_t *patch, int32_t *a)
+{
+    if (g->whole_ok && (uint32_t)iy0 <= g->iy_max && (uint32_t)ix0 <= g->ix_max) {
+        const int8_t *src = image + (iy0 * p->in_w + ix0) * p->in_c;
+        if (g->row_quads != 0) {
+            widen_rows(src, g->row_quads, p->kernel_h, g->row_step, g->offset2, a + pixel, 0);
+        }
+        stem_left(src, p, g, a + pixel + 4 * p->kernel_h * g->row_quads);
+        return;
+    }
+    stem_window(image, p, g, (iy0 + p->pad_top) / p->stride_h, (ix0 + p->pad_left) / p->stride_w, pixel, patch, a);
+}
+
 /* Both pixels' stem windows: when both are wholly inside the image, their rows' quads widened together straight
  * from the image and their leftovers gathered; else one window at a time. */
 static inline __attribute__((always_inline)) void stem_pair(const int8_t *image, const tinyaot_conv_params *p,
@@ -759,8 +839,8 @@ static inline __attribute__((always_inline)) void stem_pair(const int8_t *image,
         stem_left(s1, p, g, (int32_t *)left + 1);
         return;
     }
-    stem_window(image, p, g, oy0, ox0, 0, patch, a);
-    stem_window(image, p, g, oy1, ox1, 1, patch, a);
+    stem_pixel(image, p, g, iy0, ix0, 0, patch, a);
+    stem_pixel(image, p, g, iy1, ix1, 1, patch, a);
 }
 
 /* Every output channel of the pair whose windows are in `a`, to out0 and out1 (the same pointer when the
@@ -943,6 +1023,7 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
     int8_t *const sums = patch + taps_padded;  /* conv2d_add, sparse: the pair's own int8 results */
     const pairs_geom geom = pairs_geometry(p, taps_padded);
     const int stem = geom.stem;
+    const int stem9 = stem && p->kernel_h == 3 && p->kernel_w * p->in_c == 9;  /* an RGB 3x3 stem: stem9_rows2 */
     const pairs_groups_fn groups_fn = int8_weights ? 0 : pairs_groups(taps_padded / 2);
     /* whole windows of whole-quad rows (or a stem's) on one row run as a tight loop: the columns ox_lo..ox_end - 1 */
     const int fast_rows = geom.whole_ok && (stem || geom.full);
@@ -983,10 +1064,12 @@ __attribute__((always_inline)) static inline void pairs_run(const int8_t *input,
                     ++oy;
                 }
                 for (; run > 0; --run, src += 2 * delta, q += 2) {
-                    if (geom.row_quads != 0) {
+                    if (stem9) {
+                        stem9_rows2(src, delta, geom.row_step, work, geom.offset2);
+                    } else if (geom.row_quads != 0) {
                         widen_rows2(src, delta, geom.row_quads, p->kernel_h, geom.row_step, geom.offset2, work);
                     }
-                    if (stem) {
+                    if (stem && !stem9) {
                         stem_left(src, p, &geom, work + 4 * p->kernel_h * geom.row_quads);
                         stem_left(src + delta, p, &geom, work + 4 * p->kernel_h * geom.row_quads + 1);
                     }
