@@ -7,11 +7,13 @@ the fast requantization (ref/per_channel.py) finishes each output. A conv2d whos
 weights or multiplier 0, as trained models' dead channels) cost more than placing the others does runs them
 skipped (`skipped_channels`: tinyaot_conv2d_pairs_sparse_s8, ConvSparseParams). The reference is the plain
 kernel's; this module holds what the plan needs to know of these kernels: when a layer qualifies and the work
-buffer's size.
+buffer's size. A window whose kernel rows are not whole quads of bytes (a first conv on 1-3 channels) is widened
+in its own tap order (`window_order`), which the emitter gives the weights too, and an RGB 3x3 stem's 27 taps pad
+to 28 where the kernel allows (`pairs_taps`); the plan's record notes it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -59,11 +61,23 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
     if isinstance(fast, str):
         return False, fast
     skip = skipped_channels(node, g)
+    p = conv_params(node, g)
+    stem = stem_note(replace(p, out_c=int((~skip).sum())) if skip.any() else p, variant.weights == "int8")
     if not skip.any():
-        return True, fast.note
+        return True, "; ".join(part for part in (fast.note, stem) if part)
     n = int(skip.sum())
     notes = [f"{n} constant channel{'s' * (n > 1)} skipped (zero weights or multiplier 0)"]
-    return True, "; ".join(notes + [part for part in fast.note.split("; ") if part and "constant" not in part])
+    return True, "; ".join(notes + [part for part in fast.note.split("; ") if part and "constant" not in part]
+                           + ([stem] if stem else []))
+
+
+def stem_note(p: ConvParams, int8: bool) -> str:
+    """What the plan's record says of a stem window (window_order), '' for the plain order."""
+    if window_order(p) is None:
+        return ""
+    taps = p.kernel_h * p.kernel_w * p.in_c
+    return f"stem window ({p.kernel_h}x{p.kernel_w}x{p.in_c}: rows' whole quads, then their last bytes; " \
+           f"{taps} taps in {pairs_taps(p, int8)})"
 
 
 def conv_params(node: Node, g: Graph):

@@ -8,15 +8,17 @@
  * taps (4j, 4j + 2) for m = 2j and (4j + 1, 4j + 3) for m = 2j + 1 (what SXTAB16 makes of four bytes), each
  * x + input_offset as int16, taps outside the image and the tail up to taps_padded 0. A window wholly inside
  * the image whose kernel rows are whole quads (channels a multiple of four, or KWS's 10x4 on one channel) is
- * widened straight from the image, row by row (widen_rows); one with other rows (an RGB stem's 3x3x3) is copied
- * into the patch a word at a time first; windows over the border widen their valid runs and zero the rest. The
- * words of the two pixels are interleaved, so one LDRD reads word m of both. The weights were widened (and, in
- * speed mode, doubled) and laid out the same way at compile time: [out_c / 4][taps_padded / 2][4 channels]
- * words. Then mat4x2 accumulates four output channels of both pixels: per word pair of each channel pair, one
- * LDRD of weights and four SMLAD; the groups whose activation range is all of int8 are requantized in
- * registers too, all of a pair's in one call (mat4x2_s16_groups, its loop unrolled as far as the layer's words
- * allow). The size mode's variant (tinyaot_conv2d_pairs_w8_s8) reads int8 weights, two channels at a time,
- * widening them as it reads.
+ * widened straight from the image, row by row, both pixels' at once where both are whole (widen_rows2; the
+ * pairs of a row whose windows are all whole run as a tight loop, the window pointer stepped); a stem's (kernel
+ * rows not of whole quads, no dilation: an RGB 3x3x3) takes its own tap order (stem_pair: the rows' whole quads
+ * straight from the image, then the rows' leftover bytes; stem9_rows2 for 3x3x3); windows over the border widen
+ * their valid runs and zero the rest. The words of the two pixels are interleaved, so one LDRD reads word m of
+ * both. The weights were widened (and, in speed mode, doubled) and laid out the same way at compile time:
+ * [out_c / 4][taps_padded / 2][4 channels] words. Then mat4x2 accumulates four output channels of both pixels:
+ * per word pair of each channel pair, one LDRD of weights and four SMLAD; the groups whose activation range is
+ * all of int8 are requantized in registers too, all of a pair's in one call (mat4x2_s16_groups, its loop
+ * unrolled as far as the layer's words allow: 4, 8, 14, 16 or 24 words a pass). The size mode's variant
+ * (tinyaot_conv2d_pairs_w8_s8) reads int8 weights, two channels at a time, widening them as it reads.
  *
  * Both windows are in the work buffer before either output pixel is written, so every plan that is valid for
  * conv2d_s8.c's order (an output pixel written while its own window is read) is valid here.
