@@ -269,10 +269,21 @@ __attribute__((noinline)) static void widen_rows(const int8_t *src, int32_t quad
         : "r7", "r8", "r9", "r10", "r11", "memory", "cc");
 }
 
+/* One quad of both pixels (r1 bytes apart) into the pair's four interleaved words at r5. */
+#define WIDEN2_QUAD \
+        "ldr r10, [r0, r1]\n\t" \
+        "ldr r8, [r0], #4\n\t" \
+        "sxtab16 r9, r4, r10\n\t" \
+        "sxtab16 r11, r4, r10, ror #8\n\t" \
+        "sxtab16 r10, r4, r8, ror #8\n\t" \
+        "sxtab16 r8, r4, r8\n\t" \
+        "stm r5!, {r8-r11}\n\t"
+
 /*
  * widen_rows for both pixels of a pair at once (a stem's whole windows, pixel 1's `delta` bytes after pixel 0's):
  * per quad one LDR of each, four SXTAB16 and one STM of the four interleaved words (pixel 0 even, pixel 1 even,
- * pixel 0 odd, pixel 1 odd): 9 instructions per quad of the pair. quads and rows at least 1.
+ * pixel 0 odd, pixel 1 odd); two quads an iteration, an odd first one alone: 8 instructions per quad of the
+ * pair. quads and rows at least 1.
  */
 __attribute__((noinline)) static void widen_rows2(const int8_t *src, int32_t delta, int32_t quads, int32_t rows,
                                                   int32_t step, int32_t offset2, int32_t *dst)
@@ -286,17 +297,17 @@ __attribute__((noinline)) static void widen_rows2(const int8_t *src, int32_t del
     register int32_t r6 __asm__("r6") = 4 * quads;  /* bytes of a run */
     __asm__ volatile(
         "1:\n\t"
-        "add r7, r0, r6\n"
-        "2:\n\t"
-        "ldr r10, [r0, r1]\n\t"
-        "ldr r8, [r0], #4\n\t"
-        "sxtab16 r9, r4, r10\n\t"
-        "sxtab16 r11, r4, r10, ror #8\n\t"
-        "sxtab16 r10, r4, r8, ror #8\n\t"
-        "sxtab16 r8, r4, r8\n\t"
-        "stm r5!, {r8-r11}\n\t"
+        "add r7, r0, r6\n\t"
+        "tst r6, #4\n\t"
+        "beq 2f\n\t"
+        WIDEN2_QUAD
         "cmp r0, r7\n\t"
-        "bne 2b\n\t"
+        "beq 3f\n"
+        "2:\n\t"
+        WIDEN2_QUAD WIDEN2_QUAD
+        "cmp r0, r7\n\t"
+        "bne 2b\n"
+        "3:\n\t"
         "add r0, r0, r3\n\t"
         "subs r2, r2, #1\n\t"
         "bne 1b\n\t"
