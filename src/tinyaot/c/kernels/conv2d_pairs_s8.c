@@ -832,9 +832,9 @@ static inline __attribute__((always_inline)) void stem_pixel(const int8_t *image
 
 /* Both pixels' stem windows: when both are wholly inside the image, their rows' quads widened together straight
  * from the image and their leftovers gathered; else one window at a time. */
-static inline __attribute__((always_inline)) void stem_pair(const int8_t *image, const tinyaot_conv_params *p,
-                                                            const pairs_geom *g, int32_t oy0, int32_t ox0,
-                                                            int32_t oy1, int32_t ox1, int8_t *patch, int32_t *a)
+__attribute__((noinline)) static void stem_pair(const int8_t *image, const tinyaot_conv_params *p,
+                                                const pairs_geom *g, int32_t oy0, int32_t ox0, int32_t oy1,
+                                                int32_t ox1, int8_t *patch, int32_t *a)
 {
     const int32_t iy0 = oy0 * p->stride_h - p->pad_top;
     const int32_t ix0 = ox0 * p->stride_w - p->pad_left;
