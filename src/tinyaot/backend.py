@@ -11,6 +11,7 @@ from tinyaot.codegen import generate_c
 from tinyaot.driver import Pass, Unit, result_of, run_passes
 from tinyaot.ir import Graph
 from tinyaot.ir.verify import verify_graph
+from tinyaot.options import patch_fraction
 from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
@@ -20,15 +21,17 @@ if TYPE_CHECKING:
     from tinyaot.options import CompileOptions
 
 
-def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory"):
+def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory",
+         patch: float | None = None):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
     (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
-    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py)."""
+    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py); patch: a patch stage's bound on extra
+    MACs (plan/patch.py), None for layer by layer."""
     fused = fuse_residual_adds(g)
     if fused is None:
-        return plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
-    fused_plan = plan_graph(fused, alignment=alignment, contract=contract, optimize=optimize)
-    plain_plan = plan_graph(g, alignment=alignment, contract=contract, optimize=optimize)
+        return plan_graph(g, alignment=alignment, contract=contract, optimize=optimize, patch=patch)
+    fused_plan = plan_graph(fused, alignment=alignment, contract=contract, optimize=optimize, patch=patch)
+    plain_plan = plan_graph(g, alignment=alignment, contract=contract, optimize=optimize, patch=patch)
     if fused_plan.arena_bytes >= plain_plan.arena_bytes:
         return plain_plan
     g.nodes[:], g.tensors = fused.nodes, fused.tensors
@@ -42,7 +45,7 @@ def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
     return plan(g.replace(tensors=tensors), alignment, contract)
 
 
-def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "memory"):
+def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "memory", patch: float | None = None):
     """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
     plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
     says what the contract costs). `g` itself is left as it was."""
@@ -50,15 +53,16 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
     planned = g.replace()
     free = None
     if contract.any:
-        free = plan(planned, alignment, optimize=optimize).arena_bytes
-    memory = plan(planned, alignment, contract, optimize)  # last: planning reorders `planned` to this plan's order
+        free = plan(planned, alignment, optimize=optimize, patch=patch).arena_bytes
+    memory = plan(planned, alignment, contract, optimize, patch)  # last: planning reorders `planned` to its order
     verify_graph(planned, "planning", quantized=True)
     return planned, memory, free
 
 
 def _plan(u: Unit) -> dict:
     contract = u.contract if u.contract is not None else u.options.contract
-    planned, memory, free = plan_stage(u.graph, u.options.alignment, contract, u.options.optimize)
+    planned, memory, free = plan_stage(u.graph, u.options.alignment, contract, u.options.optimize,
+                                       patch_fraction(u.options.patch))
     return {"graph": planned, "plan": memory, "unconstrained_arena_bytes": free}
 
 

@@ -66,6 +66,7 @@ class Request:
     optimize: str = "speed"
     int16: tuple[str, ...] = ()  # layers, or ("auto",)
     sram_constants: tuple[str, ...] = ()  # layers, or ("all",)
+    patch: bool = False  # --patch
     memory: TargetMemory | None = None  # --target-memory, parsed
     # ---- what the command does with it
     output: str | None = None  # compile, export: the directory; run: the .npy file
@@ -123,6 +124,8 @@ class Request:
             options["int16"] = "auto" if self.int16 == ("auto",) else list(self.int16)
         if self.sram_constants:
             options["sram_constants"] = "all" if self.sram_constants == ("all",) else list(self.sram_constants)
+        if self.patch:
+            options["patch"] = True
         if self.memory is not None:
             options["target_memory"] = self.memory
         return options

@@ -38,6 +38,7 @@ class MemoryPlan:
     kernels: tuple[KernelChoice, ...] = ()  # per node whose op has kernel variants: the one it runs (plan/choice.py)
     optimize: str = "memory"  # the mode the kernels were chosen for: speed | size | memory
     state: tuple = ()  # StateSlot per stateful node: the state region, apart from the arena (plan/state.py)
+    patch: object = None  # a PatchStage (plan/patch.py): a chain of layers run band by band at one step, or None
 
     @property
     def state_bytes(self) -> int:

@@ -1,0 +1,153 @@
+"""Patch-based execution (plan/patch.py): a chain of the first layers run band by band. The patched plan gives
+the same bytes as layer by layer on the reference and host C, its verifier catches a broken stage (and the
+reference shows what it breaks), and VWW's arena is pinned."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from conftest import random_int8, shared_file
+from torch import nn
+
+import tinyaot
+from tinyaot.errors import ModelError, PlanError
+from tinyaot.model import CompiledModel
+from tinyaot.plan import plan_graph, verify_plan
+from tinyaot.plan.patch import band_edges, chains, stage_of
+from tinyaot.ref.interpreter import Interpreter
+
+VWW = "models/mlperf_tiny/vww_96_int8.tflite"
+_cache: dict = {}
+
+
+def _chain_model() -> nn.Module:
+    """A stem like a small MobileNet's: its 32x32x16 map is the layer-by-layer peak, which bands avoid."""
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),  # 64x64x3 -> 32x32x8
+        nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(),  # depthwise
+        nn.Conv2d(8, 16, 1), nn.ReLU(),  # 32x32x16: the peak
+        nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16), nn.ReLU(),  # 16x16x16
+        nn.MaxPool2d(2),  # 8x8x16
+        nn.Conv2d(16, 8, 1), nn.ReLU(),
+        nn.Flatten(), nn.Linear(8 * 8 * 8, 10),
+    ).eval()
+
+
+def _chain(patch):
+    if patch not in _cache:
+        rng = np.random.default_rng(1)  # smooth images: a random walk along each row
+        calib = torch.from_numpy(np.cumsum(rng.normal(0, 0.2, (32, 3, 64, 64)), axis=3).astype(np.float32))
+        _cache[patch] = tinyaot.compile(_chain_model(), calib[:1], calibration=calib, name="stem",
+                                        optimize="memory", patch=patch)
+    return _cache[patch]
+
+
+def _samples(cm, n: int, seed: int) -> np.ndarray:
+    return random_int8((n,) + tuple(cm.input_shape[1:]), seed=seed)
+
+
+def test_bands_compute_back_every_layers_rows():
+    """The windows chain: each layer reads what the layer before wrote, the first band starts in the padding
+    above the image, the windows cover the whole output, and the halos cost some MACs."""
+    g = _chain(False).graph
+    (first, last), = chains(g)
+    stage = stage_of(g, first, last, 4)
+    assert [w[-1].out_lo for w in stage.windows] == [lo for lo, _ in band_edges(g.tensor(stage.output).shape[1], 4)]
+    for band in stage.windows:
+        for a, b in zip(band, band[1:]):
+            assert (b.in_lo, b.in_hi) == (a.out_lo, a.out_hi)
+    assert stage.windows[0][0].pad_top == 1 and all(w[0].pad_top == 0 for w in stage.windows[1:])
+    assert stage.windows[-1][-1].out_hi == g.tensor(stage.output).shape[1]
+    assert stage.extra_macs > 0 and stage.macs == stage.base_macs + stage.extra_macs
+
+
+def test_patched_plan_gives_the_layer_by_layer_bytes_on_reference():
+    plain, patched = _chain(False), _chain(True)
+    stage = patched.plan.patch
+    assert stage is not None and plain.plan.patch is None
+    assert patched.arena_bytes < plain.arena_bytes
+    x = _samples(plain, 3, seed=11)
+    np.testing.assert_array_equal(patched.run(x), plain.run(x))
+
+
+@pytest.mark.host
+def test_patched_plan_gives_the_layer_by_layer_bytes_on_host_c():
+    plain, patched = _chain(False), _chain(True)
+    src = patched.c_sources.files["stem.c"]
+    assert "patch stage:" in src and "patch stage:" not in plain.c_sources.files["stem.c"]
+    x = _samples(plain, 3, seed=12)
+    np.testing.assert_array_equal(patched.run(x, engine="host"), plain.run(x))
+
+
+def test_verifier_rejects_a_broken_stage_and_the_reference_shows_it():
+    cm = _chain(True)
+    g, plan = cm.graph, cm.plan
+    stage = plan.patch
+    verify_plan(plan)
+    with pytest.raises(PlanError, match="scratch"):
+        verify_plan(replace(plan, patch=replace(stage, scratch_bytes=stage.scratch_bytes + 4)))
+    w = stage.windows[1]
+    broken = w[:1] + (replace(w[1], in_lo=w[1].in_lo + 1),) + w[2:]
+    with pytest.raises(PlanError, match="reads rows"):
+        verify_plan(replace(plan, patch=replace(stage, windows=(stage.windows[0], broken) + stage.windows[2:])))
+    ov = next((o for o in plan.overlaps if o.step == stage.start), None)
+    if ov is not None:  # the output over the input: a rule closer than the bands allow is refused
+        overlaps = tuple(replace(o, distance=o.distance - 64) if o is ov else o for o in plan.overlaps)
+        with pytest.raises(PlanError, match="bands need"):
+            verify_plan(replace(plan, overlaps=overlaps))
+    offsets = dict(plan.offsets)  # the scratch moved over the stage's output: the answer changes
+    offsets[stage.scratch] = plan.offset_of(stage.output)
+    x = _samples(cm, 1, seed=13)[0]
+    assert (Interpreter(g, replace(plan, offsets=offsets)).invoke(x) != Interpreter(g, plan).invoke(x)).any()
+
+
+def test_patch_option_is_checked():
+    with pytest.raises(ModelError, match="patch"):
+        tinyaot.compile(_chain_model(), torch.zeros(1, 3, 64, 64), patch="yes")
+
+
+def _vww(patch):
+    key = ("vww", patch)
+    if key not in _cache:
+        path = shared_file(VWW)
+        _cache[key] = tinyaot.compile(str(path), name="vww", optimize="memory", patch=patch)
+    return _cache[key]
+
+
+def test_vww_patched_arena():
+    """The 48x48x16 map and the 24x24x16 one after it run in four bands: 36,880 B -> 28,416 B, the input
+    (27,648 B, in the arena) plus the first conv's drift; 18,432 more MACs (0.25 % of the model's)."""
+    plain, patched = _vww(False), _vww(True)
+    assert plain.arena_bytes == 36_880
+    assert patched.arena_bytes == 28_416
+    stage = patched.plan.patch
+    assert (stage.nodes, stage.bands, stage.extra_macs) == (("conv2d_2", "depthwise_conv2d_3"), 4, 18_432)
+
+
+@pytest.mark.host
+def test_vww_patched_equals_layer_by_layer_on_reference_and_host_c():
+    plain, patched = _vww(False), _vww(True)
+    x = _samples(plain, 2, seed=14)
+    want = plain.run(x)
+    np.testing.assert_array_equal(patched.run(x), want)
+    np.testing.assert_array_equal(patched.run(x, engine="host"), want)
+
+
+@pytest.mark.host
+def test_a_stage_through_the_whole_chain_pools_and_padding_included():
+    """Every layer of the stem in three bands (the first starts in the padding above the image, the max pool's
+    windows too): the same bytes on the reference and host C as layer by layer."""
+    cm = _chain(False)
+    g = cm.graph.replace()
+    (first, last), = chains(g)
+    stage = stage_of(g, first, last, 3)
+    assert [g.nodes[s].op for s in range(first, last + 1)][-2:] == ["max_pool2d", "conv2d"]
+    plan = plan_graph(g, optimize="memory", reorder=False, stage=stage)
+    patched = CompiledModel(replace(cm.result, graph=g, plan=plan, sources=None))
+    x = _samples(cm, 2, seed=15)
+    want = cm.run(x)
+    np.testing.assert_array_equal(patched.run(x), want)
+    np.testing.assert_array_equal(patched.run(x, engine="host"), want)
