@@ -136,18 +136,34 @@ def test_vww_patched_equals_layer_by_layer_on_reference_and_host_c():
     np.testing.assert_array_equal(patched.run(x, engine="host"), want)
 
 
+def _whole_chain():
+    """The stem's whole chain (six layers) as one stage of three bands."""
+    if "whole" not in _cache:
+        cm = _chain(False)
+        g = cm.graph.replace()
+        (first, last), = chains(g)
+        _cache["whole"] = cm, g, plan_graph(g, optimize="memory", reorder=False, stage=stage_of(g, first, last, 3))
+    return _cache["whole"]
+
+
 @pytest.mark.host
 def test_a_stage_through_the_whole_chain_pools_and_padding_included():
     """Every layer of the stem in three bands (the first starts in the padding above the image, the max pool's
     windows too): the same bytes on the reference and host C as layer by layer."""
-    cm = _chain(False)
-    g = cm.graph.replace()
-    (first, last), = chains(g)
-    stage = stage_of(g, first, last, 3)
-    assert [g.nodes[s].op for s in range(first, last + 1)][-2:] == ["max_pool2d", "conv2d"]
-    plan = plan_graph(g, optimize="memory", reorder=False, stage=stage)
+    cm, g, plan = _whole_chain()
+    stage = plan.patch
+    assert [g.nodes[s].op for s in range(stage.start, stage.end + 1)][-2:] == ["max_pool2d", "conv2d"]
     patched = CompiledModel(replace(cm.result, graph=g, plan=plan, sources=None))
     x = _samples(cm, 2, seed=15)
     want = cm.run(x)
     np.testing.assert_array_equal(patched.run(x), want)
     np.testing.assert_array_equal(patched.run(x, engine="host"), want)
+
+
+
+def test_verifier_rejects_windows_that_share_scratch_bytes():
+    _, g, plan = _whole_chain()
+    stage = plan.patch
+    assert len(stage.offsets) == 5 and stage.offsets[0] != stage.offsets[1]
+    with pytest.raises(PlanError, match="over the window it reads"):
+        verify_plan(replace(plan, patch=replace(stage, offsets=(0,) * len(stage.offsets))))

@@ -149,9 +149,7 @@ def stage_of(g: Graph, first: int, last: int, bands: int, alignment: int = 4, pa
     x = g.tensor(nodes[0].inputs[0])
     in_row = x.nbytes // x.shape[1]
     inner = [max((w[i].out_hi - w[i].out_lo) * row_bytes[i] for w in windows) for i in range(len(nodes) - 1)]
-    even = _align(max(inner[0::2], default=0), alignment)
-    odd = _align(max(inner[1::2], default=0), alignment)
-    offsets = tuple(0 if i % 2 == 0 else even for i in range(len(inner)))
+    offsets, scratch = scratch_layout(inner, alignment)
     macs = macs or {}
     layer_macs = [macs[n.name] if n.name in macs else node_macs(n, g) for n in nodes]
     row_macs = [m // max(p.out_h, 1) for m, p in zip(layer_macs, ps)]
@@ -159,8 +157,29 @@ def stage_of(g: Graph, first: int, last: int, bands: int, alignment: int = 4, pa
     distance = max(windows[k][-1].out_hi * row_bytes[-1] - windows[k + 1][0].in_lo * in_row
                    for k in range(bands - 1))
     return PatchStage(tuple(n.name for n in nodes), first, nodes[0].inputs[0], nodes[-1].outputs[0],
-                      tuple(windows), row_bytes, in_row, offsets, SCRATCH, even + odd, distance, run,
+                      tuple(windows), row_bytes, in_row, offsets, SCRATCH, scratch, distance, run,
                       sum(layer_macs))
+
+
+def scratch_layout(sizes: list[int], alignment: int) -> tuple[tuple[int, ...], int]:
+    """Offsets of the inner windows in the scratch, and its size: window i is written by layer i and read by layer
+    i + 1, so it shares no byte with windows i - 1 and i + 1 and may reuse any other's. Largest first, each at the
+    lowest aligned offset clear of its placed neighbours.
+
+    >>> scratch_layout([100, 400, 100, 50], 4)
+    ((400, 0, 400, 0), 500)
+    """
+    offsets: dict[int, int] = {}
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        taken = sorted((offsets[j], offsets[j] + sizes[j]) for j in (i - 1, i + 1) if j in offsets)
+        x = 0
+        for lo, hi in taken:
+            if x + sizes[i] <= lo:
+                break
+            x = max(x, _align(hi, alignment))
+        offsets[i] = x
+    out = tuple(offsets[i] for i in range(len(sizes)))
+    return out, _align(max((o + s for o, s in zip(out, sizes)), default=0), alignment)
 
 
 def _align(x: int, a: int) -> int:

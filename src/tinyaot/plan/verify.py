@@ -146,12 +146,13 @@ def _patch_broken(plan) -> list[str]:
             if (w[i].in_lo, w[i].in_hi) != (w[i - 1].out_lo, w[i - 1].out_hi):
                 out.append(f"patch band {k}: layer {i} reads rows {w[i].in_lo}-{w[i].in_hi}, the layer before "
                            f"writes {w[i - 1].out_lo}-{w[i - 1].out_hi}")
-        for i in range(len(w) - 1):
-            end = stage.offsets[i] + (w[i].out_hi - w[i].out_lo) * stage.row_bytes[i]
-            if end > stage.scratch_bytes:
-                out.append(f"patch band {k}: layer {i}'s window ends at {end}, past the scratch")
-            if i and stage.offsets[i] == stage.offsets[i - 1]:
-                out.append(f"patch stage: layers {i - 1} and {i} write the same half of the scratch")
+        spans = [(stage.offsets[i], stage.offsets[i] + (w[i].out_hi - w[i].out_lo) * stage.row_bytes[i])
+                 for i in range(len(w) - 1)]
+        for i, (lo, hi) in enumerate(spans):
+            if hi > stage.scratch_bytes:
+                out.append(f"patch band {k}: layer {i}'s window ends at {hi}, past the scratch")
+            if i and lo < spans[i - 1][1] and spans[i - 1][0] < hi and lo < hi:  # layer i reads window i - 1
+                out.append(f"patch band {k}: layer {i} writes its window over the window it reads")
     need = max(w[-1].out_hi * stage.row_bytes[-1] - stage.windows[k + 1][0].in_lo * stage.in_row_bytes
                for k, w in enumerate(stage.windows[:-1]))
     for ov in plan.overlaps:
