@@ -61,8 +61,7 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=()) -> CSou
     offsets = {t: f"{macro}_OFFSET_{c_ident(b.name).upper()}" + (f" + {b.offset_in(t)}" if b.offset_in(t) else "")
                for b in plan.buffers for t in b.tensors}  # a slice read in place: at its offset in its input
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
-    stage = plan.patch
-    if stage is not None:  # the chain's layers: every call at its first step, each layer's constants at its own
+    for stage in plan.patches:  # the chain's layers: every call at its first step, each layer's constants at its own
         chain = g.nodes[stage.start : stage.end + 1]
         emitted[stage.start : stage.end + 1] = list(zip(chain, emit_stage(stage, g, prefix, offsets,
                                                                           speed=plan.optimize == "speed")))
@@ -87,8 +86,7 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=()) -> CSou
 def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):
     """The kernel variant the plan recorded for this node (pairs, wide, an in-place ring) or the op's plain
     kernel; nothing for a slice the plan reads in place, nor for a layer of its patch stage (emit_patch.py)."""
-    stage = plan.patch
-    if stage is not None and node.name in stage.nodes:
+    if any(node.name in stage.nodes for stage in plan.patches):
         return EmittedOp("", "", None)
     if not OPS[node.op].view and plan.reads_in_place(node):
         return EmittedOp("", "/* a slice read in place: its bytes are a run of its input's, nothing to do */", None)

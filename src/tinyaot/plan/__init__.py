@@ -9,7 +9,7 @@ from tinyaot.plan.inplace import plan_with_rings
 from tinyaot.plan.kernels import kernel_choices, own_overlap, work_buffers
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
 from tinyaot.plan.overlap import Overlap, OverlapRule, buffer_overlaps, overlap_rules
-from tinyaot.plan.patch import PatchStage, candidates, estimate, stage_buffers, stage_overlap
+from tinyaot.plan.patch import PatchStage, candidates, estimate, scratch_name, splits, stage_buffers, stage_overlap
 from tinyaot.plan.planner import MemoryPlan, plan_memory
 from tinyaot.plan.schedule import schedule
 from tinyaot.plan.state import plan_state
@@ -33,7 +33,8 @@ __all__ = [
 
 
 def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None,
-               optimize: str = "memory", patch: float | None = None, stage: PatchStage | None = None) -> MemoryPlan:
+               optimize: str = "memory", patch: float | None = None, stages: tuple[PatchStage, ...] = ()
+               ) -> MemoryPlan:
     """Schedule (reorders g.nodes when that lowers the peak), choose kernels, find the allowed overlaps, place,
     verify.
 
@@ -41,14 +42,14 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     optimize chooses the kernel variants (plan/kernels.py: "speed" gives the convs that qualify the pairs kernel
     and its work buffer), which the plan records per node (MemoryPlan.kernels); patch: run a chain of the first
     layers band by band (plan/patch.py) where that shrinks the arena, within this fraction of the model's MACs
-    recomputed (None: layer by layer); stage: this stage (plan/patch.py stage_of, made for g as scheduled), not
+    recomputed (None: layer by layer); stages: these stages (plan/patch.py stage_of, made for g as scheduled), not
     searched (tests, benchmarks)."""
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     graph_buffers = buffers_of(g, alignment)
     kernels = kernel_choices(g, KernelOptions(optimize, alignment), {t for b in graph_buffers for t in b.tensors})
-    plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, stage)
-    if patch is not None and stage is None:
+    plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, tuple(stages))
+    if patch is not None and not stages:
         plan = _patched(g, graph_buffers, kernels, contract, alignment, exact, optimize, plan, patch)
     plan = replace(plan, state=plan_state(g, alignment))  # the state region, apart from the arena
     if chosen is not None:
@@ -56,34 +57,59 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     return plan
 
 
-PATCH_PLACED = 6  # the stages placed in full, the ones with the smallest live-bytes bound
+PATCH_PLACED = 4  # per round, the stages placed in full: the ones with the smallest live-bytes bound
 
 
 def _patched(g, graph_buffers, kernels, contract, alignment, exact, optimize, plain: MemoryPlan,
              fraction: float) -> MemoryPlan:
-    """The smallest plan with a patch stage whose recomputed MACs stay within `fraction` of the model's, or
-    `plain` (layer by layer) where no stage makes the arena smaller."""
-    total = sum(node_macs(n, g) for n in g.nodes)
-    stages = candidates(g, int(fraction * total), alignment)
-    if not stages:
-        return plain
+    """The smallest plan found with patch stages whose recomputed MACs stay within `fraction` of the model's, or
+    `plain` (layer by layer) where no stage makes the arena smaller. Greedy: each round tries one more stage, or
+    one chosen stage cut in two, ranked by plan/patch.py's optimistic estimate; the best few are placed and the
+    smallest arena kept, until no move shrinks it (the peak moves on from stage to stage)."""
+    budget = int(fraction * sum(node_macs(n, g) for n in g.nodes))
     n = len(g.nodes)
-    ranked = sorted(stages, key=lambda st: (estimate(stage_buffers(graph_buffers, st, g), n), st.extra_macs))
+    params = {}
     best = plain
-    for st in ranked[:PATCH_PLACED]:
-        trial = _plan_with(g, graph_buffers, kernels, contract, alignment, False, optimize, st)
-        if trial.arena_bytes < best.arena_bytes:
-            best = trial
+    while True:
+        chosen = best.patches
+        spent = sum(st.extra_macs for st in chosen)
+        moves = [chosen + (st,) for st in candidates(g, budget - spent, alignment, params, chosen)]
+        for k, st in enumerate(chosen):
+            rest = chosen[:k] + chosen[k + 1 :]
+            left = budget - spent + st.extra_macs
+            moves += [rest + pair for pair in splits(g, st, left, alignment, params)]
+        bound = [estimate(_stage_buffers(graph_buffers, m, g), n) for m in moves]
+        ranked = sorted(range(len(moves)), key=lambda i: (bound[i], sum(st.extra_macs for st in moves[i])))
+        round_best = best
+        for i in ranked[:PATCH_PLACED]:
+            trial = _plan_with(g, graph_buffers, kernels, contract, alignment, False, optimize, moves[i])
+            if trial.arena_bytes < round_best.arena_bytes:
+                round_best = trial
+        if round_best is best:
+            break
+        best = round_best
     if best is plain:
         return plain
-    return _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, best.patch)
+    return _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, best.patches)
 
 
-def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize,
-               stage: PatchStage | None = None) -> MemoryPlan:
-    if stage is not None:  # its layers run their plain kernels on windows, their inner tensors have no buffer
-        graph_buffers = stage_buffers(graph_buffers, stage, g)
-        kernels = [KernelChoice(k.node, note="in the patch stage") if k.node in stage.nodes else k for k in kernels]
+def _named(stages, g) -> tuple[PatchStage, ...]:
+    """The stages in step order, the k-th's scratch named scratch_name(g, k)."""
+    return tuple(replace(st, scratch=scratch_name(g, k)) for k, st in enumerate(sorted(stages, key=lambda s: s.start)))
+
+
+def _stage_buffers(buffers, stages, g):
+    for st in _named(stages, g):
+        buffers = stage_buffers(buffers, st, g)
+    return buffers
+
+
+def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, stages=()) -> MemoryPlan:
+    if stages:  # their layers run their plain kernels on windows, their inner tensors have no buffer
+        stages = _named(stages, g)
+        graph_buffers = _stage_buffers(graph_buffers, stages, g)
+        inside = {name for st in stages for name in st.nodes}
+        kernels = [KernelChoice(k.node, note="in a patch stage") if k.node in inside else k for k in kernels]
     buffers = graph_buffers + work_buffers(g, kernels)
     owner = {t: b.name for b in buffers for t in b.tensors}
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
@@ -92,10 +118,10 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize,
                          f"one has {len(g.inputs)} inputs and {len(g.outputs)} outputs. Compile without them "
                          "(the header's buffer contract says what invoke does to every input)")
     hows = ("output-early", "input-late") if contract.separate_output and not contract.keep_input else ("",)
-    plans = [_place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stage)
+    plans = [_place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stages)
              for how in hows]
     if contract.any:  # the plain plan may meet the contract by itself, and then costs nothing
-        plain = _place(g, buffers, kernels, Contract(), "", input_buf, output_buf, alignment, exact, stage)
+        plain = _place(g, buffers, kernels, Contract(), "", input_buf, output_buf, alignment, exact, stages)
         plain = replace(plain, keep_input=contract.keep_input, separate_output=contract.separate_output)
         if not contract_problems(plain):
             plans.insert(0, plain)
@@ -105,18 +131,18 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize,
     return plan
 
 
-def _place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stage=None) -> MemoryPlan:
+def _place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stages=()) -> MemoryPlan:
     buffers, pinned = with_contract(buffers, len(g.nodes), input_buf, output_buf, contract, how or "output-early")
     pairs = own_overlap(g, kernels, "pairs")  # the nodes whose variant reads a pixel pair before writing it
     overlaps = buffer_overlaps(g, buffers, pinned, pairs)
     keep = frozenset(k.node for k in kernels if not k.plain)  # a variant runs them: no ring
-    if stage is not None:
+    for stage in stages:
         own = stage_overlap(buffers, stage, pinned, g.outputs)
         overlaps += (own,) if own is not None else ()
         keep |= frozenset(stage.nodes)  # run on windows by their plain kernels
     plan = plan_memory(buffers, len(g.nodes), alignment=alignment, overlaps=overlaps, exact=exact)
     plan = plan_with_rings(g, buffers, plan, exact=exact, keep=keep)  # ring kernels where they shrink the arena
     plan = replace(plan, input_buffer=input_buf, output_buffer=output_buf, keep_input=contract.keep_input,
-                   separate_output=contract.separate_output, patch=stage)
+                   separate_output=contract.separate_output, patches=tuple(stages))
     verify_plan(plan)
     return plan

@@ -29,6 +29,7 @@ PATCH_OPS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # plain 
 EXTRA_MACS = 0.15  # default bound on the recomputed halos' MACs, a fraction of the model's
 MAX_LAYERS = 16  # longest chain tried
 SCRATCH = "patch_scratch"
+ESTIMATE_STEPS = 8  # the busiest steps an estimate compares
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ def band_edges(rows: int, bands: int) -> list[tuple[int, int]]:
     return [(k * rows // bands, (k + 1) * rows // bands) for k in range(bands)]
 
 
-def stage_of(g: Graph, first: int, last: int, bands: int, alignment: int = 4, params=None, macs=None) -> PatchStage:
+def stage_of(g: Graph, first: int, last: int, bands: int, alignment: int = 4, params=None, macs=None,
+             scratch_name: str = SCRATCH) -> PatchStage:
     """The stage running steps first..last of g in `bands` row bands of the last layer's output (params, macs: each
     layer's Params and MACs, when known)."""
     nodes = g.nodes[first : last + 1]
@@ -157,7 +159,7 @@ def stage_of(g: Graph, first: int, last: int, bands: int, alignment: int = 4, pa
     distance = max(windows[k][-1].out_hi * row_bytes[-1] - windows[k + 1][0].in_lo * in_row
                    for k in range(bands - 1))
     return PatchStage(tuple(n.name for n in nodes), first, nodes[0].inputs[0], nodes[-1].outputs[0],
-                      tuple(windows), row_bytes, in_row, offsets, SCRATCH, scratch, distance, run,
+                      tuple(windows), row_bytes, in_row, offsets, scratch_name, scratch, distance, run,
                       sum(layer_macs))
 
 
@@ -197,13 +199,10 @@ def stage_buffers(buffers: list[Buffer], stage: PatchStage, g: Graph) -> list[Bu
         if stage.output in b.tensors:
             b = replace(b, first=stage.start, producer=stage.nodes[0])
         out.append(b)
-    taken = {b.name for b in out}
-    name = stage.scratch
-    while name in taken:
-        name += "_"
-    if name != stage.scratch:
-        raise ValueError(f"a tensor is named {stage.scratch!r}; the patch stage's scratch needs that name")
-    out.append(Buffer(name, (name,), stage.scratch_bytes, stage.start, stage.start, stage.nodes[0], scratch=True))
+    if any(b.name == stage.scratch for b in out):
+        raise ValueError(f"a buffer is named {stage.scratch!r}; the patch stage's scratch needs that name")
+    out.append(Buffer(stage.scratch, (stage.scratch,), stage.scratch_bytes, stage.start, stage.start, stage.nodes[0],
+                      scratch=True))
     return sorted(out, key=lambda b: (b.first, b.name))
 
 
@@ -218,15 +217,56 @@ def stage_overlap(buffers: list[Buffer], stage: PatchStage, pinned=frozenset(), 
     return Overlap(src.name, dst.name, stage.start, stage.distance - src.offset_in(stage.input), stage.bands)
 
 
-def estimate(buffers: list[Buffer], n_steps: int) -> int:
-    """Live bytes at the busiest step, scratch included: what a stage's plan cannot go below."""
-    return max(live_bytes(buffers, n_steps), default=0)
+def estimate(buffers: list[Buffer], n_steps: int) -> tuple[int, ...]:
+    """Live bytes at each step, scratch included, less the bytes an output born there could share with the
+    inputs that die there (as a ring or a stage's bands let it), busiest first: an optimistic arena and, where
+    stages tie on it (the input's step, which no later stage changes), the steps after it, to rank stages before
+    placing the best few."""
+    live = live_bytes(buffers, n_steps)
+    born, dying = [0] * len(live), [0] * len(live)
+    for b in buffers:
+        if b.scratch:
+            continue
+        if b.producer == "input" or b.first < b.last:  # an input may die where it is born, at step 0
+            dying[b.last] += b.nbytes
+        if b.producer != "input":
+            born[b.first] += b.nbytes
+    return tuple(sorted((x - min(a, d) for x, a, d in zip(live, born, dying)), reverse=True)[:ESTIMATE_STEPS])
 
 
-def candidates(g: Graph, max_extra: int, alignment: int = 4, params=None) -> list[PatchStage]:
+def scratch_name(g: Graph, k: int) -> str:
+    """The k-th stage's scratch buffer: a name no tensor has."""
+    name = SCRATCH if k == 0 else f"{SCRATCH}_{k}"
+    while name in g.tensors:
+        name += "_"
+    return name
+
+
+def splits(g: Graph, stage: PatchStage, max_extra: int, alignment: int = 4, params=None) -> list[tuple]:
+    """The pairs of stages that could replace `stage`: its chain cut in two, each part in its own bands, their
+    extra MACs within max_extra (a stage whose scratch is the arena's peak may cost less as two)."""
+    out = []
+    names = (stage.scratch, stage.scratch + "_b")
+    for m in range(stage.start + 1, stage.end - 1):
+        for b1 in (2, 3, 4, 6, 8, 12, 16, 24):
+            if b1 > g.tensor(g.nodes[m].outputs[0]).shape[1]:
+                break
+            first = stage_of(g, stage.start, m, b1, alignment, params, None, names[0])
+            for b2 in (2, 3, 4, 6, 8, 12, 16, 24):
+                if b2 > g.tensor(stage.output).shape[1]:
+                    break
+                second = stage_of(g, m + 1, stage.end, b2, alignment, params, None, names[1])
+                if first.extra_macs + second.extra_macs <= max_extra:
+                    out.append((first, second))
+    return out
+
+
+def candidates(g: Graph, max_extra: int, alignment: int = 4, params=None, taken=(), name: str = SCRATCH
+               ) -> list[PatchStage]:
     """Every stage (a sub-chain of a chain, 2 to 24 bands of its last output) whose extra MACs stay within
-    max_extra."""
-    params = dict(params or {})
+    max_extra and whose steps are none of the `taken` stages'."""
+    busy = {s for st in taken for s in range(st.start, st.end + 1)}
+    params = params if params is not None else {}  # filled: the caller keeps them for its next call
     macs = {}
     found = []
     runs = chains(g)
@@ -237,9 +277,11 @@ def candidates(g: Graph, max_extra: int, alignment: int = 4, params=None) -> lis
     for first, last in runs:
         for s in range(first, last):
             for e in range(s + 1, min(last, s + MAX_LAYERS - 1) + 1):
+                if busy & set(range(s, e + 1)):
+                    break
                 out_h = g.tensor(g.nodes[e].outputs[0]).shape[1]
                 for bands in sorted({b for b in (2, 3, 4, 6, 8, 12, 16, 24) if b <= out_h}):
-                    st = stage_of(g, s, e, bands, alignment, params, macs)
+                    st = stage_of(g, s, e, bands, alignment, params, macs, name)
                     if st.extra_macs <= max_extra:
                         found.append(st)
     return found

@@ -38,7 +38,11 @@ class MemoryPlan:
     kernels: tuple[KernelChoice, ...] = ()  # per node whose op has kernel variants: the one it runs (plan/choice.py)
     optimize: str = "memory"  # the mode the kernels were chosen for: speed | size | memory
     state: tuple = ()  # StateSlot per stateful node: the state region, apart from the arena (plan/state.py)
-    patch: object = None  # a PatchStage (plan/patch.py): a chain of layers run band by band at one step, or None
+    patches: tuple = ()  # PatchStage per chain of layers run band by band at one step (plan/patch.py)
+
+    def stage_at(self, step: int):
+        """The patch stage running at `step` (its first layer's), the one `step` belongs to, or None."""
+        return next((s for s in self.patches if s.start <= step <= s.end), None)
 
     @property
     def state_bytes(self) -> int:

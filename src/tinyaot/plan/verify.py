@@ -48,7 +48,8 @@ def verify_plan(plan) -> None:
     for v in getattr(plan, "rings", ()):
         problems += _ring_broken(plan, v, rules)
     problems += _work_broken(plan)
-    problems += _patch_broken(plan)
+    for stage in getattr(plan, "patches", ()):
+        problems += _patch_broken(plan, stage)
     problems += contract_problems(plan)
     if problems:
         raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
@@ -128,12 +129,9 @@ def _rule_broken(ov, src, dst, o_src: int, o_dst: int) -> str | None:
     return None
 
 
-def _patch_broken(plan) -> list[str]:
+def _patch_broken(plan, stage) -> list[str]:
     """What is wrong with a plan's patch stage (plan/patch.py): its scratch, the chain of its windows, and its
     output's rule over its input, recomputed from the bands' rows."""
-    stage = getattr(plan, "patch", None)
-    if stage is None:
-        return []
     out = []
     scratch = next((b for b in plan.buffers if b.name == stage.scratch), None)
     if scratch is None:

@@ -106,9 +106,9 @@ class Interpreter:
             t_in = g.tensor(name)
             self.view(name)[...] = np.asarray(v).astype(t_in.dtype).reshape(t_in.shape)
         in_place = getattr(self.plan, "reads_in_place", lambda node: False)
-        stage = getattr(self.plan, "patch", None)
         for step, node in enumerate(g.nodes):
-            if stage is not None and stage.start <= step <= stage.end:  # the chain runs band by band at its start
+            stage = self.plan.stage_at(step) if getattr(self.plan, "patches", ()) else None
+            if stage is not None:  # the chain runs band by band at its start
                 if step == stage.start:
                     self._run_stage(stage)
                 if trace is not None and step == stage.end:
