@@ -3,6 +3,7 @@ the same bytes as layer by layer on the reference and host C, its verifier catch
 reference shows what it breaks), and VWW's arena is pinned."""
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 
 import numpy as np
@@ -12,34 +13,37 @@ from conftest import random_int8, shared_file
 from torch import nn
 
 import tinyaot
+from tinyaot.cli.arguments import add_model_args
+from tinyaot.cli.request import Request
 from tinyaot.errors import ModelError, PlanError
 from tinyaot.model import CompiledModel
 from tinyaot.plan import plan_graph, verify_plan
 from tinyaot.plan.patch import band_edges, chains, stage_of
 from tinyaot.ref.interpreter import Interpreter
+from tinyaot.report.memory import patch_lines, tensor_rows
 
 VWW = "models/mlperf_tiny/vww_96_int8.tflite"
 _cache: dict = {}
 
 
 def _chain_model() -> nn.Module:
-    """A stem like a small MobileNet's: its 32x32x16 map is the layer-by-layer peak, which bands avoid."""
+    """A stem like a small MobileNet's: its 16x16x16 map is the layer-by-layer peak, which bands avoid."""
     torch.manual_seed(0)
     return nn.Sequential(
-        nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),  # 64x64x3 -> 32x32x8
+        nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),  # 32x32x3 -> 16x16x8
         nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(),  # depthwise
-        nn.Conv2d(8, 16, 1), nn.ReLU(),  # 32x32x16: the peak
-        nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16), nn.ReLU(),  # 16x16x16
-        nn.MaxPool2d(2),  # 8x8x16
+        nn.Conv2d(8, 16, 1), nn.ReLU(),  # 16x16x16: the peak
+        nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16), nn.ReLU(),  # 8x8x16
+        nn.MaxPool2d(2),  # 4x4x16
         nn.Conv2d(16, 8, 1), nn.ReLU(),
-        nn.Flatten(), nn.Linear(8 * 8 * 8, 10),
+        nn.Flatten(), nn.Linear(4 * 4 * 8, 10),
     ).eval()
 
 
 def _chain(patch):
     if patch not in _cache:
         rng = np.random.default_rng(1)  # smooth images: a random walk along each row
-        calib = torch.from_numpy(np.cumsum(rng.normal(0, 0.2, (32, 3, 64, 64)), axis=3).astype(np.float32))
+        calib = torch.from_numpy(np.cumsum(rng.normal(0, 0.2, (32, 3, 32, 32)), axis=3).astype(np.float32))
         _cache[patch] = tinyaot.compile(_chain_model(), calib[:1], calibration=calib, name="stem",
                                         optimize="memory", patch=patch)
     return _cache[patch]
@@ -105,7 +109,7 @@ def test_verifier_rejects_a_broken_stage_and_the_reference_shows_it():
 
 def test_patch_option_is_checked():
     with pytest.raises(ModelError, match="patch"):
-        tinyaot.compile(_chain_model(), torch.zeros(1, 3, 64, 64), patch="yes")
+        tinyaot.compile(_chain_model(), torch.zeros(1, 3, 32, 32), patch="yes")
 
 
 def _vww(patch):
@@ -167,3 +171,20 @@ def test_verifier_rejects_windows_that_share_scratch_bytes():
     assert len(stage.offsets) == 5 and stage.offsets[0] != stage.offsets[1]
     with pytest.raises(PlanError, match="over the window it reads"):
         verify_plan(replace(plan, patches=(replace(stage, offsets=(0,) * len(stage.offsets)),)))
+
+
+def test_memory_report_lists_the_stage_and_its_scratch():
+    cm = _chain(True)
+    stage, = cm.plan.patches
+    line, = patch_lines(cm.plan)
+    assert f"at step {stage.start}" in line and f"+{stage.extra_macs:,} MACs" in line
+    row = next(r for r in tensor_rows(cm.plan, cm.graph) if r.name == stage.scratch)
+    assert row.nbytes == stage.scratch_bytes and row.note.startswith("patch stage scratch")
+
+
+def test_cli_patch_flag_reaches_the_compile_options():
+    parser = argparse.ArgumentParser()
+    add_model_args(parser)
+    ns = parser.parse_args(["model.tflite", "--patch"])
+    assert ns.patch is True and Request("compile", patch=True).compile_options(print)["patch"] is True
+    assert "patch" not in Request("compile").compile_options(print)
