@@ -18,7 +18,7 @@ from tinyaot.cli.request import Request
 from tinyaot.errors import ModelError, PlanError
 from tinyaot.model import CompiledModel
 from tinyaot.plan import plan_graph, verify_plan
-from tinyaot.plan.patch import band_edges, chains, stage_of
+from tinyaot.plan.patch import EXTRA_MACS, band_edges, chains, stage_of
 from tinyaot.ref.interpreter import Interpreter
 from tinyaot.report.memory import patch_lines, tensor_rows
 
@@ -112,11 +112,18 @@ def test_patch_option_is_checked():
         tinyaot.compile(_chain_model(), torch.zeros(1, 3, 32, 32), patch="yes")
 
 
-def _vww(patch):
+def _vww(patch: bool):
+    """VWW layer by layer (memory mode), or the same int8 graph planned with patch stages (what patch=True
+    compiles, without quantizing it again)."""
     key = ("vww", patch)
     if key not in _cache:
-        path = shared_file(VWW)
-        _cache[key] = tinyaot.compile(str(path), name="vww", optimize="memory", patch=patch)
+        if not patch:
+            _cache[key] = tinyaot.compile(str(shared_file(VWW)), name="vww", optimize="memory")
+        else:
+            plain = _vww(False)
+            g = plain.graph.replace()
+            plan = plan_graph(g, optimize="memory", reorder=False, patch=EXTRA_MACS)
+            _cache[key] = CompiledModel(replace(plain.result, graph=g, plan=plan, sources=None))
     return _cache[key]
 
 
@@ -133,7 +140,7 @@ def test_vww_patched_arena():
 @pytest.mark.host
 def test_vww_patched_equals_layer_by_layer_on_reference_and_host_c():
     plain, patched = _vww(False), _vww(True)
-    x = _samples(plain, 2, seed=14)
+    x = _samples(plain, 1, seed=14)
     want = plain.run(x)
     np.testing.assert_array_equal(patched.run(x), want)
     np.testing.assert_array_equal(patched.run(x, engine="host"), want)
@@ -188,3 +195,15 @@ def test_cli_patch_flag_reaches_the_compile_options():
     ns = parser.parse_args(["model.tflite", "--patch"])
     assert ns.patch is True and Request("compile", patch=True).compile_options(print)["patch"] is True
     assert "patch" not in Request("compile").compile_options(print)
+
+
+@pytest.mark.m33
+def test_patched_stem_on_the_cortex_m33():
+    """The searched stage and the whole-chain stage give the layer-by-layer bytes on the emulated Cortex-M33."""
+    plain, patched = _chain(False), _chain(True)
+    cm, g, plan = _whole_chain()
+    whole = CompiledModel(replace(cm.result, graph=g, plan=plan, sources=None))
+    x = _samples(plain, 1, seed=16)
+    want = plain.run(x)
+    np.testing.assert_array_equal(patched.run(x, engine="m33"), want)
+    np.testing.assert_array_equal(whole.run(x, engine="m33"), want)
