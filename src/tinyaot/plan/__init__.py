@@ -83,14 +83,18 @@ def _patched(g, graph_buffers, kernels, contract, alignment, exact, optimize, pl
         round_best = best
         for i in ranked[:PATCH_PLACED]:
             trial = _plan_with(g, graph_buffers, kernels, contract, alignment, False, optimize, moves[i])
-            if trial.arena_bytes < round_best.arena_bytes:
-                round_best = trial
-        if round_best is best:
+            if (trial.arena_bytes, _extra(trial)) < (round_best.arena_bytes, _extra(round_best)):
+                round_best = trial  # the smaller arena, or the same for fewer recomputed MACs
+        if round_best is best:  # (arena, MACs) fell every round: this ends
             break
         best = round_best
     if best is plain:
         return plain
     return _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, best.patches)
+
+
+def _extra(plan: MemoryPlan) -> int:
+    return sum(st.extra_macs for st in plan.patches)
 
 
 def _named(stages, g) -> tuple[PatchStage, ...]:
