@@ -40,10 +40,14 @@ def _chain_model() -> nn.Module:
     ).eval()
 
 
+def _calibration() -> torch.Tensor:
+    rng = np.random.default_rng(1)  # smooth images: a random walk along each row
+    return torch.from_numpy(np.cumsum(rng.normal(0, 0.2, (32, 3, 32, 32)), axis=3).astype(np.float32))
+
+
 def _chain(patch):
     if patch not in _cache:
-        rng = np.random.default_rng(1)  # smooth images: a random walk along each row
-        calib = torch.from_numpy(np.cumsum(rng.normal(0, 0.2, (32, 3, 32, 32)), axis=3).astype(np.float32))
+        calib = _calibration()
         _cache[patch] = tinyaot.compile(_chain_model(), calib[:1], calibration=calib, name="stem",
                                         optimize="memory", patch=patch)
     return _cache[patch]
@@ -207,3 +211,23 @@ def test_patched_stem_on_the_cortex_m33():
     want = plain.run(x)
     np.testing.assert_array_equal(patched.run(x, engine="m33"), want)
     np.testing.assert_array_equal(whole.run(x, engine="m33"), want)
+
+
+@pytest.mark.m33
+def test_speed_mode_stage_keeps_the_pairs_kernel_on_its_windows():
+    """optimize="speed": a stage's 1x1 / 3x3 convs keep the pairs kernel (its work buffer at the stage's step), the
+    depthwise ones their plain kernel; the bytes stay the layer-by-layer ones on host C and the Cortex-M33."""
+    cm = tinyaot.compile(_chain_model(), torch.zeros(1, 3, 32, 32), calibration=_calibration(), name="stem",
+                         optimize="speed", patch=True)
+    stage, = cm.plan.patches
+    pairs = [n for n in stage.nodes if cm.plan.kernel_of(n) is not None and cm.plan.kernel_of(n).variant == "pairs"]
+    assert pairs
+    for n in pairs:
+        work = cm.plan.buffer_of_name(cm.plan.kernel_of(n).work)
+        assert work.first == work.last == stage.start
+    assert "tinyaot_conv2d_pairs_s8((const int8_t *)(arena + STEM_OFFSET" in cm.c_sources.files["stem.c"]
+    x = _samples(cm, 1, seed=17)
+    want = _chain(False).run(x)
+    np.testing.assert_array_equal(cm.run(x), want)
+    np.testing.assert_array_equal(cm.run(x, engine="host"), want)
+    np.testing.assert_array_equal(cm.run(x, engine="m33"), want)

@@ -64,7 +64,7 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=()) -> CSou
     for stage in plan.patches:  # the chain's layers: every call at its first step, each layer's constants at its own
         chain = g.nodes[stage.start : stage.end + 1]
         emitted[stage.start : stage.end + 1] = list(zip(chain, emit_stage(stage, g, prefix, offsets,
-                                                                          speed=plan.optimize == "speed")))
+                                                                          speed=plan.optimize == "speed", plan=plan)))
     arrays = {node.name: constant_bytes(place_in_sram(e.constants, macro), placed_in_sram=True)
               for node, e in emitted if has_arrays(e.constants)}
     in_sram = sram_layers(sram_constants, list(arrays))

@@ -11,16 +11,22 @@ from __future__ import annotations
 from importlib import import_module
 
 from tinyaot.codegen.emit import EmittedOp, c_call, layer_base, without_speed_tables
-from tinyaot.codegen.emit_conv import conv_kernel
+from tinyaot.codegen.emit_conv import _fast, conv_kernel, pairs_params
 from tinyaot.codegen.params import _initializer, struct_name
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS
-from tinyaot.ref import conv2d_s8
+from tinyaot.ref import conv2d_pairs_s8, conv2d_s8
 from tinyaot.ref.patch import window_params
 
 
-def _kernel(node, g: Graph, speed: bool):
-    """(Params, C function, kernel file) of the layer's plain kernel, as its own emitter chooses them."""
+def _kernel(node, g: Graph, speed: bool, choice=None):
+    """(Params, C function, kernel file) of the layer's kernel, as its own emitter chooses them: its plain kernel,
+    or the pairs variant the plan kept for it (plan/patch.py keeps_variant)."""
+    variant = OPS[node.op].variant(choice.variant) if choice is not None and not choice.plain else None
+    if variant is not None:
+        fast = _fast(conv2d_pairs_s8.requantization(node, g, variant.weights), node)
+        return pairs_params(conv2d_s8.prepare(node, g), variant.weights == "int8", fast), variant.c_kernel, \
+            variant.c_file
     if node.op == "conv2d":
         p, fn = conv_kernel(conv2d_s8.prepare(node, g))
         return p, fn, "conv2d_s8.c"
@@ -35,12 +41,16 @@ def _at(base: str, nbytes: int) -> str:
     return f"{base} + {nbytes}" if nbytes else base
 
 
-def emit_stage(stage, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True) -> list[EmittedOp]:
+def emit_stage(stage, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True, plan=None
+               ) -> list[EmittedOp]:
     """One EmittedOp per layer of the stage: each carries its constants; the first, every call of the stage."""
     nodes = g.nodes[stage.start : stage.end + 1]
-    ops, names = [], []  # per layer: (constants, kernel file); per layer and band: the params struct's name
+    ops, names, works = [], [], []  # per layer: (constants, kernel file, function), its params per band, work
     for i, node in enumerate(nodes):
-        p, fn, kernel_file = _kernel(node, g, speed)
+        choice = plan.kernel_of(node.name) if plan is not None else None
+        p, fn, kernel_file = _kernel(node, g, speed, choice)
+        works.append([f"(int32_t *)(void *)(arena + {offsets[choice.work]})"] if choice is not None and choice.work
+                     and not choice.plain else [])
         base = layer_base(prefix, node)
         struct = struct_name(type(p))
         arrays: list[str] = []
@@ -68,6 +78,7 @@ def emit_stage(stage, g: Graph, prefix: str, offsets: dict[str, str], speed: boo
                    else _at(scratch, stage.offsets[i - 1]))
             dst = (_at(f"arena + {offsets[stage.output]}", w.out_lo * stage.row_bytes[i]) if i == len(band) - 1
                    else _at(scratch, stage.offsets[i]))
-            calls.append(c_call(ops[i][2], f"(const int8_t *)({src})", f"&{names[i][k]}", f"(int8_t *)({dst})"))
+            calls.append(c_call(ops[i][2], f"(const int8_t *)({src})", f"&{names[i][k]}", *works[i],
+                                f"(int8_t *)({dst})"))
     out = [EmittedOp(ops[0][0], "\n".join(calls), ops[0][1])]
     return out + [EmittedOp(c, "", f) for c, f, _ in ops[1:]]

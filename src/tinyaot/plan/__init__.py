@@ -9,7 +9,16 @@ from tinyaot.plan.inplace import plan_with_rings
 from tinyaot.plan.kernels import kernel_choices, own_overlap, work_buffers
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
 from tinyaot.plan.overlap import Overlap, OverlapRule, buffer_overlaps, overlap_rules
-from tinyaot.plan.patch import PatchStage, candidates, estimate, scratch_name, splits, stage_buffers, stage_overlap
+from tinyaot.plan.patch import (
+    PatchStage,
+    candidates,
+    estimate,
+    keeps_variant,
+    scratch_name,
+    splits,
+    stage_buffers,
+    stage_overlap,
+)
 from tinyaot.plan.planner import MemoryPlan, plan_memory
 from tinyaot.plan.schedule import schedule
 from tinyaot.plan.state import plan_state
@@ -112,9 +121,13 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, 
     if stages:  # their layers run their plain kernels on windows, their inner tensors have no buffer
         stages = _named(stages, g)
         graph_buffers = _stage_buffers(graph_buffers, stages, g)
-        inside = {name for st in stages for name in st.nodes}
-        kernels = [KernelChoice(k.node, note="in a patch stage") if k.node in inside else k for k in kernels]
-    buffers = graph_buffers + work_buffers(g, kernels)
+        nodes = {n.name: n for n in g.nodes}
+        inside = {name: st.start for st in stages for name in st.nodes}
+        kernels = [KernelChoice(k.node, note="in a patch stage") if k.node in inside and not
+                   keeps_variant(k, nodes[k.node], g) else k for k in kernels]
+    work = [replace(b, first=inside[b.producer], last=inside[b.producer]) if stages and b.producer in inside else b
+            for b in work_buffers(g, kernels)]  # a stage's layers run at its step, their work buffers too
+    buffers = graph_buffers + work
     owner = {t: b.name for b in buffers for t in b.tensors}
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
     if contract.any and (len(g.inputs) > 1 or len(g.outputs) > 1):

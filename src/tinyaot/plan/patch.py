@@ -26,6 +26,7 @@ from tinyaot.plan.overlap import Overlap
 from tinyaot.report.macs import node_macs
 
 PATCH_OPS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # plain kernels taking a row window
+WINDOW_VARIANTS = ("pairs", "pairs_w8")  # variants a stage's layer keeps (on its window, its work buffer at the stage)
 EXTRA_MACS = 0.15  # default bound on the recomputed halos' MACs, a fraction of the model's
 MAX_LAYERS = 16  # longest chain tried
 SCRATCH = "patch_scratch"
@@ -182,6 +183,16 @@ def scratch_layout(sizes: list[int], alignment: int) -> tuple[tuple[int, ...], i
         offsets[i] = x
     out = tuple(offsets[i] for i in range(len(sizes)))
     return out, _align(max((o + s for o, s in zip(out, sizes)), default=0), alignment)
+
+
+def keeps_variant(choice, node, g: Graph) -> bool:
+    """Whether a layer of a stage runs its chosen variant on its windows (the pairs kernels, but not their sparse
+    form) rather than its plain kernel."""
+    if choice.variant not in WINDOW_VARIANTS or node.op != "conv2d":
+        return False
+    from tinyaot.ref.conv2d_pairs_s8 import skipped_channels
+
+    return not skipped_channels(node, g).any()
 
 
 def _align(x: int, a: int) -> int:
