@@ -3,13 +3,14 @@
 The first stages of a CNN hold its largest feature maps, and their sum at one step is the layer-by-layer bound of
 the arena. A patch stage runs such a chain (conv2d, depthwise_conv2d, pools: one activation input, one output,
 each the only reader of the one before) over row bands of its last output: for each band, the rows every layer of
-the chain needs are computed back from it (the halo each kernel's taps add), each layer runs its plain kernel on
-its window (the same kernel, called with the window's first row and its own in_h / out_h / pad_top: a window in
-the middle of the image has no padding, the first and last keep the image's), the windows of the layers inside
-the chain live in one small scratch buffer (two halves: a layer reads one and writes the other), and the last
-layer writes its band into the full output. Halo rows are computed by more than one band: that is the extra work
-(MACs) the search bounds. The stage's output may sit over its input at the overlap distance the bands allow: band k
-is written after the input rows it needs were read, and must not reach the rows band k + 1 reads.
+the chain needs are computed back from it (the halo each kernel's taps add), each layer runs its kernel on its
+window (its plain kernel, or the pairs kernel the plan chose for a conv2d, called with the window's first row and
+its own in_h / out_h / pad_top: a window in the middle of the image has no padding, the first and last keep the
+image's), the windows of the layers inside the chain live in one small scratch buffer (each clear of the window
+its layer reads and of the one read from it), and the last layer writes its band into the full output. Halo rows
+are computed by more than one band: that is the extra work (MACs) the search bounds. The stage's output may sit
+over its input at the overlap distance the bands allow: band k is written after the input rows it needs were read,
+and must not reach the rows band k + 1 reads.
 
 In the plan the stage is one step, its first layer's: the input dies and the output is born there, the scratch
 lives there only, and the chain's inner tensors have no buffer; its other layers' steps have nothing to run.
@@ -81,12 +82,13 @@ class PatchStage:
                 f"scratch {self.scratch_bytes:,} B, +{self.extra_macs:,} MACs (+{pct:.1f} % of the stage's)")
 
 
-def geometry(p) -> tuple[int, int, int, int, int]:
+def geometry(p) -> tuple[int, int, int, int, int, int]:
     """(in_h, out_h, kernel_h, stride_h, dilation_h, pad_top) of a windowed kernel's Params."""
     return p.in_h, p.out_h, p.kernel_h, p.stride_h, getattr(p, "dilation_h", 1), p.pad_top
 
 
 def prepare(node, g: Graph):
+    """The layer's reference Params (its geometry: rows, kernel, stride, dilation, padding)."""
     return getattr(import_module(f"tinyaot.ref.{OPS[node.op].ref}"), "prepare")(node, g)
 
 
