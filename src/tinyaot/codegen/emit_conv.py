@@ -15,7 +15,15 @@ import numpy as np
 from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op, without_speed_tables
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import conv2d_add_s8, conv2d_pairs_s8, conv2d_s8, fully_connected_s8, fully_connected_wide_s8
+from tinyaot.ref import (
+    conv2d_add_s8,
+    conv2d_pairs_s8,
+    conv2d_s8,
+    depthwise_conv2d_rows_s8,
+    depthwise_conv2d_s8,
+    fully_connected_s8,
+    fully_connected_wide_s8,
+)
 from tinyaot.ref.conv2d_pairs_s8 import ConvSparseParams
 from tinyaot.ref.conv2d_s8 import ConvParams
 from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT, FastRequant
@@ -210,6 +218,41 @@ def pair_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
     odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
     words = np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1)  # [g][j][even/odd][i]
     return words.reshape(groups, taps_padded // 2, 4).astype(np.int32)
+
+
+def emit_rows(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
+    """The plan's rows kernel for a depthwise conv (ref/depthwise_conv2d_rows_s8.py): weights widened to doubled
+    int16 pairs per channel and kernel row at compile time, bias doubled, (multiplier, right, k) per channel, and
+    the ring the plan placed for this layer as its work buffer."""
+    p = depthwise_conv2d_s8.prepare(node, g)
+    fast = _fast(depthwise_conv2d_rows_s8.requantization(node, g), node)
+    w = fast.weights(depthwise_conv2d_rows_s8.channel_params(p).weights)  # [out_c, kh * kw], as the kernel sums
+    p = replace(p, weights=depthwise_rows_weights(2 * w.reshape(p.out_c, p.kernel_h, p.kernel_w), p.stride_w),
+                bias=(2 * fast.scaled_bias()).astype(np.int32), shift=fast.right,
+                multiplier=requant_triples(fast.multiplier, fast.right, p.output_offset).reshape(-1))
+    work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
+    return kernel_op(p, layer_base(prefix, node), variant.c_kernel, variant.c_file,
+                     [arena_in(offsets, node.inputs[0])], [work, arena_out(offsets, node.outputs[0])])
+
+
+def depthwise_rows_weights(w: np.ndarray, stride_w: int) -> np.ndarray:
+    """Per-channel weights [c][kh][kw] (doubled, scaled) -> the rows kernel's int32 words [c][kh][words]
+    (layout in tinyaot_kernels.h): the even words E_j = (w[2j], w[2j + 1]), then for stride 1 the odd words
+    O_j = (w[2j - 1], w[2j]), low halves first, zero beyond the kernel.
+
+    >>> depthwise_rows_weights(np.array([[[1, 2, -3]]]), 1)[0, 0].tolist()
+    [131073, 65533, 65536, -196606]
+    """
+    c, kh, kw = w.shape
+    n = depthwise_conv2d_rows_s8.pair_words(kw, stride_w)
+    even = np.zeros((c, kh, 2 * n), np.int64)
+    even[..., :kw] = w
+    words = [(even[..., 0::2] & 0xFFFF) | (even[..., 1::2] << 16)]
+    if stride_w == 1:
+        odd = np.zeros((c, kh, 2 * n), np.int64)
+        odd[..., 1:kw + 1] = w
+        words.append((odd[..., 0::2] & 0xFFFF) | (odd[..., 1::2] << 16))
+    return np.ascontiguousarray(np.concatenate(words, axis=-1)).astype(np.int32)
 
 
 def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):

@@ -479,6 +479,22 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
                            int8_t *output);
 
 /*
+ * The speed kernel of depthwise_conv2d (depthwise_conv2d_rows_s8.c; depth multiplier 1, no dilation, kernels up to
+ * TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL, column stride 1 or 2): the same results, two taps of a channel per SMLAD.
+ * weights is int32 [out_c][kernel_h][words]: with pw = kernel_w / 2 + 1 (stride 1) or (kernel_w + 1) / 2
+ * (stride 2), the even words (w[2j] | w[2j + 1] << 16) for j < pw, then for stride 1 the odd words
+ * (w[2j - 1] | w[2j] << 16), low halves first, each weight doubled, zero beyond the kernel (codegen/emit_conv.py:
+ * depthwise_rows_weights); bias is doubled; multiplier is int32 [out_c][3] (multiplier, right,
+ * floor(2^right / 2) + (output_offset << right)) and shift the right shifts, positive, chosen as for the pairs
+ * kernels (ref/per_channel.py). work is the plan's ring, 4 * kernel_h * out_c * words bytes with words =
+ * ceil(out_w / 2) + pw - 1 (stride 1) or out_w + pw - 1 (stride 2), 4-byte aligned, overlapping neither input
+ * nor output. Output rows in order, each written after the input rows its windows read.
+ */
+#define TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL 7
+void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work,
+                                      int8_t *output);
+
+/*
  * The speed kernels of conv2d and conv2d_add (conv2d_pairs_s8.c): the same results, two output pixels at a time
  * through an int16 matrix microkernel. weights is int32 [ceil(out_c / 4)][taps_padded / 2][4] with
  * taps_padded = kernel_h * kernel_w * in_c rounded up to 8: for output channel 4g + i and taps 4j..4j+3 the

@@ -1,0 +1,286 @@
+/*
+ * depthwise_conv2d_rows_s8.c - int8 depthwise convolution (depth multiplier 1) two taps of one channel per SMLAD:
+ * the kernel the compiler picks for optimize="speed" (ref/depthwise_conv2d_rows_s8.py). It gives the bytes
+ * depthwise_conv2d_s8.c gives (TFLite Micro's DepthwiseConvPerChannel).
+ *
+ * Output row by output row: the input rows its windows read that are not in the ring yet are widened into the
+ * work buffer, a ring of kernel_h rows (padded row y in slot y % kernel_h), each row per channel `words` int32
+ * words, word t holding padded columns 2t and 2t + 1 as (x + input_offset) int16 halves, 0 for a column or row
+ * outside the image (TFLM skips those taps: they add nothing). Then each channel's output row: with stride 1
+ * output pair (2t, 2t + 1) reads words t .. t + pw - 1 of each kernel row, the even output with the weights'
+ * even words E_j = (w[2j], w[2j + 1]), the odd one with the odd words O_j = (w[2j - 1], w[2j]) (widened, doubled
+ * and laid out at compile time: codegen/emit_conv.py depthwise_rows_weights); with stride 2 output t reads words
+ * t .. t + pw - 1 with the even words. Integer sums are exact, so the DSP path (SMLAD) and the portable one give
+ * the same bits.
+ *
+ * Requantization is the fast form (ref/per_channel.py, as the pairs kernels'): the accumulator holds 2 acc
+ * (weights and bias doubled), SMMLAR(2 acc, multiplier, k) >> right, saturated to int8; k = floor(2^right / 2)
+ * + (output_offset << right). The sign term (-1 for a negative accumulator) is added only where the layer's
+ * clamp does not start at the zero point: under act_min >= output_offset a negative accumulator gives an output
+ * at or below the zero point either way, which the clamp maps to act_min (and forms 2 and 3 are exact without it).
+ * A clamp narrower than int8 is applied to the output row afterwards.
+ *
+ * Memory order: an output row is written after every input row its windows read was widened, rows in order, so
+ * every plan valid for depthwise_conv2d_s8.c's order (a pixel written once its window is read) is valid here.
+ */
+#include "tinyaot_dsp.h"
+#include "tinyaot_fixedpoint.h"
+#include "tinyaot_kernels.h"
+
+#if TINYAOT_DSP
+/* (lo halfword of a, lo halfword of b) and (hi halfword of a, hi halfword of b): PKHBT / PKHTB. */
+static inline int32_t rows_pack_lo(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+static inline int32_t rows_pack_hi(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+static inline int32_t rows_smmlar(int32_t a, int32_t m, int32_t k)
+{
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(m), "r"(k));
+    return r;
+}
+#define ROWS_MAC(d, w, acc) ((acc) = __smlad((d), (w), (acc)))
+#else
+static inline int32_t rows_smmlar(int32_t a, int32_t m, int32_t k)
+{
+    return (int32_t)((uint64_t)((int64_t)a * m + ((int64_t)1 << 31)) >> 32) + k;
+}
+#define ROWS_MAC(d, w, acc) \
+    ((acc) += tinyaot_lo16(d) * tinyaot_lo16(w) + tinyaot_hi16(d) * tinyaot_hi16(w))
+#endif
+
+static inline int32_t rows_pack16(int32_t lo, int32_t hi)
+{
+    return (int32_t)(((uint32_t)hi << 16) | (uint32_t)(uint16_t)lo);
+}
+
+/* 2 acc -> int8 (before a narrower clamp): the fast form; sign: -1 to add the sign term, 0 not to. */
+static inline int8_t rows_out(int32_t acc2, int32_t m, int32_t right, int32_t k, int32_t sign)
+{
+    return (int8_t)tinyaot_saturate_s8(rows_smmlar(acc2, m, k + ((acc2 >> 31) & sign)) >> right);
+}
+
+/* The layer's constants, computed once. */
+typedef struct {
+    int32_t c, in_w, pad_left, offset;
+    int32_t words;   /* words of one channel's ring row */
+    int32_t pw;      /* words a kernel row spans for one output */
+    int32_t wpr;     /* weight words per kernel row: pw even (+ pw odd for stride 1) */
+} rows_geom;
+
+/* One ring slot ([c][words]) from image row `row` (NULL: a row outside the image, all zero). */
+static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst)
+{
+    const int32_t c = g->c;
+    const int32_t words = g->words;
+    const int32_t offset = g->offset;
+    int32_t t_lo = (g->pad_left + 1) / 2;           /* first word whose two columns are both inside */
+    int32_t t_hi = (g->in_w + g->pad_left) / 2;     /* past the last one */
+    int32_t t, ch;
+    if (row == 0) {
+        int32_t *const end = dst + c * words;
+        while (dst != end) {
+            *dst++ = 0;
+        }
+        return;
+    }
+    if (t_hi > words) {
+        t_hi = words;
+    }
+    if (t_lo > t_hi) {
+        t_lo = t_hi;
+    }
+    for (t = 0; t < words; ++t) {  /* the border words, a channel at a time */
+        const int32_t x0 = 2 * t - g->pad_left;
+        if (t >= t_lo && t < t_hi) {
+            t = t_hi - 1;
+            continue;
+        }
+        for (ch = 0; ch < c; ++ch) {
+            const int32_t v0 = (uint32_t)x0 < (uint32_t)g->in_w ? row[x0 * c + ch] + offset : 0;
+            const int32_t v1 = (uint32_t)(x0 + 1) < (uint32_t)g->in_w ? row[(x0 + 1) * c + ch] + offset : 0;
+            dst[ch * words + t] = rows_pack16(v0, v1);
+        }
+    }
+    ch = 0;
+#if TINYAOT_DSP
+    {
+        const int32_t offset2 = tinyaot_offset2(offset);
+        for (; ch + 4 <= c; ch += 4) {  /* four channels of two pixels: two LDR, four SXTAB16, four PKH */
+            const int8_t *src = row + (2 * t_lo - g->pad_left) * c + ch;
+            int32_t *d = dst + ch * words + t_lo;
+            int32_t *const end = dst + ch * words + t_hi;
+            while (d < end) {
+                const int32_t a = tinyaot_read_s8x4(src);
+                const int32_t b = tinyaot_read_s8x4(src + c);
+                const int32_t ae = __sxtab16(offset2, a);
+                const int32_t ao = tinyaot_sxtab16_ror8(offset2, a);
+                const int32_t be = __sxtab16(offset2, b);
+                const int32_t bo = tinyaot_sxtab16_ror8(offset2, b);
+                d[0] = rows_pack_lo(ae, be);
+                d[words] = rows_pack_lo(ao, bo);
+                d[2 * words] = rows_pack_hi(ae, be);
+                d[3 * words] = rows_pack_hi(ao, bo);
+                ++d;
+                src += 2 * c;
+            }
+        }
+    }
+#endif
+    for (; ch < c; ++ch) {
+        const int8_t *src = row + (2 * t_lo - g->pad_left) * c + ch;
+        for (t = t_lo; t < t_hi; ++t) {
+            dst[ch * words + t] = rows_pack16(src[0] + offset, src[c] + offset);
+            src += 2 * c;
+        }
+    }
+}
+
+/*
+ * One channel's output row, stride 1: pairs (2t, 2t + 1) from the ring rows `rows` (this channel's words),
+ * weights w [kh][2 pw], to out (channel stride c). PW is a constant where the caller specialises it.
+ */
+static inline __attribute__((always_inline)) void rows_channel_s1(const int32_t *const *rows, int32_t ch, int32_t kh,
+                                                                  const int32_t *w, int32_t pw, int32_t bias2,
+                                                                  const int32_t *rq, int32_t sign, int32_t out_w,
+                                                                  int32_t c, int8_t *out)
+{
+    const int32_t m = rq[0];
+    const int32_t right = rq[1];
+    const int32_t k = rq[2];
+    const int32_t words = 2 * pw;
+    int32_t t;
+    for (t = 0; 2 * t < out_w; ++t) {
+        int32_t ae = bias2;
+        int32_t ao = bias2;
+        int32_t ky, j;
+        for (ky = 0; ky < kh; ++ky) {
+            const int32_t *r = rows[ky] + ch + t;
+            const int32_t *we = w + ky * words;
+            for (j = 0; j < pw; ++j) {
+                const int32_t d = r[j];
+                ROWS_MAC(d, we[j], ae);
+                ROWS_MAC(d, we[pw + j], ao);
+            }
+        }
+        out[2 * t * c] = rows_out(ae, m, right, k, sign);
+        if (2 * t + 1 < out_w) {
+            out[(2 * t + 1) * c] = rows_out(ao, m, right, k, sign);
+        }
+    }
+}
+
+/* One channel's output row, stride 2: output t from words t .. t + pw - 1, weights w [kh][pw]. */
+static inline __attribute__((always_inline)) void rows_channel_s2(const int32_t *const *rows, int32_t ch, int32_t kh,
+                                                                  const int32_t *w, int32_t pw, int32_t bias2,
+                                                                  const int32_t *rq, int32_t sign, int32_t out_w,
+                                                                  int32_t c, int8_t *out)
+{
+    const int32_t m = rq[0];
+    const int32_t right = rq[1];
+    const int32_t k = rq[2];
+    int32_t t;
+    for (t = 0; t < out_w; ++t) {
+        int32_t ae = bias2;
+        int32_t ky, j;
+        for (ky = 0; ky < kh; ++ky) {
+            const int32_t *r = rows[ky] + ch + t;
+            const int32_t *we = w + ky * pw;
+            for (j = 0; j < pw; ++j) {
+                ROWS_MAC(r[j], we[j], ae);
+            }
+        }
+        out[t * c] = rows_out(ae, m, right, k, sign);
+    }
+}
+
+/* Every channel's output row: the channel loops, specialised for the common spans (3x3 and 5x5 kernels). */
+static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_params *p, const rows_geom *g, int32_t sign,
+                            int8_t *out)
+{
+    const int32_t c = g->c;
+    const int32_t kh = p->kernel_h;
+    const int32_t out_w = p->out_w;
+    const int32_t words = g->words;
+    const int32_t wpr = g->wpr;
+    const int32_t *const w = (const int32_t *)p->weights;
+    const int32_t *const bias = p->bias;
+    const int32_t *const rq = p->multiplier;
+    int32_t ch;
+    for (ch = 0; ch < c; ++ch) {
+        const int32_t *wc = w + ch * kh * wpr;
+        const int32_t off = ch * words;
+        if (p->stride_w == 1) {
+            switch (g->pw) {
+            case 2: rows_channel_s1(rows, off, kh, wc, 2, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            case 3: rows_channel_s1(rows, off, kh, wc, 3, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            default: rows_channel_s1(rows, off, kh, wc, g->pw, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            }
+        } else {
+            switch (g->pw) {
+            case 2: rows_channel_s2(rows, off, kh, wc, 2, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            case 3: rows_channel_s2(rows, off, kh, wc, 3, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            default: rows_channel_s2(rows, off, kh, wc, g->pw, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            }
+        }
+    }
+}
+
+void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work,
+                                      int8_t *output)
+{
+    const int32_t c = params->out_c;
+    const int32_t in_h = params->in_h;
+    const int32_t kh = params->kernel_h;
+    const int32_t row_bytes = params->in_w * c;
+    const int32_t out_row = params->out_w * c;
+    const int32_t lo = params->act_min;
+    const int32_t hi = params->act_max;
+    const int32_t sign = lo >= params->output_offset ? 0 : -1;
+    const int32_t narrow = lo > -128 || hi < 127;
+    const int32_t *rows[TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL];
+    rows_geom g;
+    int32_t b, oy, ky;
+    g.c = c;
+    g.in_w = params->in_w;
+    g.pad_left = params->pad_left;
+    g.offset = params->input_offset;
+    g.pw = params->stride_w == 1 ? params->kernel_w / 2 + 1 : (params->kernel_w + 1) / 2;
+    g.wpr = params->stride_w == 1 ? 2 * g.pw : g.pw;
+    g.words = (params->stride_w == 1 ? (params->out_w + 1) / 2 : params->out_w) + g.pw - 1;
+    for (b = 0; b < params->batches; ++b) {
+        const int8_t *image = input + b * in_h * row_bytes;
+        int32_t made = 0;  /* the next padded row to widen */
+        for (oy = 0; oy < params->out_h; ++oy) {
+            const int32_t y0 = oy * params->stride_h;
+            int32_t y = made > y0 ? made : y0;
+            int8_t *out = output + (b * params->out_h + oy) * out_row;
+            for (; y < y0 + kh; ++y) {
+                const int32_t iy = y - params->pad_top;
+                rows_widen((uint32_t)iy < (uint32_t)in_h ? image + iy * row_bytes : 0, &g,
+                           work + (y % kh) * c * g.words);
+            }
+            made = y0 + kh;
+            for (ky = 0; ky < kh; ++ky) {
+                rows[ky] = work + ((y0 + ky) % kh) * c * g.words;
+            }
+            rows_output_row(rows, params, &g, sign, out);
+            if (narrow) {
+                int32_t i;
+                for (i = 0; i < out_row; ++i) {
+                    out[i] = (int8_t)tinyaot_clamp(out[i], lo, hi);
+                }
+            }
+        }
+    }
+}

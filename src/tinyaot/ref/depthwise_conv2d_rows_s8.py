@@ -1,0 +1,87 @@
+"""The rows kernel of depthwise_conv2d (c/kernels/depthwise_conv2d_rows_s8.c), the `rows` variant.
+
+It computes depthwise_conv2d_s8's numbers with SMLAD: two taps of one channel per instruction. Output row by
+output row, the input rows its windows need are widened once into a ring of kernel_h rows in the work buffer,
+per channel a row of words (x[2t] + input_offset, x[2t + 1] + input_offset) over the padded columns (0 outside
+the image: TFLM skips those taps, so they add nothing), then each channel's output row is computed from the
+ring with its weights widened and doubled at compile time (codegen/emit_conv.py depthwise_rows_weights), and the
+fast requantization (ref/per_channel.py) finishes each output. The reference is the plain kernel's; this module
+holds what the plan needs to know of the kernel: when a layer qualifies, the work buffer's size, the words.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tinyaot.errors import ModelError
+from tinyaot.ir import Graph, Node
+from tinyaot.ir.variants import KernelOptions
+from tinyaot.ref import depthwise_conv2d_s8
+from tinyaot.ref.conv2d_s8 import ConvParams
+from tinyaot.ref.per_channel import FAST_ALIGNMENT, FastRequant, fast_requant, input_range
+
+HOME = "depthwise_conv2d_rows_s8"  # this module, as ir/variants.py names it
+MAX_KERNEL = 7  # kernel rows and columns the kernel takes (its ring holds kernel_h rows)
+MAX_LEFT = 7  # a left shift the doubled int16 weights take (ref/per_channel.py form 2), as the pairs kernel's
+
+
+def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
+    """An int8 depthwise conv with depth multiplier 1, no dilation, a kernel of at most 7x7, a column stride of
+    1 or 2, constant weights and a requantization that takes the fast exact path, in a word-aligned arena."""
+    if options.alignment < FAST_ALIGNMENT:
+        return False, f"the arena is {options.alignment}-byte aligned; the kernel stores words"
+    x, w = g.tensor(node.inputs[0]), g.tensor(node.inputs[1])
+    if len(x.shape) != 4 or len(w.shape) != 4 or x.dtype != "int8" or g.tensor(node.outputs[0]).dtype != "int8":
+        return False, f"its input is {x.dtype} {list(x.shape)}; the rows kernel takes int8 NHWC"
+    if w.data is None or w.qparams is None:
+        return False, "its weights are not constant int8"
+    p = depthwise_conv2d_s8.prepare(node, g)
+    if p.depth_multiplier != 1:
+        return False, (f"depth multiplier {p.depth_multiplier}; the rows kernel pairs each output channel with its "
+                       "own input channel (multiplier 1)")
+    if (p.dilation_h, p.dilation_w) != (1, 1):
+        return False, f"dilation {p.dilation_h}x{p.dilation_w}; the rows kernel pairs adjacent columns"
+    if p.kernel_h > MAX_KERNEL or p.kernel_w > MAX_KERNEL:
+        return False, f"a {p.kernel_h}x{p.kernel_w} kernel; the rows kernel takes up to {MAX_KERNEL}x{MAX_KERNEL}"
+    if p.stride_w not in (1, 2):
+        return False, f"column stride {p.stride_w}; the rows kernel takes 1 or 2"
+    try:
+        fast = requantization(node, g)
+    except ModelError as e:
+        return False, str(e)
+    if isinstance(fast, str):
+        return False, fast
+    return True, fast.note
+
+
+def channel_params(p: ConvParams) -> ConvParams:
+    """The depthwise params with weights [out_c, kh * kw] (per output channel, as ref/per_channel.py reads them)."""
+    return replace(p, weights=p.weights.reshape(p.kernel_h * p.kernel_w, p.out_c).T.copy())
+
+
+def requantization(node: Node, g: Graph) -> FastRequant | str:
+    """The layer's fast requantization (ref/per_channel.py) for doubled int16 weights over the values its input
+    can hold; the reason where a channel cannot take it. The plan's `qualifies` and the emitter both ask this."""
+    p = depthwise_conv2d_s8.prepare(node, g)
+    return fast_requant(channel_params(p), input_range(g, node.inputs[0]), MAX_LEFT)
+
+
+def pair_words(kernel_w: int, stride_w: int) -> int:
+    """Words a kernel row's taps span for one output (stride 1: its even and odd outputs alike; a word holds two
+    columns): kernel_w // 2 + 1 for stride 1, ceil(kernel_w / 2) for stride 2."""
+    return kernel_w // 2 + 1 if stride_w == 1 else (kernel_w + 1) // 2
+
+
+def row_words(out_w: int, kernel_w: int, stride_w: int) -> int:
+    """Words of one channel's widened input row: one per pixel pair over the padded columns the outputs read
+    (stride 1: output pair t reads words t .. t + pair_words - 1; stride 2: output t does)."""
+    outputs = -(-out_w // 2) if stride_w == 1 else out_w
+    return outputs + pair_words(kernel_w, stride_w) - 1
+
+
+def work_bytes(node: Node, g: Graph) -> int:
+    """The ring: kernel_h widened input rows of every channel, row_words words each (C's
+    TINYAOT_DEPTHWISE_ROWS_WORK_BYTES)."""
+    _, kh, kw, c = g.tensor(node.inputs[1]).shape
+    _, _, ow, _ = g.tensor(node.outputs[0]).shape
+    sw = depthwise_conv2d_s8.prepare(node, g).stride_w
+    return 4 * kh * c * row_words(ow, kw, sw)
