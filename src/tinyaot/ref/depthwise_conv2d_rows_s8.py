@@ -20,13 +20,18 @@ from tinyaot.ref.conv2d_s8 import ConvParams
 from tinyaot.ref.per_channel import FAST_ALIGNMENT, FastRequant, fast_requant, input_range
 
 HOME = "depthwise_conv2d_rows_s8"  # this module, as ir/variants.py names it
-MAX_KERNEL = 7  # kernel rows and columns the kernel takes (its ring holds kernel_h rows)
+MAX_KERNEL = 7  # kernel rows and columns the kernel takes (its ring holds kernel_h rows): C's
+#                TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL
+FAST_KERNEL = (3, 3)  # the kernel with hand-scheduled loops; others run the C loops, slower than the plain kernel
+MIN_OUT_W = 12  # narrower output rows pay more per row and channel (calls, border words) than SMLAD saves them:
+#                 measured on VWW, 6-wide rows take 6.5 instructions / MAC here against the plain kernel's 3.9
 MAX_LEFT = 7  # a left shift the doubled int16 weights take (ref/per_channel.py form 2), as the pairs kernel's
 
 
 def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
-    """An int8 depthwise conv with depth multiplier 1, no dilation, a kernel of at most 7x7, a column stride of
-    1 or 2, constant weights and a requantization that takes the fast exact path, in a word-aligned arena."""
+    """An int8 3x3 depthwise conv with depth multiplier 1, no dilation, a column stride of 1 or 2, output rows of
+    at least MIN_OUT_W pixels, constant weights and a requantization that takes the fast exact path, in a
+    word-aligned arena. (The C kernel takes any kernel up to MAX_KERNEL; where it is slower it is not chosen.)"""
     if options.alignment < FAST_ALIGNMENT:
         return False, f"the arena is {options.alignment}-byte aligned; the kernel stores words"
     x, w = g.tensor(node.inputs[0]), g.tensor(node.inputs[1])
@@ -44,6 +49,12 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
         return False, f"a {p.kernel_h}x{p.kernel_w} kernel; the rows kernel takes up to {MAX_KERNEL}x{MAX_KERNEL}"
     if p.stride_w not in (1, 2):
         return False, f"column stride {p.stride_w}; the rows kernel takes 1 or 2"
+    if (p.kernel_h, p.kernel_w) != FAST_KERNEL:
+        return False, (f"a {p.kernel_h}x{p.kernel_w} kernel; the rows kernel has hand-scheduled loops for 3x3 only "
+                       "(its C loops are slower than the plain kernel)")
+    if p.out_w < MIN_OUT_W:
+        return False, (f"output rows of {p.out_w} pixels; below {MIN_OUT_W} the rows kernel's per-row costs make "
+                       "it slower than the plain kernel")
     try:
         fast = requantization(node, g)
     except ModelError as e:
@@ -73,9 +84,10 @@ def pair_words(kernel_w: int, stride_w: int) -> int:
 
 def row_words(out_w: int, kernel_w: int, stride_w: int) -> int:
     """Words of one channel's widened input row: one per pixel pair over the padded columns the outputs read
-    (stride 1: output pair t reads words t .. t + pair_words - 1; stride 2: output t does)."""
-    outputs = -(-out_w // 2) if stride_w == 1 else out_w
-    return outputs + pair_words(kernel_w, stride_w) - 1
+    (stride 1: output pair t reads words t .. t + pair_words - 1; stride 2: output t does), for whole groups of
+    four outputs (the kernel's 3x3 loops compute a last partial group whole)."""
+    groups = -(-out_w // 4)
+    return (2 * groups if stride_w == 1 else 4 * groups) + pair_words(kernel_w, stride_w) - 1
 
 
 def work_bytes(node: Node, g: Graph) -> int:

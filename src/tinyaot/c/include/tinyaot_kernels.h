@@ -487,7 +487,7 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
  * depthwise_rows_weights); bias is doubled; multiplier is int32 [out_c][3] (multiplier, right,
  * floor(2^right / 2) + (output_offset << right)) and shift the right shifts, positive, chosen as for the pairs
  * kernels (ref/per_channel.py). work is the plan's ring, 4 * kernel_h * out_c * words bytes with words =
- * ceil(out_w / 2) + pw - 1 (stride 1) or out_w + pw - 1 (stride 2), 4-byte aligned, overlapping neither input
+ * 2 * ceil(out_w / 4) + pw - 1 (stride 1) or 4 * ceil(out_w / 4) + pw - 1 (stride 2), 4-byte aligned, overlapping neither input
  * nor output. Output rows in order, each written after the input rows its windows read.
  */
 #define TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL 7

@@ -5,7 +5,7 @@
  *
  * Output row by output row: the input rows its windows read that are not in the ring yet are widened into the
  * work buffer, a ring of kernel_h rows (padded row y in slot y % kernel_h), each row per channel `words` int32
- * words, word t holding padded columns 2t and 2t + 1 as (x + input_offset) int16 halves, 0 for a column or row
+ * words (enough for whole groups of four outputs), word t holding padded columns 2t and 2t + 1 as (x + input_offset) int16 halves, 0 for a column or row
  * outside the image (TFLM skips those taps: they add nothing). Then each channel's output row: with stride 1
  * output pair (2t, 2t + 1) reads words t .. t + pw - 1 of each kernel row, the even output with the weights'
  * even words E_j = (w[2j], w[2j + 1]), the odd one with the odd words O_j = (w[2j - 1], w[2j]) (widened, doubled
@@ -153,14 +153,13 @@ static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst)
 static inline __attribute__((always_inline)) void rows_channel_s1(const int32_t *const *rows, int32_t ch, int32_t kh,
                                                                   const int32_t *w, int32_t pw, int32_t bias2,
                                                                   const int32_t *rq, int32_t sign, int32_t out_w,
-                                                                  int32_t c, int8_t *out)
+                                                                  int32_t c, int8_t *out, int32_t t)
 {
     const int32_t m = rq[0];
     const int32_t right = rq[1];
     const int32_t k = rq[2];
     const int32_t words = 2 * pw;
-    int32_t t;
-    for (t = 0; 2 * t < out_w; ++t) {
+    for (; 2 * t < out_w; ++t) {
         int32_t ae = bias2;
         int32_t ao = bias2;
         int32_t ky, j;
@@ -184,13 +183,12 @@ static inline __attribute__((always_inline)) void rows_channel_s1(const int32_t 
 static inline __attribute__((always_inline)) void rows_channel_s2(const int32_t *const *rows, int32_t ch, int32_t kh,
                                                                   const int32_t *w, int32_t pw, int32_t bias2,
                                                                   const int32_t *rq, int32_t sign, int32_t out_w,
-                                                                  int32_t c, int8_t *out)
+                                                                  int32_t c, int8_t *out, int32_t t)
 {
     const int32_t m = rq[0];
     const int32_t right = rq[1];
     const int32_t k = rq[2];
-    int32_t t;
-    for (t = 0; t < out_w; ++t) {
+    for (; t < out_w; ++t) {
         int32_t ae = bias2;
         int32_t ky, j;
         for (ky = 0; ky < kh; ++ky) {
@@ -204,6 +202,98 @@ static inline __attribute__((always_inline)) void rows_channel_s2(const int32_t 
     }
 }
 
+#if TINYAOT_DSP
+/*
+ * The 3x3 loops: outputs [0, 4 n) of one channel's row, four at a time, from ring rows r10-r12 (this channel's
+ * word 0 in each) and the channel's weights at lr ([3][E0 E1 O0 O1] for stride 1, [3][E0 E1] for stride 2).
+ * Accumulators r0-r3 start from the doubled bias; per kernel row one LDM (LDRD) of weights, the row's words
+ * (three for stride 1: outputs 2t .. 2t + 3 read words t .. t + 2; five for stride 2) and eight SMLAD; then
+ * SMMLAR, ASR, SSAT per output (and the sign term: ADD with ASR #31, where SIGN is 1) and four STRB, the channel
+ * stride apart. Per four outputs of a 3x3 kernel (36 MACs), stride 1: 36 + 2 + 12 (16) + 9 + 3 instructions.
+ */
+#define ROWS_REQ(a, sign) \
+    ".if " #sign "\n\t" \
+    "add r8, r6, " a ", asr #31\n\t" \
+    "smmlar " a ", " a ", r4, r8\n\t" \
+    ".else\n\t" \
+    "smmlar " a ", " a ", r4, r6\n\t" \
+    ".endif\n\t" \
+    "asr " a ", " a ", r5\n\t" \
+    "ssat " a ", #8, " a "\n\t"
+
+#define ROWS_ROW_S1(p) \
+    "ldm lr!, {r4-r7}\n\t" \
+    "ldr r8, [" p "], #8\n\t" \
+    "ldr r9, [" p ", #-4]\n\t" \
+    "smlad r0, r8, r4, r0\n\t" \
+    "smlad r1, r8, r6, r1\n\t" \
+    "smlad r0, r9, r5, r0\n\t" \
+    "smlad r1, r9, r7, r1\n\t" \
+    "smlad r2, r9, r4, r2\n\t" \
+    "smlad r3, r9, r6, r3\n\t" \
+    "ldr r8, [" p "]\n\t" \
+    "smlad r2, r8, r5, r2\n\t" \
+    "smlad r3, r8, r7, r3\n\t"
+
+#define ROWS_ROW_S2(p) \
+    "ldrd r4, r5, [lr], #8\n\t" \
+    "ldr r8, [" p "], #16\n\t" \
+    "ldr r9, [" p ", #-12]\n\t" \
+    "smlad r0, r8, r4, r0\n\t" \
+    "smlad r0, r9, r5, r0\n\t" \
+    "smlad r1, r9, r4, r1\n\t" \
+    "ldr r8, [" p ", #-8]\n\t" \
+    "smlad r1, r8, r5, r1\n\t" \
+    "smlad r2, r8, r4, r2\n\t" \
+    "ldr r9, [" p ", #-4]\n\t" \
+    "smlad r2, r9, r5, r2\n\t" \
+    "smlad r3, r9, r4, r3\n\t" \
+    "ldr r8, [" p "]\n\t" \
+    "smlad r3, r8, r5, r3\n\t"
+
+#define ROWS_3X3_FN(name, row, wbytes, sign) \
+    __attribute__((noinline)) static void name(const int32_t *p0, const int32_t *p1, const int32_t *p2, \
+                                               const int32_t *w, int32_t n, const int32_t *q, int8_t *out) \
+    { \
+        register const int32_t *r10 __asm__("r10") = p0; \
+        register const int32_t *r11 __asm__("r11") = p1; \
+        register const int32_t *r12 __asm__("r12") = p2; \
+        register const int32_t *lr __asm__("lr") = w; \
+        const int32_t bias2[2] = {q[3], q[3]}; \
+        const int32_t mr[2] = {q[0], q[1]}; \
+        const int32_t kc[2] = {q[2], q[4]}; \
+        const int32_t *end = p0 + n * (wbytes == 48 ? 2 : 4); \
+        int8_t *o = out; \
+        __asm__ volatile( \
+            "1:\n\t" \
+            "ldrd r0, r1, %[bias]\n\t" \
+            "ldrd r2, r3, %[bias]\n\t" \
+            row("r10") row("r11") row("r12") \
+            "sub lr, lr, #" #wbytes "\n\t" \
+            "ldrd r4, r5, %[mr]\n\t" \
+            "ldrd r6, r7, %[kc]\n\t" \
+            ROWS_REQ("r0", sign) ROWS_REQ("r1", sign) ROWS_REQ("r2", sign) ROWS_REQ("r3", sign) \
+            "ldr r9, %[o]\n\t" \
+            "strb r0, [r9]\n\t" \
+            "strb r1, [r9, r7]\n\t" \
+            "add r9, r9, r7, lsl #1\n\t" \
+            "strb r2, [r9]\n\t" \
+            "strb r3, [r9, r7]\n\t" \
+            "add r9, r9, r7, lsl #1\n\t" \
+            "str r9, %[o]\n\t" \
+            "ldr r8, %[end]\n\t" \
+            "cmp r10, r8\n\t" \
+            "bne 1b\n\t" \
+            : "+r"(r10), "+r"(r11), "+r"(r12), "+r"(lr), [o] "+m"(o) \
+            : [bias] "m"(bias2), [mr] "m"(mr), [kc] "m"(kc), [end] "m"(end) \
+            : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "memory", "cc"); \
+    }
+ROWS_3X3_FN(rows_3x3_s1, ROWS_ROW_S1, 48, 0)
+ROWS_3X3_FN(rows_3x3_s1_sign, ROWS_ROW_S1, 48, 1)
+ROWS_3X3_FN(rows_3x3_s2, ROWS_ROW_S2, 24, 0)
+ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 1)
+#endif
+
 /* Every channel's output row: the channel loops, specialised for the common spans (3x3 and 5x5 kernels). */
 static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_params *p, const rows_geom *g, int32_t sign,
                             int8_t *out)
@@ -216,21 +306,53 @@ static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_param
     const int32_t *const w = (const int32_t *)p->weights;
     const int32_t *const bias = p->bias;
     const int32_t *const rq = p->multiplier;
+    const int32_t s1 = p->stride_w == 1;
     int32_t ch;
+#if TINYAOT_DSP
+    const int32_t fast = kh == 3 && g->pw == 2;  /* the 3x3 loops: groups of four outputs */
+    const int32_t n4 = fast ? out_w / 4 : 0;
+    const int32_t rest = fast ? out_w % 4 : 0;
+#else
+    const int32_t n4 = 0;
+#endif
     for (ch = 0; ch < c; ++ch) {
         const int32_t *wc = w + ch * kh * wpr;
         const int32_t off = ch * words;
-        if (p->stride_w == 1) {
+        const int32_t *r = rq + 3 * ch;
+        int8_t *o = out + ch;
+#if TINYAOT_DSP
+        if (fast) {
+            void (*loop)(const int32_t *, const int32_t *, const int32_t *, const int32_t *, int32_t, const int32_t *,
+                         int8_t *) = s1 ? (sign ? rows_3x3_s1_sign : rows_3x3_s1)
+                                        : (sign ? rows_3x3_s2_sign : rows_3x3_s2);
+            int32_t q[5] = {r[0], r[1], r[2], bias[ch], c};
+            if (n4 > 0) {
+                loop(rows[0] + off, rows[1] + off, rows[2] + off, wc, n4, q, o);
+            }
+            if (rest > 0) {  /* the last group into four bytes (its words exist: the ring rows are padded) */
+                const int32_t at = s1 ? 2 * n4 : 4 * n4;
+                int8_t last[4];
+                int32_t i;
+                q[4] = 1;
+                loop(rows[0] + off + at, rows[1] + off + at, rows[2] + off + at, wc, 1, q, last);
+                for (i = 0; i < rest; ++i) {
+                    o[(4 * n4 + i) * c] = last[i];
+                }
+            }
+            continue;
+        }
+#endif
+        if (s1) {
             switch (g->pw) {
-            case 2: rows_channel_s1(rows, off, kh, wc, 2, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
-            case 3: rows_channel_s1(rows, off, kh, wc, 3, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
-            default: rows_channel_s1(rows, off, kh, wc, g->pw, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            case 2: rows_channel_s1(rows, off, kh, wc, 2, bias[ch], r, sign, out_w, c, o, 2 * n4); break;
+            case 3: rows_channel_s1(rows, off, kh, wc, 3, bias[ch], r, sign, out_w, c, o, 2 * n4); break;
+            default: rows_channel_s1(rows, off, kh, wc, g->pw, bias[ch], r, sign, out_w, c, o, 2 * n4); break;
             }
         } else {
             switch (g->pw) {
-            case 2: rows_channel_s2(rows, off, kh, wc, 2, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
-            case 3: rows_channel_s2(rows, off, kh, wc, 3, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
-            default: rows_channel_s2(rows, off, kh, wc, g->pw, bias[ch], rq + 3 * ch, sign, out_w, c, out + ch); break;
+            case 2: rows_channel_s2(rows, off, kh, wc, 2, bias[ch], r, sign, out_w, c, o, 4 * n4); break;
+            case 3: rows_channel_s2(rows, off, kh, wc, 3, bias[ch], r, sign, out_w, c, o, 4 * n4); break;
+            default: rows_channel_s2(rows, off, kh, wc, g->pw, bias[ch], r, sign, out_w, c, o, 4 * n4); break;
             }
         }
     }
@@ -257,7 +379,7 @@ void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_pa
     g.offset = params->input_offset;
     g.pw = params->stride_w == 1 ? params->kernel_w / 2 + 1 : (params->kernel_w + 1) / 2;
     g.wpr = params->stride_w == 1 ? 2 * g.pw : g.pw;
-    g.words = (params->stride_w == 1 ? (params->out_w + 1) / 2 : params->out_w) + g.pw - 1;
+    g.words = (params->stride_w == 1 ? 2 : 4) * ((params->out_w + 3) / 4) + g.pw - 1;  /* whole groups of four */
     for (b = 0; b < params->batches; ++b) {
         const int8_t *image = input + b * in_h * row_bytes;
         int32_t made = 0;  /* the next padded row to widen */
