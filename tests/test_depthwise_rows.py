@@ -24,7 +24,7 @@ def dw_case(k: int, mult: int = 1, quant: bool = False, kernel=(3, 3), narrow: b
     sh, sw = [(1, 1), (2, 2), (1, 2), (2, 1)][(k // 2) % 4]
     c = int(rng.choice([1, 3, 4, 5, 8, 12, 17]))
     h = int(rng.integers(max(kh - 2, 1), kh + 5))
-    w = int(rng.integers(kw, kw + 6)) if narrow else int(rng.integers(12 * sw + kw, 12 * sw + kw + 4))
+    w = int(rng.integers(kw, kw + 3)) if narrow else int(rng.integers(12 * sw + kw, 12 * sw + kw + 4))
     same = k % 3 != 2 or h < kh or w < kw
     th, tw = (max((-(-h // sh) - 1) * sh + kh - h, 0), max((-(-w // sw) - 1) * sw + kw - w, 0)) if same else (0, 0)
     pad = (th // 2, th - th // 2, tw // 2, tw - tw // 2)

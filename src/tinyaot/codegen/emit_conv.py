@@ -222,17 +222,30 @@ def pair_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
 
 def emit_rows(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
     """The plan's rows kernel for a depthwise conv (ref/depthwise_conv2d_rows_s8.py): weights widened to doubled
-    int16 pairs per channel and kernel row at compile time, bias doubled, (multiplier, right, k) per channel, and
-    the ring the plan placed for this layer as its work buffer."""
+    int16 pairs per channel and kernel row at compile time, bias doubled, (multiplier, right, k, 2 * bias) per
+    channel, and the ring the plan placed for this layer as its work buffer."""
     p = depthwise_conv2d_s8.prepare(node, g)
     fast = _fast(depthwise_conv2d_rows_s8.requantization(node, g), node)
     w = fast.weights(depthwise_conv2d_rows_s8.channel_params(p).weights)  # [out_c, kh * kw], as the kernel sums
     p = replace(p, weights=depthwise_rows_weights(2 * w.reshape(p.out_c, p.kernel_h, p.kernel_w), p.stride_w),
                 bias=(2 * fast.scaled_bias()).astype(np.int32), shift=fast.right,
-                multiplier=requant_triples(fast.multiplier, fast.right, p.output_offset).reshape(-1))
+                multiplier=depthwise_rows_requant(fast, p.output_offset))
     work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
     return kernel_op(p, layer_base(prefix, node), variant.c_kernel, variant.c_file,
                      [arena_in(offsets, node.inputs[0])], [work, arena_out(offsets, node.outputs[0])])
+
+
+def depthwise_rows_requant(fast: FastRequant, zero_point: int) -> np.ndarray:
+    """The rows kernel's per-channel (multiplier, right, k, 2 * bias): requant_triples and the doubled, scaled bias
+    the channel's accumulators start from, in one block its loops read with one LDM.
+
+    >>> depthwise_rows_requant(FastRequant(np.array([5]), np.array([1 << 30]), np.array([3]), np.array([0]),
+    ...                                    np.array([False])), -2).tolist()
+    [1073741824, 3, -12, 10]
+    """
+    triples = requant_triples(fast.multiplier, fast.right, zero_point).astype(np.int64)
+    bias2 = 2 * fast.scaled_bias()
+    return np.concatenate([triples, bias2[:, None]], axis=1).astype(np.int32).reshape(-1)
 
 
 def depthwise_rows_weights(w: np.ndarray, stride_w: int) -> np.ndarray:

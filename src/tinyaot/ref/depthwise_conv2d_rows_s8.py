@@ -23,7 +23,10 @@ HOME = "depthwise_conv2d_rows_s8"  # this module, as ir/variants.py names it
 MAX_KERNEL = 7  # kernel rows and columns the kernel takes (its ring holds kernel_h rows): C's
 #                TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL
 FAST_KERNEL = (3, 3)  # the kernel with hand-scheduled loops; others run the C loops, slower than the plain kernel
-MIN_OUT_W = 12  # narrower output rows pay more per row and channel (calls, border words) than SMLAD saves them:
+MIN_OUT_W = {1: 6, 2: 12}  # per column stride: narrower output rows pay more per row and channel (groups of
+#                            four outputs half used, border words) than SMLAD saves them: measured on VWW and KWS,
+#                            6-wide stride 2 rows take 5.6 instructions / MAC here against the plain kernel's 4.3,
+#                            KWS's 5-wide stride 1 rows 4.5 against 4.3
 #                 measured on VWW, 6-wide rows take 6.5 instructions / MAC here against the plain kernel's 3.9
 MAX_LEFT = 7  # a left shift the doubled int16 weights take (ref/per_channel.py form 2), as the pairs kernel's
 
@@ -52,9 +55,9 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
     if (p.kernel_h, p.kernel_w) != FAST_KERNEL:
         return False, (f"a {p.kernel_h}x{p.kernel_w} kernel; the rows kernel has hand-scheduled loops for 3x3 only "
                        "(its C loops are slower than the plain kernel)")
-    if p.out_w < MIN_OUT_W:
-        return False, (f"output rows of {p.out_w} pixels; below {MIN_OUT_W} the rows kernel's per-row costs make "
-                       "it slower than the plain kernel")
+    if p.out_w < MIN_OUT_W[p.stride_w]:
+        return False, (f"output rows of {p.out_w} pixels; below {MIN_OUT_W[p.stride_w]} at column stride "
+                       f"{p.stride_w} the rows kernel's per-row costs make it slower than the plain kernel")
     try:
         fast = requantization(node, g)
     except ModelError as e:

@@ -484,8 +484,8 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
  * weights is int32 [out_c][kernel_h][words]: with pw = kernel_w / 2 + 1 (stride 1) or (kernel_w + 1) / 2
  * (stride 2), the even words (w[2j] | w[2j + 1] << 16) for j < pw, then for stride 1 the odd words
  * (w[2j - 1] | w[2j] << 16), low halves first, each weight doubled, zero beyond the kernel (codegen/emit_conv.py:
- * depthwise_rows_weights); bias is doubled; multiplier is int32 [out_c][3] (multiplier, right,
- * floor(2^right / 2) + (output_offset << right)) and shift the right shifts, positive, chosen as for the pairs
+ * depthwise_rows_weights); bias is doubled; multiplier is int32 [out_c][4] (multiplier, right,
+ * floor(2^right / 2) + (output_offset << right), 2 * bias) and shift the right shifts, positive, chosen as for the pairs
  * kernels (ref/per_channel.py). work is the plan's ring, 4 * kernel_h * out_c * words bytes with words =
  * 2 * ceil(out_w / 4) + pw - 1 (stride 1) or 4 * ceil(out_w / 4) + pw - 1 (stride 2), 4-byte aligned, overlapping neither input
  * nor output. Output rows in order, each written after the input rows its windows read.

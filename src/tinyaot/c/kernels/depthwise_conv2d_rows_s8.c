@@ -100,27 +100,34 @@ static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst)
     if (t_lo > t_hi) {
         t_lo = t_hi;
     }
-    for (t = 0; t < words; ++t) {  /* the border words, a channel at a time */
-        const int32_t x0 = 2 * t - g->pad_left;
-        if (t >= t_lo && t < t_hi) {
-            t = t_hi - 1;
-            continue;
-        }
-        for (ch = 0; ch < c; ++ch) {
-            const int32_t v0 = (uint32_t)x0 < (uint32_t)g->in_w ? row[x0 * c + ch] + offset : 0;
-            const int32_t v1 = (uint32_t)(x0 + 1) < (uint32_t)g->in_w ? row[(x0 + 1) * c + ch] + offset : 0;
-            dst[ch * words + t] = rows_pack16(v0, v1);
-        }
-    }
     ch = 0;
 #if TINYAOT_DSP
     {
         const int32_t offset2 = tinyaot_offset2(offset);
+        const int32_t zp4 = (int32_t)((uint32_t)(uint8_t)(int8_t)(-offset) * 0x01010101u);  /* widens to 0 */
         for (; ch + 4 <= c; ch += 4) {  /* four channels of two pixels: two LDR, four SXTAB16, four PKH */
             const int8_t *src = row + (2 * t_lo - g->pad_left) * c + ch;
-            int32_t *d = dst + ch * words + t_lo;
-            int32_t *const end = dst + ch * words + t_hi;
-            while (d < end) {
+            int32_t *d = dst + ch * words;
+            int32_t *const end = d + t_hi;
+            for (t = 0; t < words; ++t) {  /* border words: a pixel outside reads the zero point */
+                const int32_t x0 = 2 * t - g->pad_left;
+                int32_t a, b, ae, ao, be, bo;
+                if (t == t_lo && t_lo < t_hi) {
+                    t = t_hi - 1;
+                    continue;
+                }
+                a = (uint32_t)x0 < (uint32_t)g->in_w ? tinyaot_read_s8x4(row + x0 * c + ch) : zp4;
+                b = (uint32_t)(x0 + 1) < (uint32_t)g->in_w ? tinyaot_read_s8x4(row + (x0 + 1) * c + ch) : zp4;
+                ae = __sxtab16(offset2, a);
+                ao = tinyaot_sxtab16_ror8(offset2, a);
+                be = __sxtab16(offset2, b);
+                bo = tinyaot_sxtab16_ror8(offset2, b);
+                d[t] = rows_pack_lo(ae, be);
+                d[t + words] = rows_pack_lo(ao, bo);
+                d[t + 2 * words] = rows_pack_hi(ae, be);
+                d[t + 3 * words] = rows_pack_hi(ao, bo);
+            }
+            for (d += t_lo; d < end; ++d) {
                 const int32_t a = tinyaot_read_s8x4(src);
                 const int32_t b = tinyaot_read_s8x4(src + c);
                 const int32_t ae = __sxtab16(offset2, a);
@@ -131,12 +138,24 @@ static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst)
                 d[words] = rows_pack_lo(ao, bo);
                 d[2 * words] = rows_pack_hi(ae, be);
                 d[3 * words] = rows_pack_hi(ao, bo);
-                ++d;
                 src += 2 * c;
             }
         }
     }
 #endif
+    for (t = 0; t < words && ch < c; ++t) {  /* the border words of the channels left, a channel at a time */
+        const int32_t x0 = 2 * t - g->pad_left;
+        int32_t k;
+        if (t == t_lo && t_lo < t_hi) {
+            t = t_hi - 1;
+            continue;
+        }
+        for (k = ch; k < c; ++k) {
+            const int32_t v0 = (uint32_t)x0 < (uint32_t)g->in_w ? row[x0 * c + k] + offset : 0;
+            const int32_t v1 = (uint32_t)(x0 + 1) < (uint32_t)g->in_w ? row[(x0 + 1) * c + k] + offset : 0;
+            dst[k * words + t] = rows_pack16(v0, v1);
+        }
+    }
     for (; ch < c; ++ch) {
         const int8_t *src = row + (2 * t_lo - g->pad_left) * c + ch;
         for (t = t_lo; t < t_hi; ++t) {
@@ -251,20 +270,32 @@ static inline __attribute__((always_inline)) void rows_channel_s2(const int32_t 
     "ldr r8, [" p "]\n\t" \
     "smlad r3, r8, r5, r3\n\t"
 
-#define ROWS_3X3_FN(name, row, wbytes, sign) \
+/*
+ * Every channel of one output row: r10-r12 the ring rows (channel 0's word 0), lr channel 0's weights; per
+ * channel its (multiplier, right, k, bias2) from q, then groups of four outputs until out_w are done (the last
+ * group's words exist: the ring rows are padded to whole groups; it stores only the outputs left), then the next
+ * channel: ring rows `words` on, weights one channel on, output one byte on. State beyond the registers lives in
+ * this frame (the call graph counts it).
+ */
+#define ROWS_3X3_FN(name, row, wbytes, step, sign) \
     __attribute__((noinline)) static void name(const int32_t *p0, const int32_t *p1, const int32_t *p2, \
-                                               const int32_t *w, int32_t n, const int32_t *q, int8_t *out) \
+                                               const int32_t *w, const int32_t *q, int32_t channels, \
+                                               int32_t out_w, int32_t c, int32_t words, int8_t *out) \
     { \
         register const int32_t *r10 __asm__("r10") = p0; \
         register const int32_t *r11 __asm__("r11") = p1; \
         register const int32_t *r12 __asm__("r12") = p2; \
         register const int32_t *lr __asm__("lr") = w; \
-        const int32_t bias2[2] = {q[3], q[3]}; \
-        const int32_t mr[2] = {q[0], q[1]}; \
-        const int32_t kc[2] = {q[2], q[4]}; \
-        const int32_t *end = p0 + n * (wbytes == 48 ? 2 : 4); \
-        int8_t *o = out; \
+        int32_t bias2[2] = {0, 0}; \
+        int32_t mr[2] = {0, 0}; \
+        int32_t kc[2] = {0, c}; \
+        int32_t ro[2] = {0, 0}; /* outputs left in this channel, the next group's first output */ \
+        int32_t och = (int32_t)(uintptr_t)out; \
+        int32_t left = channels; \
+        const int32_t delta = 4 * words - (step) * ((out_w + 3) / 4); \
         __asm__ volatile( \
+            "ldr r9, %[och]\n\t" \
+            "b 5f\n" \
             "1:\n\t" \
             "ldrd r0, r1, %[bias]\n\t" \
             "ldrd r2, r3, %[bias]\n\t" \
@@ -273,25 +304,60 @@ static inline __attribute__((always_inline)) void rows_channel_s2(const int32_t 
             "ldrd r4, r5, %[mr]\n\t" \
             "ldrd r6, r7, %[kc]\n\t" \
             ROWS_REQ("r0", sign) ROWS_REQ("r1", sign) ROWS_REQ("r2", sign) ROWS_REQ("r3", sign) \
-            "ldr r9, %[o]\n\t" \
+            "ldrd r8, r9, %[ro]\n\t" \
             "strb r0, [r9]\n\t" \
+            "cmp r8, #4\n\t" \
+            "blt 3f\n\t" \
             "strb r1, [r9, r7]\n\t" \
             "add r9, r9, r7, lsl #1\n\t" \
             "strb r2, [r9]\n\t" \
             "strb r3, [r9, r7]\n\t" \
             "add r9, r9, r7, lsl #1\n\t" \
-            "str r9, %[o]\n\t" \
-            "ldr r8, %[end]\n\t" \
-            "cmp r10, r8\n\t" \
+            "subs r8, r8, #4\n\t" \
+            "strd r8, r9, %[ro]\n\t" \
             "bne 1b\n\t" \
-            : "+r"(r10), "+r"(r11), "+r"(r12), "+r"(lr), [o] "+m"(o) \
-            : [bias] "m"(bias2), [mr] "m"(mr), [kc] "m"(kc), [end] "m"(end) \
+            "b 4f\n" \
+            "3:\n\t" \
+            "cmp r8, #2\n\t" \
+            "it ge\n\t" \
+            "strbge r1, [r9, r7]\n\t" \
+            "cmp r8, #3\n\t" \
+            "itt ge\n\t" \
+            "addge r9, r9, r7, lsl #1\n\t" \
+            "strbge r2, [r9]\n" \
+            "4:\n\t" \
+            "ldr r8, %[delta]\n\t" \
+            "add r10, r10, r8\n\t" \
+            "add r11, r11, r8\n\t" \
+            "add r12, r12, r8\n\t" \
+            "add lr, lr, #" #wbytes "\n\t" \
+            "ldr r9, %[och]\n\t" \
+            "add r9, r9, #1\n\t" \
+            "str r9, %[och]\n" \
+            "5:\n\t" \
+            "ldr r8, %[left]\n\t" \
+            "subs r8, r8, #1\n\t" \
+            "blt 6f\n\t" \
+            "str r8, %[left]\n\t" \
+            "ldr r8, %[ow]\n\t" \
+            "strd r8, r9, %[ro]\n\t" \
+            "ldr r9, %[q]\n\t" \
+            "ldm r9!, {r4-r7}\n\t" \
+            "str r9, %[q]\n\t" \
+            "strd r4, r5, %[mr]\n\t" \
+            "str r6, %[kc]\n\t" \
+            "strd r7, r7, %[bias]\n\t" \
+            "b 1b\n" \
+            "6:\n\t" \
+            : "+r"(r10), "+r"(r11), "+r"(r12), "+r"(lr), [bias] "+m"(bias2), [mr] "+m"(mr), [kc] "+m"(kc), \
+              [ro] "+m"(ro), [och] "+m"(och), [left] "+m"(left), [q] "+m"(q) \
+            : [ow] "m"(out_w), [delta] "m"(delta) \
             : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "memory", "cc"); \
     }
-ROWS_3X3_FN(rows_3x3_s1, ROWS_ROW_S1, 48, 0)
-ROWS_3X3_FN(rows_3x3_s1_sign, ROWS_ROW_S1, 48, 1)
-ROWS_3X3_FN(rows_3x3_s2, ROWS_ROW_S2, 24, 0)
-ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 1)
+ROWS_3X3_FN(rows_3x3_s1, ROWS_ROW_S1, 48, 8, 0)
+ROWS_3X3_FN(rows_3x3_s1_sign, ROWS_ROW_S1, 48, 8, 1)
+ROWS_3X3_FN(rows_3x3_s2, ROWS_ROW_S2, 24, 16, 0)
+ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 16, 1)
 #endif
 
 /* Every channel's output row: the channel loops, specialised for the common spans (3x3 and 5x5 kernels). */
@@ -304,55 +370,34 @@ static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_param
     const int32_t words = g->words;
     const int32_t wpr = g->wpr;
     const int32_t *const w = (const int32_t *)p->weights;
-    const int32_t *const bias = p->bias;
     const int32_t *const rq = p->multiplier;
     const int32_t s1 = p->stride_w == 1;
     int32_t ch;
 #if TINYAOT_DSP
-    const int32_t fast = kh == 3 && g->pw == 2;  /* the 3x3 loops: groups of four outputs */
-    const int32_t n4 = fast ? out_w / 4 : 0;
-    const int32_t rest = fast ? out_w % 4 : 0;
-#else
-    const int32_t n4 = 0;
+    if (kh == 3 && g->pw == 2) {  /* the 3x3 loops, every channel in one call */
+        void (*loop)(const int32_t *, const int32_t *, const int32_t *, const int32_t *, const int32_t *, int32_t,
+                     int32_t, int32_t, int32_t, int8_t *) = s1 ? (sign ? rows_3x3_s1_sign : rows_3x3_s1)
+                                                               : (sign ? rows_3x3_s2_sign : rows_3x3_s2);
+        loop(rows[0], rows[1], rows[2], w, rq, c, out_w, c, words, out);
+        return;
+    }
 #endif
     for (ch = 0; ch < c; ++ch) {
         const int32_t *wc = w + ch * kh * wpr;
         const int32_t off = ch * words;
-        const int32_t *r = rq + 3 * ch;
+        const int32_t *r = rq + 4 * ch;
         int8_t *o = out + ch;
-#if TINYAOT_DSP
-        if (fast) {
-            void (*loop)(const int32_t *, const int32_t *, const int32_t *, const int32_t *, int32_t, const int32_t *,
-                         int8_t *) = s1 ? (sign ? rows_3x3_s1_sign : rows_3x3_s1)
-                                        : (sign ? rows_3x3_s2_sign : rows_3x3_s2);
-            int32_t q[5] = {r[0], r[1], r[2], bias[ch], c};
-            if (n4 > 0) {
-                loop(rows[0] + off, rows[1] + off, rows[2] + off, wc, n4, q, o);
-            }
-            if (rest > 0) {  /* the last group into four bytes (its words exist: the ring rows are padded) */
-                const int32_t at = s1 ? 2 * n4 : 4 * n4;
-                int8_t last[4];
-                int32_t i;
-                q[4] = 1;
-                loop(rows[0] + off + at, rows[1] + off + at, rows[2] + off + at, wc, 1, q, last);
-                for (i = 0; i < rest; ++i) {
-                    o[(4 * n4 + i) * c] = last[i];
-                }
-            }
-            continue;
-        }
-#endif
         if (s1) {
             switch (g->pw) {
-            case 2: rows_channel_s1(rows, off, kh, wc, 2, bias[ch], r, sign, out_w, c, o, 2 * n4); break;
-            case 3: rows_channel_s1(rows, off, kh, wc, 3, bias[ch], r, sign, out_w, c, o, 2 * n4); break;
-            default: rows_channel_s1(rows, off, kh, wc, g->pw, bias[ch], r, sign, out_w, c, o, 2 * n4); break;
+            case 2: rows_channel_s1(rows, off, kh, wc, 2, r[3], r, sign, out_w, c, o, 0); break;
+            case 3: rows_channel_s1(rows, off, kh, wc, 3, r[3], r, sign, out_w, c, o, 0); break;
+            default: rows_channel_s1(rows, off, kh, wc, g->pw, r[3], r, sign, out_w, c, o, 0); break;
             }
         } else {
             switch (g->pw) {
-            case 2: rows_channel_s2(rows, off, kh, wc, 2, bias[ch], r, sign, out_w, c, o, 4 * n4); break;
-            case 3: rows_channel_s2(rows, off, kh, wc, 3, bias[ch], r, sign, out_w, c, o, 4 * n4); break;
-            default: rows_channel_s2(rows, off, kh, wc, g->pw, bias[ch], r, sign, out_w, c, o, 4 * n4); break;
+            case 2: rows_channel_s2(rows, off, kh, wc, 2, r[3], r, sign, out_w, c, o, 0); break;
+            case 3: rows_channel_s2(rows, off, kh, wc, 3, r[3], r, sign, out_w, c, o, 0); break;
+            default: rows_channel_s2(rows, off, kh, wc, g->pw, r[3], r, sign, out_w, c, o, 0); break;
             }
         }
     }
