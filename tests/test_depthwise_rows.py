@@ -6,25 +6,32 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import shared_file
 from kernel_suite import Case, act, mismatches, one_op_graph, run_host, run_m33_suite
 from test_pairs_kernel import _channel_quantization, _samples, _samples_near
 
 from tinyaot.codegen import generate_c
 from tinyaot.ir import QParams, Tensor
 from tinyaot.ir.ops import RELU, RELU6
+from tinyaot.ref.depthwise_conv2d_rows_s8 import paired as rows_paired
 from tinyaot.ref.depthwise_conv2d_rows_s8 import work_bytes
+from tinyaot.ref.depthwise_conv2d_s8 import prepare
 
 
-def dw_case(k: int, mult: int = 1, quant: bool = False, kernel=(3, 3), narrow: bool = False) -> Case:
-    """A seeded one-op depthwise conv, output rows of 12-15 pixels (narrow: fewer); quant: channels of every
-    fast-requantization form (dead channels with huge biases, multipliers that flush to 0, zero and left shifts
-    under a ReLU)."""
-    rng = np.random.default_rng(7100 + k + 100 * mult + 1000 * quant + 17 * kernel[0] + 7 * narrow)
+def dw_case(k: int, mult: int = 1, quant: bool = False, kernel=(3, 3), narrow: bool = False,
+            paired: bool = False) -> Case:
+    """A seeded one-op depthwise conv, output rows of 12-15 pixels (narrow: fewer than the kernel takes; paired:
+    4-11 at strides 1, two rows at a time); quant: channels of every fast-requantization form (dead channels with
+    huge biases, multipliers that flush to 0, zero and left shifts under a ReLU)."""
+    rng = np.random.default_rng(7100 + k + 100 * mult + 1000 * quant + 17 * kernel[0] + 7 * narrow + 3 * paired)
     kh, kw = kernel
-    sh, sw = [(1, 1), (2, 2), (1, 2), (2, 1)][(k // 2) % 4]
+    sh, sw = (1, 1) if paired else [(1, 1), (2, 2), (1, 2), (2, 1)][(k // 2) % 4]
     c = int(rng.choice([1, 3, 4, 5, 8, 12, 17]))
     h = int(rng.integers(max(kh - 2, 1), kh + 5))
-    w = int(rng.integers(kw, kw + 3)) if narrow else int(rng.integers(12 * sw + kw, 12 * sw + kw + 4))
+    if narrow:
+        w = kw if sw == 1 else int(rng.integers(kw, kw + 12))
+    else:
+        w = int(rng.integers(kw + 3, kw + 9)) if paired else int(rng.integers(12 * sw + kw, 12 * sw + kw + 4))
     same = k % 3 != 2 or h < kh or w < kw
     th, tw = (max((-(-h // sh) - 1) * sh + kh - h, 0), max((-(-w // sw) - 1) * sw + kw - w, 0)) if same else (0, 0)
     pad = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
@@ -54,18 +61,19 @@ def dw_case(k: int, mult: int = 1, quant: bool = False, kernel=(3, 3), narrow: b
     attrs = {"stride": (sh, sw), "padding": pad, "dilation": (1, 1), "clamp": clamp, "depth_multiplier": mult}
     g = one_op_graph("depthwise_conv2d", [x, wt, bt], y, attrs)
     samples = [_samples_near(x.shape, rng, z_in) if quant else _samples(x.shape, rng)]
-    tag = "_q" * quant + "_m2" * (mult > 1) + f"_k{kh}" * (kernel != (3, 3)) + "_narrow" * narrow
+    tag = "_q" * quant + "_m2" * (mult > 1) + f"_k{kh}" * (kernel != (3, 3)) + "_narrow" * narrow + "_p" * paired
     return Case(f"dw_rows{tag}{k}", g, samples, optimize="speed")
 
 
-FAST = [dw_case(k) for k in range(16)] + [dw_case(k, quant=True) for k in range(8)]
+FAST = ([dw_case(k) for k in range(16)] + [dw_case(k, quant=True) for k in range(8)]
+        + [dw_case(k, paired=True) for k in range(8)] + [dw_case(k, quant=True, paired=True) for k in range(4)])
 PLAIN = [dw_case(k, mult=2) for k in range(2)] + [dw_case(k, kernel=(5, 5)) for k in range(2)] + [
-    dw_case(k, narrow=True) for k in range(2)]
+    dw_case(k, narrow=True) for k in (0, 2)]
 CASES = FAST + PLAIN
 
 
 def test_the_speed_plan_gives_every_multiplier_1_case_the_rows_kernel():
-    kinds = set()
+    kinds, paired = set(), set()
     for case in FAST:
         (choice,) = case.plan.kernels
         assert choice.variant == "rows", (case.name, choice.rejected)
@@ -75,13 +83,16 @@ def test_the_speed_plan_gives_every_multiplier_1_case_the_rows_kernel():
             f"{case.name}.c"]
         p = node.attrs
         kinds.add(case.graph.tensor(node.inputs[1]).shape[1:3] + tuple(p["stride"]))
+        y = case.graph.tensor("y").shape
+        paired.add((rows_paired(prepare(node, case.graph)), y[1] % 2, y[2] % 2))
     assert {(3, 3, 1, 1), (3, 3, 2, 2), (3, 3, 1, 2), (3, 3, 2, 1)} <= kinds
+    assert {(True, 0, 0), (True, 0, 1), (True, 1, 0), (True, 1, 1), (False, 0, 0)} <= paired  # odd rows / columns
     notes = {c.plan.kernels[0].note for c in FAST if "_q" in c.name}
     assert any("constant channels" in n for n in notes) and any("zero or left shift" in n for n in notes)
 
 
 def test_multiplier_2_5x5_and_narrow_rows_fall_back_with_their_reasons():
-    starts = ["depth multiplier 2"] * 2 + ["a 5x5 kernel"] * 2 + ["output rows of"] * 2
+    starts = ["depth multiplier 2"] * 2 + ["a 5x5 kernel"] * 2 + ["output rows of 3 pixels; below 4", "output rows of"]
     for case, start in zip(PLAIN, starts):
         (choice,) = case.plan.kernels
         assert choice.plain and dict(choice.rejected)["rows"].startswith(start), choice.rejected
@@ -100,3 +111,18 @@ def test_rows_reference_equals_m33_dsp_and_portable(tmp_path):
         got, _ = run_m33_suite(FAST, tmp_path / f"suite{int(dsp)}", dsp=dsp)
         bad = mismatches(FAST, got)
         assert not bad, f"Cortex-M33 ({'DSP' if dsp else 'portable'}) differs from the reference: " + "; ".join(bad[:5])
+
+
+def test_kws_runs_its_depthwise_layers_on_the_rows_kernel_in_speed_mode_only():
+    """KWS (DS-CNN): its four 3x3 depthwise layers of 5-wide rows take the rows kernel two rows at a time in speed
+    mode; size and memory modes keep the plain kernel (VWW's choices: tests/test_tflite_import.py)."""
+    import tinyaot
+    from tinyaot.backend import plan
+
+    cm = tinyaot.compile(shared_file("models/mlperf_tiny/kws_ref_model.tflite"), name="kws", optimize="speed")
+    dws = [n for n in cm.graph.nodes if n.op == "depthwise_conv2d"]
+    assert [cm.plan.kernel_of(n.name).variant for n in dws] == ["rows"] * 4
+    assert all(rows_paired(prepare(n, cm.graph)) for n in dws)
+    for optimize in ("size", "memory"):
+        other = plan(cm.graph, optimize=optimize)
+        assert {other.kernel_of(n.name).variant for n in dws} <= {"plain", "ring"}, optimize

@@ -251,12 +251,19 @@ def depthwise_rows_requant(fast: FastRequant, zero_point: int) -> np.ndarray:
 def depthwise_rows_weights(w: np.ndarray, stride_w: int) -> np.ndarray:
     """Per-channel weights [c][kh][kw] (doubled, scaled) -> the rows kernel's int32 words [c][kh][words]
     (layout in tinyaot_kernels.h): the even words E_j = (w[2j], w[2j + 1]), then for stride 1 the odd words
-    O_j = (w[2j - 1], w[2j]), low halves first, zero beyond the kernel.
+    O_j = (w[2j - 1], w[2j]), low halves first, zero beyond the kernel; a 3-wide kernel at stride 1 the compact
+    (E0, O1, R) with R = (w[2], w[0]).
 
+    >>> depthwise_rows_weights(np.array([[[1, 2, -3, 4]]]), 1)[0, 0].tolist()
+    [131073, 327677, 0, 65536, -196606, 4]
     >>> depthwise_rows_weights(np.array([[[1, 2, -3]]]), 1)[0, 0].tolist()
-    [131073, 65533, 65536, -196606]
+    [131073, -196606, 131069]
     """
     c, kh, kw = w.shape
+    if kw == 3 and stride_w == 1:  # the compact form: the even output's E0 and R's low half, the odd one's
+        w = w.astype(np.int64) & 0xFFFF  # R's high half and O1
+        return np.stack([w[..., 0] | (w[..., 1] << 16), w[..., 1] | (w[..., 2] << 16), w[..., 2] | (w[..., 0] << 16)],
+                        axis=-1).astype(np.uint32).view(np.int32)
     n = depthwise_conv2d_rows_s8.pair_words(kw, stride_w)
     even = np.zeros((c, kh, 2 * n), np.int64)
     even[..., :kw] = w

@@ -22,12 +22,12 @@ from tinyaot.ref.per_channel import FAST_ALIGNMENT, FastRequant, fast_requant, i
 HOME = "depthwise_conv2d_rows_s8"  # this module, as ir/variants.py names it
 MAX_KERNEL = 7  # kernel rows and columns the kernel takes (its ring holds kernel_h rows): C's
 #                TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL
+ROWS_WIDE = 12  # C's TINYAOT_DEPTHWISE_ROWS_WIDE: narrower 3x3 rows at strides 1 are computed two at a time
 FAST_KERNEL = (3, 3)  # the kernel with hand-scheduled loops; others run the C loops, slower than the plain kernel
-MIN_OUT_W = {1: 6, 2: 12}  # per column stride: narrower output rows pay more per row and channel (groups of
-#                            four outputs half used, border words) than SMLAD saves them: measured on VWW and KWS,
-#                            6-wide stride 2 rows take 5.6 instructions / MAC here against the plain kernel's 4.3,
-#                            KWS's 5-wide stride 1 rows 4.5 against 4.3
-#                 measured on VWW, 6-wide rows take 6.5 instructions / MAC here against the plain kernel's 3.9
+MIN_OUT_W = {1: 4, 2: 12}  # per column stride: narrower output rows pay more per row and channel (groups of
+#                            outputs half used, border words) than SMLAD saves them: measured on VWW, 3-wide stride 1
+#                            rows take 4.4 instructions / MAC here against the plain kernel's 3.4, 6-wide stride 2
+#                            rows 5.6 against 4.3 (stride 1 rows narrower than ROWS_WIDE go two at a time)
 MAX_LEFT = 7  # a left shift the doubled int16 weights take (ref/per_channel.py form 2), as the pairs kernel's
 
 
@@ -93,10 +93,14 @@ def row_words(out_w: int, kernel_w: int, stride_w: int) -> int:
     return (2 * groups if stride_w == 1 else 4 * groups) + pair_words(kernel_w, stride_w) - 1
 
 
+def paired(p: ConvParams) -> bool:
+    """Narrow rows of a 3x3 kernel at strides 1 go two output rows at a time, from one more ring row (C's
+    TINYAOT_DEPTHWISE_ROWS_PAIRED, TINYAOT_DEPTHWISE_ROWS_WIDE)."""
+    return (p.kernel_h, p.kernel_w, p.stride_h, p.stride_w) == (3, 3, 1, 1) and p.out_w < ROWS_WIDE
+
+
 def work_bytes(node: Node, g: Graph) -> int:
-    """The ring: kernel_h widened input rows of every channel, row_words words each (C's
-    TINYAOT_DEPTHWISE_ROWS_WORK_BYTES)."""
-    _, kh, kw, c = g.tensor(node.inputs[1]).shape
-    _, _, ow, _ = g.tensor(node.outputs[0]).shape
-    sw = depthwise_conv2d_s8.prepare(node, g).stride_w
-    return 4 * kh * c * row_words(ow, kw, sw)
+    """The ring: kernel_h widened input rows of every channel (one more when paired), row_words words each."""
+    p = depthwise_conv2d_s8.prepare(node, g)
+    slots = p.kernel_h + paired(p)
+    return 4 * slots * p.out_c * row_words(p.out_w, p.kernel_w, p.stride_w)

@@ -75,7 +75,8 @@ typedef struct {
     int32_t c, in_w, pad_left, offset;
     int32_t words;   /* words of one channel's ring row */
     int32_t pw;      /* words a kernel row spans for one output */
-    int32_t wpr;     /* weight words per kernel row: pw even (+ pw odd for stride 1) */
+    int32_t wpr;     /* weight words per kernel row: pw even (+ pw odd for stride 1); 3 when compact */
+    int32_t compact; /* a 3-wide kernel at stride 1: weights (E0, O1, R) per row */
 } rows_geom;
 
 /* One ring slot ([c][words]) from image row `row` (NULL: a row outside the image, all zero). */
@@ -241,18 +242,18 @@ static inline __attribute__((always_inline)) void rows_channel_s2(const int32_t 
     "ssat " a ", #8, " a "\n\t"
 
 #define ROWS_ROW_S1(p) \
-    "ldm lr!, {r4-r7}\n\t" \
+    "ldm lr!, {r4-r6}\n\t" \
     "ldr r8, [" p "], #8\n\t" \
     "ldr r9, [" p ", #-4]\n\t" \
     "smlad r0, r8, r4, r0\n\t" \
-    "smlad r1, r8, r6, r1\n\t" \
-    "smlad r0, r9, r5, r0\n\t" \
-    "smlad r1, r9, r7, r1\n\t" \
+    "smlatt r1, r8, r6, r1\n\t" \
+    "smlabb r0, r9, r6, r0\n\t" \
+    "smlad r1, r9, r5, r1\n\t" \
     "smlad r2, r9, r4, r2\n\t" \
-    "smlad r3, r9, r6, r3\n\t" \
+    "smlatt r3, r9, r6, r3\n\t" \
     "ldr r8, [" p "]\n\t" \
-    "smlad r2, r8, r5, r2\n\t" \
-    "smlad r3, r8, r7, r3\n\t"
+    "smlabb r2, r8, r6, r2\n\t" \
+    "smlad r3, r8, r5, r3\n\t"
 
 #define ROWS_ROW_S2(p) \
     "ldrd r4, r5, [lr], #8\n\t" \
@@ -354,13 +355,148 @@ static inline __attribute__((always_inline)) void rows_channel_s2(const int32_t 
             : [ow] "m"(out_w), [delta] "m"(delta) \
             : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "memory", "cc"); \
     }
-ROWS_3X3_FN(rows_3x3_s1, ROWS_ROW_S1, 48, 8, 0)
-ROWS_3X3_FN(rows_3x3_s1_sign, ROWS_ROW_S1, 48, 8, 1)
+ROWS_3X3_FN(rows_3x3_s1, ROWS_ROW_S1, 36, 8, 0)
+ROWS_3X3_FN(rows_3x3_s1_sign, ROWS_ROW_S1, 36, 8, 1)
 ROWS_3X3_FN(rows_3x3_s2, ROWS_ROW_S2, 24, 16, 0)
 ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 16, 1)
+
+/*
+ * Narrow rows, stride 1: every channel of two output rows (oy, oy + 1), two columns of each per group, from the
+ * four ring rows r10, r11, r12, lr (oy .. oy + 3), weights at [w] (r7). Per kernel row one LDM of (E0, O1, R),
+ * both output rows' two words of their input row, four MACs per output row: 42 instructions for the 36 MACs of
+ * a group; no group is more than half used (an odd out_w's last stores its even column only).
+ */
+#define ROWS_PAIR(a, b) \
+    "smlad " a ", r8, r4, " a "\n\t" \
+    "smlabb " a ", r9, r6, " a "\n\t" \
+    "smlatt " b ", r8, r6, " b "\n\t" \
+    "smlad " b ", r9, r5, " b "\n\t"
+
+#define ROWS_2X2_FN(name, sign) \
+    __attribute__((noinline)) static void name(const int32_t *const *rows, const int32_t *w, const int32_t *q, \
+                                               const int32_t *geom, int8_t *out) \
+    { \
+        register const int32_t *r10 __asm__("r10") = rows[0]; \
+        register const int32_t *r11 __asm__("r11") = rows[1]; \
+        register const int32_t *r12 __asm__("r12") = rows[2]; \
+        register const int32_t *lr __asm__("lr") = rows[3]; \
+        int32_t bias2[2] = {0, 0}; \
+        int32_t mr[2] = {0, 0}; \
+        int32_t k = 0; \
+        int32_t ro[2] = {0, 0}; /* output columns left in this channel, the next group's first output */ \
+        int32_t strides[2] = {geom[0], geom[1]}; /* channels (bytes), one output row (bytes) */ \
+        int32_t och = (int32_t)(uintptr_t)out; \
+        int32_t left = geom[0]; \
+        const int32_t out_w = geom[2]; \
+        const int32_t delta = 4 * geom[3] - 4 * ((out_w + 1) / 2); \
+        const int32_t *wp = w; \
+        __asm__ volatile( \
+            "ldr r7, %[wp]\n\t" \
+            "ldr r9, %[och]\n\t" \
+            "b 5f\n" \
+            "1:\n\t" \
+            "ldrd r0, r1, %[bias]\n\t" \
+            "ldrd r2, r3, %[bias]\n\t" \
+            "ldm r7!, {r4-r6}\n\t" \
+            "ldr r8, [r10], #4\n\t" \
+            "ldr r9, [r10]\n\t" \
+            ROWS_PAIR("r0", "r1") \
+            "ldr r8, [r11]\n\t" \
+            "ldr r9, [r11, #4]\n\t" \
+            ROWS_PAIR("r2", "r3") \
+            "ldm r7!, {r4-r6}\n\t" \
+            "ldr r8, [r11], #4\n\t" \
+            "ldr r9, [r11]\n\t" \
+            ROWS_PAIR("r0", "r1") \
+            "ldr r8, [r12]\n\t" \
+            "ldr r9, [r12, #4]\n\t" \
+            ROWS_PAIR("r2", "r3") \
+            "ldm r7!, {r4-r6}\n\t" \
+            "ldr r8, [r12], #4\n\t" \
+            "ldr r9, [r12]\n\t" \
+            ROWS_PAIR("r0", "r1") \
+            "ldr r8, [lr], #4\n\t" \
+            "ldr r9, [lr]\n\t" \
+            ROWS_PAIR("r2", "r3") \
+            "sub r7, r7, #36\n\t" \
+            "ldrd r4, r5, %[mr]\n\t" \
+            "ldr r6, %[k]\n\t" \
+            ROWS_REQ("r0", sign) ROWS_REQ("r1", sign) ROWS_REQ("r2", sign) ROWS_REQ("r3", sign) \
+            "ldrd r8, r9, %[ro]\n\t" \
+            "ldrd r4, r5, %[strides]\n\t" \
+            "strb r0, [r9]\n\t" \
+            "strb r2, [r9, r5]\n\t" \
+            "cmp r8, #2\n\t" \
+            "blt 4f\n\t" \
+            "strb r1, [r9, r4]\n\t" \
+            "add r6, r9, r5\n\t" \
+            "strb r3, [r6, r4]\n\t" \
+            "add r9, r9, r4, lsl #1\n\t" \
+            "subs r8, r8, #2\n\t" \
+            "strd r8, r9, %[ro]\n\t" \
+            "bne 1b\n" \
+            "4:\n\t" \
+            "ldr r8, %[delta]\n\t" \
+            "add r10, r10, r8\n\t" \
+            "add r11, r11, r8\n\t" \
+            "add r12, r12, r8\n\t" \
+            "add lr, lr, r8\n\t" \
+            "add r7, r7, #36\n\t" \
+            "ldr r9, %[och]\n\t" \
+            "add r9, r9, #1\n\t" \
+            "str r9, %[och]\n" \
+            "5:\n\t" \
+            "ldr r8, %[left]\n\t" \
+            "subs r8, r8, #1\n\t" \
+            "blt 6f\n\t" \
+            "str r8, %[left]\n\t" \
+            "ldr r8, %[ow]\n\t" \
+            "strd r8, r9, %[ro]\n\t" \
+            "ldr r9, %[q]\n\t" \
+            "ldm r9!, {r4-r6, r8}\n\t" \
+            "str r9, %[q]\n\t" \
+            "strd r4, r5, %[mr]\n\t" \
+            "str r6, %[k]\n\t" \
+            "strd r8, r8, %[bias]\n\t" \
+            "b 1b\n" \
+            "6:\n\t" \
+            : "+r"(r10), "+r"(r11), "+r"(r12), "+r"(lr), [bias] "+m"(bias2), [mr] "+m"(mr), [k] "+m"(k), \
+              [ro] "+m"(ro), [och] "+m"(och), [left] "+m"(left), [q] "+m"(q) \
+            : [ow] "m"(out_w), [delta] "m"(delta), [strides] "m"(strides), [wp] "m"(wp) \
+            : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "memory", "cc"); \
+    }
+ROWS_2X2_FN(rows_2x2, 0)
+ROWS_2X2_FN(rows_2x2_sign, 1)
 #endif
 
 /* Every channel's output row: the channel loops, specialised for the common spans (3x3 and 5x5 kernels). */
+/* One channel's output row, a 3-wide kernel at stride 1 whose weights are the compact (E0, O1, R) per row:
+ * E0 = (w0, w1), O1 = (w1, w2), R = (w2, w0): the even output takes E0 and R's low half, the odd one R's high half
+ * and O1. */
+static void rows_channel_3w_s1(const int32_t *const *rows, int32_t ch, int32_t kh, const int32_t *w, const int32_t *rq,
+                               int32_t sign, int32_t out_w, int32_t c, int8_t *out)
+{
+    int32_t t;
+    for (t = 0; 2 * t < out_w; ++t) {
+        int32_t ae = rq[3];
+        int32_t ao = rq[3];
+        int32_t ky;
+        for (ky = 0; ky < kh; ++ky) {
+            const int32_t *r = rows[ky] + ch + t;
+            const int32_t *wk = w + 3 * ky;
+            ROWS_MAC(r[0], wk[0], ae);
+            ae += tinyaot_lo16(r[1]) * tinyaot_lo16(wk[2]);
+            ao += tinyaot_hi16(r[0]) * tinyaot_hi16(wk[2]);
+            ROWS_MAC(r[1], wk[1], ao);
+        }
+        out[2 * t * c] = rows_out(ae, rq[0], rq[1], rq[2], sign);
+        if (2 * t + 1 < out_w) {
+            out[(2 * t + 1) * c] = rows_out(ao, rq[0], rq[1], rq[2], sign);
+        }
+    }
+}
+
+/* Every channel's output row: the 3x3 loops (every channel in one call), else per channel in C. */
 static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_params *p, const rows_geom *g, int32_t sign,
                             int8_t *out)
 {
@@ -374,7 +510,7 @@ static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_param
     const int32_t s1 = p->stride_w == 1;
     int32_t ch;
 #if TINYAOT_DSP
-    if (kh == 3 && g->pw == 2) {  /* the 3x3 loops, every channel in one call */
+    if (kh == 3 && p->kernel_w == 3) {
         void (*loop)(const int32_t *, const int32_t *, const int32_t *, const int32_t *, const int32_t *, int32_t,
                      int32_t, int32_t, int32_t, int8_t *) = s1 ? (sign ? rows_3x3_s1_sign : rows_3x3_s1)
                                                                : (sign ? rows_3x3_s2_sign : rows_3x3_s2);
@@ -387,7 +523,9 @@ static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_param
         const int32_t off = ch * words;
         const int32_t *r = rq + 4 * ch;
         int8_t *o = out + ch;
-        if (s1) {
+        if (g->compact) {
+            rows_channel_3w_s1(rows, off, kh, wc, r, sign, out_w, c, o);
+        } else if (s1) {
             switch (g->pw) {
             case 2: rows_channel_s1(rows, off, kh, wc, 2, r[3], r, sign, out_w, c, o, 0); break;
             case 3: rows_channel_s1(rows, off, kh, wc, 3, r[3], r, sign, out_w, c, o, 0); break;
@@ -403,6 +541,13 @@ static void rows_output_row(const int32_t *const *rows, const tinyaot_conv_param
     }
 }
 
+/* The narrow-row form (TINYAOT_DEPTHWISE_ROWS_PAIRED): 3x3, strides 1, output rows narrower than
+ * TINYAOT_DEPTHWISE_ROWS_WIDE, two output rows at a time from a ring of four input rows. */
+static int32_t rows_paired(const tinyaot_conv_params *p)
+{
+    return TINYAOT_DEPTHWISE_ROWS_PAIRED(p->kernel_h, p->kernel_w, p->stride_h, p->stride_w, p->out_w);
+}
+
 void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work,
                                       int8_t *output)
 {
@@ -415,7 +560,9 @@ void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_pa
     const int32_t hi = params->act_max;
     const int32_t sign = lo >= params->output_offset ? 0 : -1;
     const int32_t narrow = lo > -128 || hi < 127;
-    const int32_t *rows[TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL];
+    const int32_t paired = rows_paired(params);
+    const int32_t slots = kh + paired;  /* ring slots: kernel_h rows, one more for two output rows at a time */
+    const int32_t *rows[TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL + 1];
     rows_geom g;
     int32_t b, oy, ky;
     g.c = c;
@@ -423,31 +570,47 @@ void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_pa
     g.pad_left = params->pad_left;
     g.offset = params->input_offset;
     g.pw = params->stride_w == 1 ? params->kernel_w / 2 + 1 : (params->kernel_w + 1) / 2;
-    g.wpr = params->stride_w == 1 ? 2 * g.pw : g.pw;
+    g.compact = params->kernel_w == 3 && params->stride_w == 1;
+    g.wpr = g.compact ? 3 : params->stride_w == 1 ? 2 * g.pw : g.pw;
     g.words = (params->stride_w == 1 ? 2 : 4) * ((params->out_w + 3) / 4) + g.pw - 1;  /* whole groups of four */
     for (b = 0; b < params->batches; ++b) {
         const int8_t *image = input + b * in_h * row_bytes;
         int32_t made = 0;  /* the next padded row to widen */
         for (oy = 0; oy < params->out_h; ++oy) {
             const int32_t y0 = oy * params->stride_h;
+            const int32_t two = paired && oy + 1 < params->out_h;  /* rows oy and oy + 1 together */
+            const int32_t need = y0 + kh + two;
             int32_t y = made > y0 ? made : y0;
             int8_t *out = output + (b * params->out_h + oy) * out_row;
-            for (; y < y0 + kh; ++y) {
+            for (; y < need; ++y) {
                 const int32_t iy = y - params->pad_top;
                 rows_widen((uint32_t)iy < (uint32_t)in_h ? image + iy * row_bytes : 0, &g,
-                           work + (y % kh) * c * g.words);
+                           work + (y % slots) * c * g.words);
             }
-            made = y0 + kh;
-            for (ky = 0; ky < kh; ++ky) {
-                rows[ky] = work + ((y0 + ky) % kh) * c * g.words;
+            made = need;
+            for (ky = 0; ky < kh + two; ++ky) {
+                rows[ky] = work + ((y0 + ky) % slots) * c * g.words;
             }
-            rows_output_row(rows, params, &g, sign, out);
+#if TINYAOT_DSP
+            if (two) {
+                const int32_t geom[4] = {c, out_row, params->out_w, g.words};
+                (sign ? rows_2x2_sign : rows_2x2)(rows, (const int32_t *)params->weights, params->multiplier, geom,
+                                                  out);
+            }
+#endif
+            if (!TINYAOT_DSP || !two) {
+                rows_output_row(rows, params, &g, sign, out);
+            }
+            if (two && !TINYAOT_DSP) {
+                rows_output_row(rows + 1, params, &g, sign, out + out_row);
+            }
             if (narrow) {
                 int32_t i;
-                for (i = 0; i < out_row; ++i) {
+                for (i = 0; i < (1 + two) * out_row; ++i) {
                     out[i] = (int8_t)tinyaot_clamp(out[i], lo, hi);
                 }
             }
+            oy += two;
         }
     }
 }
