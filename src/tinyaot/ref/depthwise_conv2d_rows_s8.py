@@ -100,7 +100,9 @@ def paired(p: ConvParams) -> bool:
 
 
 def work_bytes(node: Node, g: Graph) -> int:
-    """The ring: kernel_h widened input rows of every channel (one more when paired), row_words words each."""
+    """The ring: kernel_h widened input rows of every channel (one more when paired), row_words words each; then
+    a pixel of the input zero point (what the DSP widening reads outside the image), out_c bytes rounded to words."""
     p = depthwise_conv2d_s8.prepare(node, g)
     slots = p.kernel_h + paired(p)
-    return 4 * slots * p.out_c * row_words(p.out_w, p.kernel_w, p.stride_w)
+    words = -(-p.out_w // 2) + 1 if paired(p) else row_words(p.out_w, p.kernel_w, p.stride_w)
+    return 4 * slots * p.out_c * words + -(-p.out_c // 4) * 4

@@ -488,7 +488,8 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
  * depthwise_rows_weights); bias is doubled; multiplier is int32 [out_c][4] (multiplier, right,
  * floor(2^right / 2) + (output_offset << right), 2 * bias) and shift the right shifts, positive, chosen as for the pairs
  * kernels (ref/per_channel.py). work is the plan's ring, 4 * slots * out_c * words bytes, slots = kernel_h
- * (+ 1 where TINYAOT_DEPTHWISE_ROWS_PAIRED: two output rows at a time), words =
+ * (+ 1 where TINYAOT_DEPTHWISE_ROWS_PAIRED: two output rows at a time), then out_c bytes rounded up to a word
+ * (the input zero point, what a pixel outside the image reads), words = ceil(out_w / 2) + 1 where paired, else
  * 2 * ceil(out_w / 4) + pw - 1 (stride 1) or 4 * ceil(out_w / 4) + pw - 1 (stride 2), 4-byte aligned, overlapping neither input
  * nor output. Output rows in order, each written after the input rows its windows read.
  */

@@ -79,15 +79,51 @@ typedef struct {
     int32_t compact; /* a 3-wide kernel at stride 1: weights (E0, O1, R) per row */
 } rows_geom;
 
-/* One ring slot ([c][words]) from image row `row` (NULL: a row outside the image, all zero). */
-static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst)
+#define ROWS_WORD_CHANNELS 8  /* groups of four channels from which the widening goes a word at a time */
+
+#if TINYAOT_DSP
+/* Word t of channels [0, 4 n4) of one ring slot: pixels a and b (each 4 n4 channel bytes; a pixel outside the image
+ * is the zero point, which widens to 0) to d, d + words, ... (words4 = 4 * words bytes apart): per four channels
+ * two LDR, four SXTAB16, four PKH, four STR. */
+static inline __attribute__((always_inline)) void rows_widen_word(const int8_t *a, const int8_t *b, int32_t *d,
+                                                                  int32_t words4, int32_t offset2, int32_t n4)
+{
+    int32_t x, y, e, f, t;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr %[x], [%[a]], #4\n\t"
+        "ldr %[y], [%[b]], #4\n\t"
+        "sxtab16 %[e], %[o2], %[x]\n\t"
+        "sxtab16 %[f], %[o2], %[y]\n\t"
+        "sxtab16 %[x], %[o2], %[x], ror #8\n\t"
+        "sxtab16 %[y], %[o2], %[y], ror #8\n\t"
+        "pkhbt %[t], %[e], %[f], lsl #16\n\t"
+        "str %[t], [%[d]]\n\t"
+        "pkhtb %[t], %[f], %[e], asr #16\n\t"
+        "pkhbt %[e], %[x], %[y], lsl #16\n\t"
+        "str %[e], [%[d], %[w4]]\n\t"
+        "add %[e], %[d], %[w4], lsl #1\n\t"
+        "str %[t], [%[e]]\n\t"
+        "pkhtb %[t], %[y], %[x], asr #16\n\t"
+        "str %[t], [%[e], %[w4]]\n\t"
+        "add %[d], %[e], %[w4], lsl #1\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b"
+        : [a] "+r"(a), [b] "+r"(b), [d] "+r"(d), [n] "+r"(n4), [x] "=&r"(x), [y] "=&r"(y), [e] "=&r"(e),
+          [f] "=&r"(f), [t] "=&r"(t)
+        : [w4] "r"(words4), [o2] "r"(offset2)
+        : "memory", "cc");
+}
+#endif
+
+/* One ring slot ([c][words]) from image row `row` (NULL: a row outside the image, all zero); zp: c bytes of the
+ * input zero point (DSP: what a pixel outside the image reads). */
+static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst, const int8_t *zp)
 {
     const int32_t c = g->c;
     const int32_t words = g->words;
     const int32_t offset = g->offset;
-    int32_t t_lo = (g->pad_left + 1) / 2;           /* first word whose two columns are both inside */
-    int32_t t_hi = (g->in_w + g->pad_left) / 2;     /* past the last one */
-    int32_t t, ch;
+    int32_t t, ch = 0;
     if (row == 0) {
         int32_t *const end = dst + c * words;
         while (dst != end) {
@@ -95,40 +131,42 @@ static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst)
         }
         return;
     }
-    if (t_hi > words) {
-        t_hi = words;
-    }
-    if (t_lo > t_hi) {
-        t_lo = t_hi;
-    }
-    ch = 0;
 #if TINYAOT_DSP
-    {
+    if (c >= 4) {
         const int32_t offset2 = tinyaot_offset2(offset);
-        const int32_t zp4 = (int32_t)((uint32_t)(uint8_t)(int8_t)(-offset) * 0x01010101u);  /* widens to 0 */
-        for (; ch + 4 <= c; ch += 4) {  /* four channels of two pixels: two LDR, four SXTAB16, four PKH */
-            const int8_t *src = row + (2 * t_lo - g->pad_left) * c + ch;
-            int32_t *d = dst + ch * words;
-            int32_t *const end = d + t_hi;
-            for (t = 0; t < words; ++t) {  /* border words: a pixel outside reads the zero point */
-                const int32_t x0 = 2 * t - g->pad_left;
-                int32_t a, b, ae, ao, be, bo;
-                if (t == t_lo && t_lo < t_hi) {
-                    t = t_hi - 1;
-                    continue;
-                }
-                a = (uint32_t)x0 < (uint32_t)g->in_w ? tinyaot_read_s8x4(row + x0 * c + ch) : zp4;
-                b = (uint32_t)(x0 + 1) < (uint32_t)g->in_w ? tinyaot_read_s8x4(row + (x0 + 1) * c + ch) : zp4;
-                ae = __sxtab16(offset2, a);
-                ao = tinyaot_sxtab16_ror8(offset2, a);
-                be = __sxtab16(offset2, b);
-                bo = tinyaot_sxtab16_ror8(offset2, b);
-                d[t] = rows_pack_lo(ae, be);
-                d[t + words] = rows_pack_lo(ao, bo);
-                d[t + 2 * words] = rows_pack_hi(ae, be);
-                d[t + 3 * words] = rows_pack_hi(ao, bo);
+        const int32_t n4 = c >> 2;
+        int32_t t_lo = (g->pad_left + 1) / 2;        /* the first word whose two columns are both inside */
+        int32_t t_hi = (g->in_w + g->pad_left) / 2;  /* past the last one */
+        if (n4 >= ROWS_WORD_CHANNELS) {  /* many channels: every word with all of them, in one loop */
+            t_lo = t_hi = 0;
+        }
+        t_hi = t_hi > words ? words : t_hi;
+        t_lo = t_lo > t_hi ? t_hi : t_lo;
+        ch = c & ~3;
+        for (t = 0; t < words; ++t) {  /* (border) words a channel group after the other */
+            const int32_t x0 = 2 * t - g->pad_left;
+            const int32_t in0 = (uint32_t)x0 < (uint32_t)g->in_w;
+            const int32_t in1 = (uint32_t)(x0 + 1) < (uint32_t)g->in_w;
+            if (t == t_lo && t_lo < t_hi) {
+                t = t_hi - 1;
+                continue;
             }
-            for (d += t_lo; d < end; ++d) {
+            if (!in0 && !in1) {  /* both columns outside: zeros */
+                int32_t *d = dst + t;
+                int32_t k;
+                for (k = 0; k < ch; ++k) {
+                    *d = 0;
+                    d += words;
+                }
+                continue;
+            }
+            rows_widen_word(in0 ? row + x0 * c : zp, in1 ? row + (x0 + 1) * c : zp, dst + t, 4 * words, offset2, n4);
+        }
+        for (t = 0; t < n4 && t_lo < t_hi; ++t) {  /* few channels: the inner words a word after the other */
+            const int8_t *src = row + (2 * t_lo - g->pad_left) * c + 4 * t;
+            int32_t *d = dst + 4 * t * words + t_lo;
+            int32_t *const end = dst + 4 * t * words + t_hi;
+            for (; d < end; ++d) {
                 const int32_t a = tinyaot_read_s8x4(src);
                 const int32_t b = tinyaot_read_s8x4(src + c);
                 const int32_t ae = __sxtab16(offset2, a);
@@ -143,25 +181,16 @@ static void rows_widen(const int8_t *row, const rows_geom *g, int32_t *dst)
             }
         }
     }
+#else
+    (void)zp;
 #endif
-    for (t = 0; t < words && ch < c; ++t) {  /* the border words of the channels left, a channel at a time */
+    for (t = 0; t < words && ch < c; ++t) {  /* the channels left (all of them without DSP), one at a time */
         const int32_t x0 = 2 * t - g->pad_left;
         int32_t k;
-        if (t == t_lo && t_lo < t_hi) {
-            t = t_hi - 1;
-            continue;
-        }
         for (k = ch; k < c; ++k) {
             const int32_t v0 = (uint32_t)x0 < (uint32_t)g->in_w ? row[x0 * c + k] + offset : 0;
             const int32_t v1 = (uint32_t)(x0 + 1) < (uint32_t)g->in_w ? row[(x0 + 1) * c + k] + offset : 0;
             dst[k * words + t] = rows_pack16(v0, v1);
-        }
-    }
-    for (; ch < c; ++ch) {
-        const int8_t *src = row + (2 * t_lo - g->pad_left) * c + ch;
-        for (t = t_lo; t < t_hi; ++t) {
-            dst[ch * words + t] = rows_pack16(src[0] + offset, src[c] + offset);
-            src += 2 * c;
         }
     }
 }
@@ -564,6 +593,7 @@ void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_pa
     const int32_t slots = kh + paired;  /* ring slots: kernel_h rows, one more for two output rows at a time */
     const int32_t *rows[TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL + 1];
     rows_geom g;
+    int8_t *zp;
     int32_t b, oy, ky;
     g.c = c;
     g.in_w = params->in_w;
@@ -572,7 +602,14 @@ void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_pa
     g.pw = params->stride_w == 1 ? params->kernel_w / 2 + 1 : (params->kernel_w + 1) / 2;
     g.compact = params->kernel_w == 3 && params->stride_w == 1;
     g.wpr = g.compact ? 3 : params->stride_w == 1 ? 2 * g.pw : g.pw;
-    g.words = (params->stride_w == 1 ? 2 : 4) * ((params->out_w + 3) / 4) + g.pw - 1;  /* whole groups of four */
+    /* whole groups of four outputs; paired, whole pairs (a last odd row's group of four may read one word past its
+     * channel's row: the next row's or the zero point's, for outputs it does not store) */
+    g.words = (paired ? (params->out_w + 1) / 2 : (params->stride_w == 1 ? 2 : 4) * ((params->out_w + 3) / 4))
+              + g.pw - 1;
+    zp = (int8_t *)(work + slots * c * g.words);
+    for (b = 0; b < c; ++b) {
+        zp[b] = (int8_t)(-params->input_offset);
+    }
     for (b = 0; b < params->batches; ++b) {
         const int8_t *image = input + b * in_h * row_bytes;
         int32_t made = 0;  /* the next padded row to widen */
@@ -585,7 +622,7 @@ void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_pa
             for (; y < need; ++y) {
                 const int32_t iy = y - params->pad_top;
                 rows_widen((uint32_t)iy < (uint32_t)in_h ? image + iy * row_bytes : 0, &g,
-                           work + (y % slots) * c * g.words);
+                           work + (y % slots) * c * g.words, zp);
             }
             made = need;
             for (ky = 0; ky < kh + two; ++ky) {
