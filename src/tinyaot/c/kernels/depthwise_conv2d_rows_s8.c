@@ -401,6 +401,11 @@ ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 16, 1)
     "smlatt " b ", r8, r6, " b "\n\t" \
     "smlad " b ", r9, r5, " b "\n\t"
 
+/* the even output of a pair alone: words r8 (t), r9 (t + 1) */
+#define ROWS_EVEN(a) \
+    "smlad " a ", r8, r4, " a "\n\t" \
+    "smlabb " a ", r9, r6, " a "\n\t"
+
 #define ROWS_2X2_FN(name, sign) \
     __attribute__((noinline)) static void name(const int32_t *const *rows, const int32_t *w, const int32_t *q, \
                                                const int32_t *geom, int8_t *out) \
@@ -412,12 +417,13 @@ ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 16, 1)
         int32_t bias2[2] = {0, 0}; \
         int32_t mr[2] = {0, 0}; \
         int32_t k = 0; \
-        int32_t ro[2] = {0, 0}; /* output columns left in this channel, the next group's first output */ \
+        int32_t ro[2] = {0, 0}; /* output columns left in this channel - 1, the next group's first output */ \
         int32_t strides[2] = {geom[0], geom[1]}; /* channels (bytes), one output row (bytes) */ \
         int32_t och = (int32_t)(uintptr_t)out; \
         int32_t left = geom[0]; \
         const int32_t out_w = geom[2]; \
-        const int32_t delta = 4 * geom[3] - 4 * ((out_w + 1) / 2); \
+        const int32_t out_w1 = out_w - 1; \
+        const int32_t delta = 4 * geom[3] - 4 * (out_w / 2); /* the odd column does not advance */ \
         const int32_t *wp = w; \
         __asm__ volatile( \
             "ldr r7, %[wp]\n\t" \
@@ -455,15 +461,39 @@ ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 16, 1)
             "ldrd r4, r5, %[strides]\n\t" \
             "strb r0, [r9]\n\t" \
             "strb r2, [r9, r5]\n\t" \
-            "cmp r8, #2\n\t" \
-            "blt 4f\n\t" \
             "strb r1, [r9, r4]\n\t" \
             "add r6, r9, r5\n\t" \
             "strb r3, [r6, r4]\n\t" \
             "add r9, r9, r4, lsl #1\n\t" \
             "subs r8, r8, #2\n\t" \
             "strd r8, r9, %[ro]\n\t" \
-            "bne 1b\n" \
+            "bgt 1b\n\t" /* two or more columns left */ \
+            "blt 4f\n" /* none left; one left: */ \
+            "7:\n\t" /* an odd out_w's last column, both rows: the even outputs alone */ \
+            "ldrd r0, r2, %[bias]\n\t" \
+            "ldm r7!, {r4-r6}\n\t" \
+            "ldrd r8, r9, [r10]\n\t" \
+            ROWS_EVEN("r0") \
+            "ldrd r8, r9, [r11]\n\t" \
+            ROWS_EVEN("r2") \
+            "ldm r7!, {r4-r6}\n\t" \
+            "ldrd r8, r9, [r11]\n\t" \
+            ROWS_EVEN("r0") \
+            "ldrd r8, r9, [r12]\n\t" \
+            ROWS_EVEN("r2") \
+            "ldm r7!, {r4-r6}\n\t" \
+            "ldrd r8, r9, [r12]\n\t" \
+            ROWS_EVEN("r0") \
+            "ldrd r8, r9, [lr]\n\t" \
+            ROWS_EVEN("r2") \
+            "sub r7, r7, #36\n\t" \
+            "ldrd r4, r5, %[mr]\n\t" \
+            "ldr r6, %[k]\n\t" \
+            ROWS_REQ("r0", sign) ROWS_REQ("r2", sign) \
+            "ldrd r8, r9, %[ro]\n\t" \
+            "ldrd r4, r5, %[strides]\n\t" \
+            "strb r0, [r9]\n\t" \
+            "strb r2, [r9, r5]\n" \
             "4:\n\t" \
             "ldr r8, %[delta]\n\t" \
             "add r10, r10, r8\n\t" \
@@ -487,11 +517,14 @@ ROWS_3X3_FN(rows_3x3_s2_sign, ROWS_ROW_S2, 24, 16, 1)
             "strd r4, r5, %[mr]\n\t" \
             "str r6, %[k]\n\t" \
             "strd r8, r8, %[bias]\n\t" \
-            "b 1b\n" \
+            "ldr r8, %[ow]\n\t" \
+            "cmp r8, #0\n\t" \
+            "bgt 1b\n\t" \
+            "b 7b\n" \
             "6:\n\t" \
             : "+r"(r10), "+r"(r11), "+r"(r12), "+r"(lr), [bias] "+m"(bias2), [mr] "+m"(mr), [k] "+m"(k), \
               [ro] "+m"(ro), [och] "+m"(och), [left] "+m"(left), [q] "+m"(q) \
-            : [ow] "m"(out_w), [delta] "m"(delta), [strides] "m"(strides), [wp] "m"(wp) \
+            : [ow] "m"(out_w1), [delta] "m"(delta), [strides] "m"(strides), [wp] "m"(wp) \
             : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "memory", "cc"); \
     }
 ROWS_2X2_FN(rows_2x2, 0)
