@@ -5,8 +5,10 @@ output row, the input rows its windows need are widened once into a ring of kern
 per channel a row of words (x[2t] + input_offset, x[2t + 1] + input_offset) over the padded columns (0 outside
 the image: TFLM skips those taps, so they add nothing), then each channel's output row is computed from the
 ring with its weights widened and doubled at compile time (codegen/emit_conv.py depthwise_rows_weights), and the
-fast requantization (ref/per_channel.py) finishes each output. The reference is the plain kernel's; this module
-holds what the plan needs to know of the kernel: when a layer qualifies, the work buffer's size, the words.
+fast requantization (ref/per_channel.py) finishes each output; narrow 3x3 rows go two output rows at a time from
+one more ring row (`paired`). The plan chooses it where it is faster than the plain kernel (3x3 kernels, rows of
+MIN_OUT_W+ pixels). The reference is the plain kernel's; this module holds what the plan needs to know of the
+kernel: when a layer qualifies, the work buffer's size, the words.
 """
 from __future__ import annotations
 

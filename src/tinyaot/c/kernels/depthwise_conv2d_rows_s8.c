@@ -4,14 +4,17 @@
  * depthwise_conv2d_s8.c gives (TFLite Micro's DepthwiseConvPerChannel).
  *
  * Output row by output row: the input rows its windows read that are not in the ring yet are widened into the
- * work buffer, a ring of kernel_h rows (padded row y in slot y % kernel_h), each row per channel `words` int32
- * words (enough for whole groups of four outputs), word t holding padded columns 2t and 2t + 1 as (x + input_offset) int16 halves, 0 for a column or row
- * outside the image (TFLM skips those taps: they add nothing). Then each channel's output row: with stride 1
- * output pair (2t, 2t + 1) reads words t .. t + pw - 1 of each kernel row, the even output with the weights'
- * even words E_j = (w[2j], w[2j + 1]), the odd one with the odd words O_j = (w[2j - 1], w[2j]) (widened, doubled
- * and laid out at compile time: codegen/emit_conv.py depthwise_rows_weights); with stride 2 output t reads words
- * t .. t + pw - 1 with the even words. Integer sums are exact, so the DSP path (SMLAD) and the portable one give
- * the same bits.
+ * work buffer, a ring of kernel_h rows (padded row y in slot y % slots), each row per channel `words` int32 words,
+ * word t holding padded columns 2t and 2t + 1 as (x + input_offset) int16 halves, 0 for a column or row outside
+ * the image (TFLM skips those taps: they add nothing); the DSP path widens four channels of a word at a time, a
+ * pixel outside the image reading a zero-point pixel kept after the ring. Then each channel's output row: with
+ * stride 1 output pair (2t, 2t + 1) reads words t .. t + pw - 1 of each kernel row, the even output with the
+ * weights' even words E_j = (w[2j], w[2j + 1]), the odd one with the odd words O_j = (w[2j - 1], w[2j]) (widened,
+ * doubled and laid out at compile time: codegen/emit_conv.py depthwise_rows_weights; a 3-wide kernel's compact
+ * (E0, O1, R = (w2, w0)), SMLAD plus SMLABB / SMLATT); with stride 2 output t reads words t .. t + pw - 1 with the
+ * even words. 3x3 kernels run hand-scheduled loops over every channel of a row, four outputs of a channel at a
+ * time; narrow rows (TINYAOT_DEPTHWISE_ROWS_PAIRED) two output rows at a time, two columns of each, from a ring of
+ * kernel_h + 1 rows. Integer sums are exact, so the DSP path and the portable one give the same bits.
  *
  * Requantization is the fast form (ref/per_channel.py, as the pairs kernels'): the accumulator holds 2 acc
  * (weights and bias doubled), SMMLAR(2 acc, multiplier, k) >> right, saturated to int8; k = floor(2^right / 2)
@@ -20,8 +23,10 @@
  * at or below the zero point either way, which the clamp maps to act_min (and forms 2 and 3 are exact without it).
  * A clamp narrower than int8 is applied to the output row afterwards.
  *
- * Memory order: an output row is written after every input row its windows read was widened, rows in order, so
- * every plan valid for depthwise_conv2d_s8.c's order (a pixel written once its window is read) is valid here.
+ * Memory order: an output row (a pair of rows) is written after every input row its windows read was widened,
+ * rows in order, so each output pixel is written after every window up to it was read (a pair's second row's
+ * pixels come before some of its first row's, whose windows were read already): every plan valid for
+ * depthwise_conv2d_s8.c's order (a pixel written once its window is read) is valid here.
  */
 #include "tinyaot_dsp.h"
 #include "tinyaot_fixedpoint.h"
