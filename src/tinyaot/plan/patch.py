@@ -22,12 +22,12 @@ from importlib import import_module
 
 from tinyaot.ir import Graph
 from tinyaot.ir.macs import node_macs
-from tinyaot.ir.ops import OPS
+from tinyaot.ir.ops import OPS, ops_where
 from tinyaot.plan.lifetimes import Buffer, live_bytes
 from tinyaot.plan.overlap import Overlap
 from tinyaot.ref.conv2d_pairs_s8 import skipped_channels
 
-PATCH_OPS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # plain kernels taking a row window
+PATCH_OPS = ops_where(overlap="window")  # the windowed ops, whose plain kernels take a row window
 WINDOW_VARIANTS = ("pairs", "pairs_w8")  # variants a stage's layer keeps (on its window, its work buffer at the stage)
 EXTRA_MACS = 0.15  # default bound on the recomputed halos' MACs, a fraction of the model's
 MAX_LAYERS = 16  # longest chain tried
