@@ -2,8 +2,9 @@
 the plans it weighed (cm.tradeoffs, `tinyaot report --tradeoffs`).
 
 What a plan may choose per layer: its kernels' optimize mode (speed: the fast kernels on int16 weights and their
-work buffers; size: the same kernels on int8 weights; memory: the plain kernels and their in-place rings), and
-whether its constants are copied to SRAM (codegen/placement.py). RAM is the model's arena + state + constants in
+work buffers; size: the same kernels on int8 weights; memory: the plain kernels and their in-place rings),
+whether its first stages run band by band (patch-based execution, plan/patch.py, where the arena does not fit
+otherwise), and whether its constants are copied to SRAM (codegen/placement.py). RAM is the model's arena + state + constants in
 SRAM; flash its constants. Speed is estimated cycles (targets/m33/timing.py, docs/timing.md): each mode's layers
 are measured once on the emulated Cortex-M33 (their exact instructions and mix), a mixed plan's estimate is the sum
 of its layers' figures in their modes, and on the Pico 2 the XIP estimate of the constants left in flash is added.
@@ -43,10 +44,11 @@ class PlanPoint:
     fits: bool
     measured: bool = False  # estimated_cycles from a profile of this very plan
     peak: str = ""  # what the arena's peak is made of (plan/lifetimes.py busiest_step_text)
+    patched: bool = False  # its first stages run band by band (plan/patch.py)
 
     def to_dict(self) -> dict:
         return {"label": self.label, "optimize": self.optimize, "layer_optimize": dict(self.layer_modes),
-                "sram_constants": list(self.sram_constants), "ram_bytes": self.ram_bytes,
+                "sram_constants": list(self.sram_constants), "patched": self.patched, "ram_bytes": self.ram_bytes,
                 "flash_bytes": self.flash_bytes, "estimated_cycles": self.estimated_cycles, "fits": self.fits}
 
 
@@ -110,9 +112,9 @@ class _Search:
         self.pico2 = options.target_memory == PICO2
         self.points: list[tuple[PlanPoint, CompiledModel]] = []
 
-    def build(self, optimize: str, layer_modes=(), sram=()) -> CompiledModel:
+    def build(self, optimize: str, layer_modes=(), sram=(), patch=None) -> CompiledModel:
         opts = replace(self.base, optimize=optimize, layer_optimize=dict(layer_modes) or None,
-                       sram_constants=tuple(sram))
+                       sram_constants=tuple(sram), patch=self.base.patch if patch is None else patch)
         unit, _ = run_passes(self.backend, replace(self.unit, options=opts))
         return CompiledModel(result_of(unit, ()))
 
@@ -133,13 +135,13 @@ class _Search:
         return total
 
     def add(self, cm: CompiledModel, cycles: int, measured: bool = False) -> PlanPoint:
-        same = [p for p, _ in self.points if (p.optimize, p.layer_modes, p.sram_constants)
-                == (cm.plan.optimize, cm.plan.layer_modes, cm.c_sources.sram_layers)]
+        same = [p for p, _ in self.points if (p.optimize, p.layer_modes, p.sram_constants, p.patched)
+                == (cm.plan.optimize, cm.plan.layer_modes, cm.c_sources.sram_layers, bool(cm.plan.patches))]
         if same:  # two routes to one plan: weighed once
             return same[0]
         p = PlanPoint(_label(cm), cm.plan.optimize, cm.plan.layer_modes, cm.c_sources.sram_layers, cm.ram_bytes,
                       cm.constant_bytes, cycles, cm.ram_bytes <= self.ram and cm.constant_bytes <= self.flash,
-                      measured, busiest_step_text(cm.plan))
+                      measured, busiest_step_text(cm.plan), bool(cm.plan.patches))
         self.points.append((p, cm))
         return p
 
@@ -157,13 +159,14 @@ def search(unit, backend, options) -> tuple[Tradeoffs, object]:
         s.add(m.cm, s.estimate(m.cm, tables))
     _mixed_for_flash(s, tables)
     _mixed_for_ram(s, tables)
+    _patched(s, tables)
     _with_sram(s, tables)
     chosen = _choose(s, tables)
     t = Tradeoffs(s.ram, s.flash, tuple(p for p, _ in s.points), chosen)
     if chosen is None:
         return t, None
     return t, replace(options, optimize=chosen.optimize, layer_optimize=dict(chosen.layer_modes) or None,
-                      sram_constants=chosen.sram_constants)
+                      sram_constants=chosen.sram_constants, patch=chosen.patched or options.patch)
 
 
 def _label(cm: CompiledModel) -> str:
@@ -172,6 +175,9 @@ def _label(cm: CompiledModel) -> str:
     if cm.plan.layer_modes:
         n = len(cm.plan.layer_modes)
         label += f", {n} layer{'s' * (n > 1)} in other modes"
+    if cm.plan.patches:
+        n = len(cm.plan.patches)
+        label += f", patched ({n} stage{'s' * (n > 1)})"
     if cm.c_sources.sram_layers:
         n = len(cm.c_sources.sram_layers)
         label += f", constants of {n} layer{'s' * (n > 1)} in SRAM"
@@ -227,6 +233,17 @@ def _mixed_for_ram(s: _Search, tables) -> None:
                 break
 
 
+def _patched(s: _Search, tables) -> None:
+    """Each plan whose constants fit but whose arena does not, with its first stages run band by band (patch-based
+    execution, plan/patch.py, within its default bound on recomputed MACs)."""
+    for point, cm in list(s.points):
+        if point.ram_bytes <= s.ram or point.flash_bytes > s.flash or point.patched:
+            continue
+        trial = s.build(point.optimize, point.layer_modes, point.sram_constants, patch=True)
+        if trial.plan.patches:
+            s.add(trial, s.estimate(trial, tables))
+
+
 def _with_sram(s: _Search, tables) -> None:
     """Each fitting plan with the constants the RAM left can hold copied to SRAM, where that saves XIP time."""
     if not s.pico2:
@@ -237,7 +254,7 @@ def _with_sram(s: _Search, tables) -> None:
         offer = sram_offer(cm.c_sources, cm.ram_bytes, s.ram)
         if offer is None:
             continue
-        trial = s.build(point.optimize, point.layer_modes, [n for n, _ in offer.layers])
+        trial = s.build(point.optimize, point.layer_modes, [n for n, _ in offer.layers], patch=point.patched)
         s.add(trial, s.estimate(trial, tables))
 
 
@@ -246,7 +263,7 @@ def _choose(s: _Search, tables) -> PlanPoint | None:
     fitting = sorted((p for p, _ in s.points if p.fits), key=lambda p: p.estimated_cycles)
     if not fitting:
         return None
-    uniform = [p for p in fitting if not p.layer_modes and not p.sram_constants]
+    uniform = [p for p in fitting if not p.layer_modes and not p.sram_constants and not p.patched]
     best = fitting[0]
     if best in uniform or not uniform:
         return best
