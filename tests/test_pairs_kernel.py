@@ -200,6 +200,50 @@ def quant_case(k: int, op: str = "conv2d", optimize: str = "speed") -> Case:
     return Case(f"quant_{op}_{optimize}{k}", g, samples, optimize=optimize)
 
 
+MIXED_KINDS = ("right", "huge", "zero", "left", "far", "dead", "right", "right")
+
+
+def mixed_case(k: int, optimize: str = "speed") -> Case:
+    """A fully connected layer some of whose channels no fast requantization form takes (ref/per_channel.py
+    exact): live channels with biases near +-2^31 (accumulators past 2^30, which may wrap), shift 0 without a clamp at
+    the zero point, left shifts beyond the weights' reach, right shifts beyond 22; beside right-shift and dead
+    channels. The wide kernel's _mixed twin runs them all, each channel requantized its own way."""
+    rng = np.random.default_rng(9500 + k + 1000 * (optimize == "size"))
+    relu = k % 2 == 1
+    c_in, c_out = 8 * int(rng.integers(1, 4)), int(rng.choice([5, 13, 19]))
+    s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
+    out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
+    weights = rng.integers(-127, 128, size=(c_out, c_in))
+    bias = rng.integers(-3000, 3000, size=c_out)
+    scales = []
+    for c in range(c_out):
+        kind = MIXED_KINDS[(c + k) % len(MIXED_KINDS)]
+        sign = 1 if rng.random() < 0.5 else -1
+        if kind == "right":
+            m = 10 ** rng.uniform(-4, -1.5)
+        elif kind == "huge":  # |acc| past 2^30 (and the sum may wrap): v = acc * m in the tens, or saturating
+            m = 10 ** rng.uniform(-9, -8) if rng.random() < 0.5 else 2.0 ** rng.uniform(-22, -19)
+            bias[c] = sign * (2**31 - 400_000 - int(rng.integers(0, 5000)))
+        elif kind in ("zero", "left"):  # shift 0, or left by more than the int16 weights' 8 / int8's 0
+            m = rng.uniform(0.5, 1.0) * (2 ** int(rng.integers(9, 12)) if kind == "left" else 1)
+            weights[c] = rng.integers(-2, 3, size=c_in)
+            bias[c] = rng.integers(-40, 40)
+        elif kind == "far":  # right by 23-26 with live weights
+            m = 2.0 ** rng.uniform(-26, -23)
+        else:  # dead: zero weights, a bias near 2^30 (a constant channel)
+            m, bias[c] = 2.0 ** rng.uniform(-30, -24), sign * (2**30 - int(rng.integers(1, 5000)))
+            weights[c] = 0
+        scales.append(float(np.float32(out_scale / s_in * m)))
+    x = act("x", (2, c_in), s_in, z_in)
+    wt = Tensor("w", weights.shape, "int8", data=weights.astype(np.int8),
+                qparams=QParams(tuple(scales), (0,) * c_out, 0))
+    bt = Tensor("b", (c_out,), "int32", data=bias.astype(np.int32),
+                qparams=QParams(tuple(s_in * s for s in scales), (0,) * c_out, 0))
+    y = act("y", (2, c_out), out_scale, -128 if relu and k % 4 == 1 else int(rng.integers(-40, 40)))
+    g = one_op_graph("fully_connected", [x, wt, bt], y, {"clamp": RELU if relu else None})
+    return Case(f"mixed_{optimize}{k}", g, [_samples_near(x.shape, rng, z_in)], optimize=optimize)
+
+
 SHAPED = [shaped_case(0, (3, 3), 3, 16, (6, 5), (1, 1), (1, 1, 1, 1)),
           shaped_case(1, (10, 4), 1, 8, (13, 6), (2, 2), (4, 5, 1, 1)),
           shaped_case(2, (1, 1), 32, 12, (3, 3), (1, 1), (0, 0, 0, 0)),
@@ -212,7 +256,8 @@ QUANT = ([quant_case(k) for k in range(8)] + [quant_case(k, optimize="size") for
          + [quant_case(k, "conv2d_add") for k in range(2)] + [quant_case(k, "conv2d_add", "size") for k in range(2)]
          + [quant_case(k, "fully_connected") for k in range(4)]
          + [quant_case(k, "fully_connected", "size") for k in range(2)])
-CASES = CONVS + RESIDUAL + FCS + SIZE + QUANT
+MIXED = [mixed_case(k) for k in range(4)] + [mixed_case(k, "size") for k in range(4, 6)]
+CASES = CONVS + RESIDUAL + FCS + SIZE + QUANT + MIXED
 
 
 def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
@@ -266,6 +311,22 @@ def test_every_quantization_case_takes_the_fast_kernel_with_its_forms():
     sparse = {(c.optimize, "_pairs_sparse" in generate_c(c.graph, c.plan, c.name).files[f"{c.name}.c"])
               for c in QUANT if c.graph.nodes[0].op == "conv2d"}
     assert sparse == {("speed", True), ("speed", False), ("size", True), ("size", False)}  # skipped or not
+
+
+def test_fully_connected_channels_no_fast_form_takes_run_exact_in_the_wide_kernel():
+    """A fall-back per channel, not per layer: the MIXED layers would have run the plain kernel; the wide kernel's
+    _mixed twin takes them, and the record names the exact channels and why."""
+    for case in MIXED:
+        (choice,) = case.plan.kernels
+        size = case.optimize == "size"
+        assert choice.variant == ("wide_w8" if size else "wide"), (case.name, choice.rejected)
+        assert "run TFLM's exact requantization" in choice.note and "constant channel" in choice.note, choice.note
+        c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
+        assert ("tinyaot_fully_connected_wide_w8_mixed_s8(" if size else "tinyaot_fully_connected_wide_mixed_s8(") in c
+    notes = " ".join(c.plan.kernels[0].note for c in MIXED)
+    assert all(why in notes for why in ("may reach 2^30", "shift right by more than", "shift left by more than",
+                                         "without a clamp at the zero point"))
+    assert "mixed" not in generate_c(FCS[0].graph, FCS[0].plan, "f").files["f.c"]  # every channel fast: as before
 
 
 def test_constant_channels_are_skipped_where_that_pays():

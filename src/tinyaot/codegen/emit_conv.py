@@ -23,6 +23,7 @@ from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT, FastRequant
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
 PATCH16_TAPS = kernel_header().define("TINYAOT_CONV_PATCH16_TAPS")
 SHORT_ROW = kernel_header().define("TINYAOT_CONV_SHORT_ROW")
+FC_EXACT = kernel_header().define("TINYAOT_FC_EXACT")  # the mark of a wide FC's channel on TFLM's requantization
 
 
 def conv_kernel(p: ConvParams, ring: bool = False) -> tuple[ConvParams, str]:
@@ -48,15 +49,18 @@ def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, s
 def emit_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
     """The plan's wide kernel for a fully connected layer: bias folded, weights widened to int16 at compile time
     (or, size mode, int8 in the kernel's order), as the variant's `weights` say, each channel as its fast
-    requantization takes it (ref/per_channel.py)."""
+    requantization takes it (ref/per_channel.py); a layer with channels on TFLM's exact requantization calls the
+    kernel's `_mixed` twin, their shifts marked (TFLM's - TINYAOT_FC_EXACT)."""
     p = fully_connected_s8.prepare(node, g)
     fast = _fast(fully_connected_wide_s8.requantization(node, g, variant.weights), node)
     int8 = variant.weights == "int8"
     w = fast.weights(p.weights)
     weights = wide_fc_w8_weights(w.astype(np.int8)) if int8 else wide_fc_weights(w)
     multiplier = fast.multiplier if int8 else requant_triples(fast.multiplier, fast.right, p.output_offset)
-    p = replace(p, bias=fast.scaled_bias().astype(np.int32), weights=weights, shift=fast.right, multiplier=multiplier)
-    return plain_op(node, prefix, offsets, p, variant.c_kernel, variant.c_file)
+    shift = np.where(fast.exact, p.shift - FC_EXACT, fast.right).astype(np.int32)
+    p = replace(p, bias=fast.scaled_bias().astype(np.int32), weights=weights, shift=shift, multiplier=multiplier)
+    fn = variant.c_kernel.removesuffix("_s8") + "_mixed_s8" if fast.exact.any() else variant.c_kernel
+    return plain_op(node, prefix, offsets, p, fn, variant.c_file)
 
 
 emit_wide_w8 = emit_wide  # the same kernel reading int8 weights: the variant says which

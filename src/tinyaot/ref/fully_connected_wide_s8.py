@@ -5,6 +5,11 @@ They compute fully_connected_s8's numbers eight outputs at a time over weights l
 (codegen/emit_conv.py: int16 pairs for speed, int8 in the kernel's order for size), the input offset folded into
 the bias and the fast requantization (ref/per_channel.py) after. The reference is the plain kernel's; this module
 holds what the plan needs to know of them: when a layer qualifies (they need no work buffer).
+
+The kernels' MACs are exact for every channel (wrapping int32 sums, as TFLM's); only the requantization has a fast
+form with conditions. Channels no fast form takes run TFLM's requantization on their raw accumulator (the `_mixed`
+entry points, which the emitter picks for such a layer), so a layer never falls back to the plain kernel for its
+requantization: a fall-back per channel, which the plan's record notes (the channels and why).
 """
 from __future__ import annotations
 
@@ -24,8 +29,8 @@ MAX_LEFT = {"int16": 8, "int8": 0}  # a left shift the weights take (ref/per_cha
 
 
 def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
-    """An int8 layer with constant weights, a multiple of 8 input features, whose requantization takes the fast
-    exact path, in an arena at least word aligned."""
+    """An int8 layer with constant weights, a multiple of 8 input features, in an arena at least word aligned;
+    the note says which channels take which requantization (ref/per_channel.py)."""
     if options.alignment < FAST_ALIGNMENT:
         return False, f"the arena is {options.alignment}-byte aligned; the kernel loads words (LDRD)"
     x, w, b = (g.tensor(n) for n in node.inputs[:3])
@@ -46,10 +51,11 @@ def requantization(node: Node, g: Graph, weights: str) -> FastRequant | str:
     """The layer's fast requantization (ref/per_channel.py) for weights of type `weights` in flash, over the
     values its input can hold; the reason where a channel cannot take it. The kernel sums the raw inputs from the
     bias with the input offset folded in, so that is the bias it is given and the bound covers every partial sum
-    of that order (each term 0 or x * w). The plan's `qualifies` and the emitter both ask this."""
+    of that order (each term 0 or x * w). Channels no fast form takes are marked exact (TFLM's requantization in
+    the kernel). The plan's `qualifies` and the emitter both ask this."""
     p = fully_connected_s8.prepare(node, g)
     folded = replace(p, bias=p.folded_bias, input_offset=0)
-    return fast_requant(folded, input_range(g, node.inputs[0]), MAX_LEFT[weights])
+    return fast_requant(folded, input_range(g, node.inputs[0]), MAX_LEFT[weights], exact_ok=True)
 
 
 def work_bytes(node: Node, g: Graph) -> int:

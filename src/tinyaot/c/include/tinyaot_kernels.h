@@ -54,6 +54,15 @@ void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_co
 void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                         int8_t *output);
 
+/* A layer some of whose channels no fast form takes (ref/per_channel.py exact): those channels have their
+ * layer's raw weights and folded bias, multiplier TFLM's, and shift TFLM's shift - TINYAOT_FC_EXACT (negative:
+ * the mark), and are requantized as TFLM does; the others as above. The same layouts; the emitter picks these. */
+#define TINYAOT_FC_EXACT 64
+void tinyaot_fully_connected_wide_mixed_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                           int8_t *output);
+void tinyaot_fully_connected_wide_w8_mixed_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                              int8_t *output);
+
 /* Geometry and clamp of one max pooling layer. */
 typedef struct {
     int32_t batches, in_h, in_w, channels;

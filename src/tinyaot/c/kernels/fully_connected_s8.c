@@ -286,7 +286,9 @@ static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t
         for (i = 0; i < 8; ++i) {
             const int32_t even = w[i];
             const int32_t odd = w[8 + i];
-            acc[i] += q[0] * tinyaot_lo16(even) + q[2] * (even >> 16) + q[1] * tinyaot_lo16(odd) + q[3] * (odd >> 16);
+            const int32_t dot = q[0] * tinyaot_lo16(even) + q[2] * (even >> 16) + q[1] * tinyaot_lo16(odd)
+                                + q[3] * (odd >> 16);
+            acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)dot);  /* wrapping, as SMLAD and TFLM's sums */
         }
         w += 16;
     }
@@ -316,7 +318,7 @@ static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t 
     for (j = 0; j < quads; ++j) {
         for (i = 0; i < 8; ++i) {
             for (t = 0; t < 4; ++t) {
-                acc[i] += x[4 * j + t] * w[4 * i + t];
+                acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)(x[4 * j + t] * w[4 * i + t]));  /* wrapping */
             }
         }
         w += 32;
@@ -324,11 +326,13 @@ static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t 
 }
 #endif
 
-/* Eight outputs at a time: `int8_weights` picks the size mode's microkernel and weight layout. Inlined into
- * each entry point with the flag a constant, so a firmware links only the microkernel its mode calls. */
+/* Eight outputs at a time: `int8_weights` picks the size mode's microkernel and weight layout, `mixed` a layer
+ * with channels on TFLM's exact requantization (shift < 0: TFLM's shift - TINYAOT_FC_EXACT, on the raw
+ * accumulator), each output then requantized by its own channel's way. Inlined into each entry point with the
+ * flags constants, so a firmware links only the microkernel its mode calls. */
 __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                                                             const tinyaot_fully_connected_params *params,
-                                                            int8_t *output, int int8_weights)
+                                                            int8_t *output, int int8_weights, int mixed)
 {
     const int32_t *const bias = params->bias;
     const int32_t *const multiplier = params->multiplier;
@@ -356,7 +360,7 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                 }
                 init = acc;
             }
-            if (!int8_weights && !narrow && n == 8) {  /* requantized in registers, straight to the output */
+            if (!mixed && !int8_weights && !narrow && n == 8) {  /* requantized in registers, straight to the output */
                 mat8x1_s16_requant(row_in, w16, quads, row_out + c, init, multiplier + 3 * c);
                 w16 += 4 * in_features;
                 continue;
@@ -367,6 +371,16 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
             } else {
                 mat8x1_s16(row_in, w16, quads, acc, init);
                 w16 += 4 * in_features;
+            }
+            if (mixed) {  /* per channel: the fast requantization, or TFLM's (shift < 0) */
+                for (i = 0; i < n; ++i) {
+                    const int32_t m = int8_weights ? multiplier[c + i] : multiplier[3 * (c + i)];
+                    const int32_t s = shift[c + i];
+                    const int32_t y = s < 0 ? tinyaot_requantize(acc[i], m, s + TINYAOT_FC_EXACT)
+                                            : tinyaot_requantize_right(acc[i], m, s);
+                    row_out[c + i] = (int8_t)tinyaot_clamp(y + output_offset, act_min, act_max);
+                }
+                continue;
             }
             if (!int8_weights && !narrow) {  /* speed mode, full int8 range: one SSAT per output */
                 for (i = 0; i < n; ++i) {
@@ -389,11 +403,23 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
 void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                      int8_t *output)
 {
-    fc_groups(input, params, output, 0);
+    fc_groups(input, params, output, 0, 0);
 }
 
 void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                         int8_t *output)
 {
-    fc_groups(input, params, output, 1);
+    fc_groups(input, params, output, 1, 0);
+}
+
+void tinyaot_fully_connected_wide_mixed_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                           int8_t *output)
+{
+    fc_groups(input, params, output, 0, 1);
+}
+
+void tinyaot_fully_connected_wide_w8_mixed_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                              int8_t *output)
+{
+    fc_groups(input, params, output, 1, 1);
 }
