@@ -134,18 +134,44 @@ def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(groups, 8, in_f // 4, 4).transpose(0, 2, 1, 3))
 
 
-def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
-    """fc weights [out][in] (in a multiple of 4) -> tinyaot_fully_connected_wide_s8's int32 words
-    [ceil(out / 8)][in / 4][2][8] (layout in tinyaot_kernels.h).
+def wide_six_rows(out_features: int) -> int:
+    """The rows tinyaot_fully_connected_wide_s8 computes six at a time (its fc_six_rows): out_features rounded down
+    to a multiple of 6, less one group where that would leave one or two rows for the last group of up to eight.
 
-    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8))[0, 0, :, 0].tolist()
+    >>> [wide_six_rows(n) for n in (5, 6, 8, 12, 13, 14, 15, 128, 640)]
+    [0, 6, 0, 12, 6, 6, 12, 120, 636]
+    """
+    left = out_features % 6
+    six = out_features - left
+    return six - 6 if left in (1, 2) and six >= 6 else six
+
+
+def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
+    """fc weights [out][in] (in a multiple of 4) -> tinyaot_fully_connected_wide_s8's int32 words (tinyaot_kernels.h):
+    the first wide_six_rows(out) rows in groups of six, [six / 6][in / 4][2][6], then the rest in one group of eight
+    (zero beyond out), [in / 4][2][8]; word [j][0][i] of a group holds its output i's inputs 4j and 4j + 2, word
+    [j][1][i] inputs 4j + 1 and 4j + 3, low halves first.
+
+    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8)).reshape(2, 8)[:, 0].tolist()
     [196609, -262142]
+    >>> wide_fc_weights(np.arange(24, dtype=np.int8).reshape(6, 4)).reshape(2, 6)[0, :2].tolist()
+    [131072, 393220]
     """
     out_f, in_f = weights.shape
-    groups = -(-out_f // 8)
-    w = np.zeros((groups * 8, in_f), dtype=np.int64)
+    six = wide_six_rows(out_f)
+    parts = [_wide_words(weights[:six], 6)] if six else []
+    if out_f > six:
+        parts.append(_wide_words(weights[six:], 8))
+    return np.concatenate([part.reshape(-1) for part in parts])
+
+
+def _wide_words(weights: np.ndarray, group: int) -> np.ndarray:
+    """[out][in] -> int32 words [ceil(out / group)][in / 4][2][group] (zero rows beyond out)."""
+    out_f, in_f = weights.shape
+    groups = -(-out_f // group)
+    w = np.zeros((groups * group, in_f), dtype=np.int64)
     w[:out_f] = weights
-    w = w.reshape(groups, 8, in_f // 4, 4)  # [g][i][j][tap in quad]
+    w = w.reshape(groups, group, in_f // 4, 4)  # [g][i][j][tap in quad]
     even = (w[..., 0] & 0xFFFF) | (w[..., 2] << 16)
     odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
     return np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1).astype(np.int32)  # [g][j][even/odd][i]

@@ -40,11 +40,13 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
  * form takes exactly: ref/per_channel.py; tinyaot_requantize_right; shift holds the right shifts, positive, 0 for
  * a zero or left shift, whose channel's weights and bias were scaled at compile time; multiplier is int32
  * [out][3]: (multiplier, right shift, floor(2^right / 2) + (output_offset << right)), the last letting a whole
- * group of eight outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same
- * results, eight outputs at a time with weights widened at compile
- * time. weights is int32 [ceil(out_features / 8)][in_features / 4][2][8]: for output 8g + i and inputs 4j..4j+3,
- * (w[4j] | w[4j+2] << 16) at [g][j][0][i] and (w[4j+1] | w[4j+3] << 16) at [g][j][1][i], low halves first, zero
- * beyond out_features (codegen/emit_conv.py: wide_fc_weights).
+ * group of outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same results,
+ * six outputs at a time (the last group up to eight) with weights widened at compile time. weights is int32
+ * words: the first six = wide_six_rows(out_features) rows (codegen/emit_conv.py; out_features rounded down to a
+ * multiple of 6, less 6 where that leaves 1 or 2 rows) as [six / 6][in_features / 4][2][6], then the other rows as
+ * one group [in_features / 4][2][8], zero beyond out_features: for output i of a group and inputs 4j..4j+3,
+ * (w[4j] | w[4j+2] << 16) at [j][0][i] and (w[4j+1] | w[4j+3] << 16) at [j][1][i], low halves first
+ * (codegen/emit_conv.py: wide_fc_weights).
  */
 void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                      int8_t *output);

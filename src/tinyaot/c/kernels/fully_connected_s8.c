@@ -273,6 +273,120 @@ __attribute__((noinline)) static void mat8x1_s8w(const int8_t *a, const int8_t *
         : [init] "m"(init)
         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
 }
+
+/*
+ * Six outputs at a time (the speed mode's groups but the last, codegen/emit_conv.py wide_fc_weights): per group of
+ * four inputs one LDR and two SXTB16 widen x, three LDM read the 12 weight words (even taps of the six outputs,
+ * then odd), twelve SMLAD: 18 instructions per 24 MACs, against 27 per 32 with eight accumulators and LDRD (the
+ * four registers eight accumulators leave are what lets LDM take four words).
+ */
+#define MAT6X1_S16_QUAD \
+        "ldr r3, [r0], #4\n\t" \
+        "sxtb16 r2, r3, ror #8\n\t" \
+        "sxtb16 r3, r3\n\t" \
+        "ldm r1!, {r10, r11, r12, lr}\n\t" \
+        "smlad r4, r3, r10, r4\n\t" \
+        "smlad r5, r3, r11, r5\n\t" \
+        "smlad r6, r3, r12, r6\n\t" \
+        "smlad r7, r3, lr, r7\n\t" \
+        "ldm r1!, {r10, r11, r12, lr}\n\t" \
+        "smlad r8, r3, r10, r8\n\t" \
+        "smlad r9, r3, r11, r9\n\t" \
+        "smlad r4, r2, r12, r4\n\t" \
+        "smlad r5, r2, lr, r5\n\t" \
+        "ldm r1!, {r10, r11, r12, lr}\n\t" \
+        "smlad r6, r2, r10, r6\n\t" \
+        "smlad r7, r2, r11, r7\n\t" \
+        "smlad r8, r2, r12, r8\n\t" \
+        "smlad r9, r2, lr, r9\n\t"
+
+/* The accumulation of one group of six: r0 = x, r1 = weights, r2 = quads (a multiple of 2), `end` the x end
+ * (written here, or by the caller: MAT6X1_S16_ENTER skips that), accumulators r4-r9 already loaded. Four groups
+ * of inputs per pass; a count of 2 mod 4 enters half way. */
+#define MAT6X1_S16_LOOP \
+        "tst r2, #2\n\t" \
+        "bne 2f\n" \
+        "1:\n\t" MAT6X1_S16_QUAD MAT6X1_S16_QUAD \
+        "2:\n\t" MAT6X1_S16_QUAD MAT6X1_S16_QUAD \
+        "ldr r2, %[end]\n\t" \
+        "cmp r0, r2\n\t" \
+        "bne 1b\n\t"
+
+/* mat8x1_s16's twin for a group of six outputs: acc[0..5] = init[0..5] + the six dot products. */
+__attribute__((noinline)) static void mat6x1_s16(const int8_t *a, const int32_t *w, int32_t quads, int32_t *acc,
+                                                 const int32_t *init)
+{
+    register const int8_t *r0 __asm__("r0") = a;
+    register const int32_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = quads;
+    register int32_t *r3 __asm__("r3") = acc;
+    int32_t *slots[2];  /* the end pointer and acc, stored together */
+    __asm__ volatile(
+        "add r12, r0, r2, lsl #2\n\t"
+        "strd r12, r3, %[end]\n\t"
+        "ldr r4, %[init]\n\t"
+        "ldm r4, {r4-r9}\n\t"
+        MAT6X1_S16_LOOP
+        "ldr r3, %[accp]\n\t"
+        "stm r3, {r4-r9}\n\t"
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init)
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
+}
+
+/* One output of mat6_s16_requant_groups: accumulator `acc` with its channel's (multiplier, right, k) read from
+ * r0, stored through r2 (MAT8X1_REQUANT's steps). */
+#define MAT6X1_REQUANT(acc) \
+        "ldm r0!, {r3, r12, lr}\n\t" \
+        "add lr, lr, " acc ", asr #31\n\t" \
+        "add " acc ", " acc ", " acc "\n\t" \
+        "smmlar " acc ", " acc ", r3, lr\n\t" \
+        "asr " acc ", " acc ", r12\n\t" \
+        "ssat " acc ", #8, " acc "\n\t" \
+        "strb " acc ", [r2], #1\n\t"
+
+/*
+ * `groups` whole groups of six outputs whose activation range is all of int8, requantized in registers
+ * (mat8x1_s16_requant's way) into out[0..6 * groups), in one call: the group loop is in the asm too, its state
+ * (x, its end, the group's bias, requantization and output pointers, the weights' end) in a frame slot array, so
+ * a group costs 14 instructions beside its MACs and requantization. Returns the weights after the groups.
+ */
+__attribute__((noinline)) static const int32_t *mat6_s16_requant_groups(const int8_t *a, const int32_t *w,
+                                                                        int32_t quads, int8_t *out,
+                                                                        const int32_t *init, const int32_t *requant,
+                                                                        int32_t groups)
+{
+    register const int32_t *r1 __asm__("r1") = w;
+    const void *slots[7];  /* x, x end, bias, requant, out, weights end, quads */
+    slots[0] = a;
+    slots[1] = a + 4 * quads;
+    slots[2] = init;
+    slots[3] = requant;
+    slots[4] = out;
+    slots[5] = w + 12 * quads * groups;
+    slots[6] = (const void *)(intptr_t)quads;
+    __asm__ volatile(
+        "3:\n\t"
+        "ldr r0, %[x]\n\t"
+        "ldr lr, %[init]\n\t"
+        "ldm lr!, {r4-r9}\n\t"
+        "str lr, %[init]\n\t"
+        "ldr r2, %[quads]\n\t"
+        MAT6X1_S16_LOOP
+        "ldr r0, %[req]\n\t"
+        "ldr r2, %[out]\n\t"
+        MAT6X1_REQUANT("r4") MAT6X1_REQUANT("r5") MAT6X1_REQUANT("r6")
+        MAT6X1_REQUANT("r7") MAT6X1_REQUANT("r8") MAT6X1_REQUANT("r9")
+        "str r0, %[req]\n\t"
+        "str r2, %[out]\n\t"
+        "ldr r3, %[wend]\n\t"
+        "cmp r1, r3\n\t"
+        "bne 3b\n\t"
+        : "+r"(r1), [init] "+m"(slots[2]), [req] "+m"(slots[3]), [out] "+m"(slots[4])
+        : [x] "m"(slots[0]), [end] "m"(slots[1]), [wend] "m"(slots[5]), [quads] "m"(slots[6])
+        : "r0", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
+    return r1;
+}
 #else
 /* The portable definition of mat8x1_s16 above. */
 static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc, const int32_t *init)
@@ -308,6 +422,44 @@ static void mat8x1_s16_requant(const int8_t *x, const int32_t *w, int32_t quads,
     }
 }
 
+/* The portable definition of mat6x1_s16 above (mat8x1_s16's for six outputs, weights [quads][2][6]). */
+static void mat6x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc, const int32_t *init)
+{
+    int32_t j, i;
+    for (i = 0; i < 6; ++i) {
+        acc[i] = init[i];
+    }
+    for (j = 0; j < quads; ++j) {
+        const int8_t *q = x + 4 * j;
+        for (i = 0; i < 6; ++i) {
+            const int32_t even = w[i];
+            const int32_t odd = w[6 + i];
+            const int32_t dot = q[0] * tinyaot_lo16(even) + q[2] * (even >> 16) + q[1] * tinyaot_lo16(odd)
+                                + q[3] * (odd >> 16);
+            acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)dot);  /* wrapping, as SMLAD and TFLM's sums */
+        }
+        w += 12;
+    }
+}
+
+/* The portable definition of mat6_s16_requant_groups above. */
+static const int32_t *mat6_s16_requant_groups(const int8_t *x, const int32_t *w, int32_t quads, int8_t *out,
+                                              const int32_t *init, const int32_t *requant, int32_t groups)
+{
+    int32_t acc[6];
+    int32_t g, i;
+    for (g = 0; g < groups; ++g) {
+        mat6x1_s16(x, w, quads, acc, init + 6 * g);
+        w += 12 * quads;
+        for (i = 0; i < 6; ++i) {
+            const int32_t *r = requant + 3 * (6 * g + i);
+            const int32_t high = (int32_t)((uint64_t)((int64_t)acc[i] * r[0] + ((int64_t)1 << 30)) >> 31);
+            out[6 * g + i] = (int8_t)tinyaot_saturate_s8((high + r[2] + (acc[i] >> 31)) >> r[1]);
+        }
+    }
+    return w;
+}
+
 /* The portable definition of mat8x1_s8w above. */
 static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
@@ -326,33 +478,76 @@ static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t 
 }
 #endif
 
-/* Eight outputs at a time: `int8_weights` picks the size mode's microkernel and weight layout, `mixed` a layer
- * with channels on TFLM's exact requantization (shift < 0: TFLM's shift - TINYAOT_FC_EXACT, on the raw
- * accumulator), each output then requantized by its own channel's way. Inlined into each entry point with the
- * flags constants, so a firmware links only the microkernel its mode calls. */
+/* The rows the speed kernel computes six at a time, before its last group of up to eight: out_features rounded
+ * down to a multiple of 6, less one group where that leaves one or two rows (seven or eight then go in the last,
+ * full group of eight). codegen/emit_conv.py wide_six_rows is the same rule. */
+static int32_t fc_six_rows(int32_t out_features)
+{
+    const int32_t left = out_features % 6;
+    const int32_t six = out_features - left;
+    return (left == 1 || left == 2) && six >= 6 ? six - 6 : six;
+}
+
+/* out[c..c + n) from the accumulators, each channel requantized its way: the speed mode's triples or the size
+ * mode's multipliers, shift the right shift, or (mixed) a channel on TFLM's exact requantization (shift < 0:
+ * TFLM's shift - TINYAOT_FC_EXACT, on the raw accumulator); a fused activation clamps last. */
+__attribute__((always_inline)) static inline void fc_requant(const int32_t *acc, int32_t n, int32_t c,
+                                                             const tinyaot_fully_connected_params *params,
+                                                             int8_t *row_out, int int8_weights, int mixed)
+{
+    const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t m = int8_weights ? multiplier[c + i] : multiplier[3 * (c + i)];
+        const int32_t s = shift[c + i];
+        int32_t y;
+        if (mixed && s < 0) {
+            y = tinyaot_requantize(acc[i], m, s + TINYAOT_FC_EXACT) + output_offset;
+        } else {
+            y = tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m, s) + output_offset);
+        }
+        row_out[c + i] = (int8_t)tinyaot_clamp(y, act_min, act_max);
+    }
+}
+
+/* `int8_weights` picks the size mode's microkernel and weight layout (groups of eight), else the speed mode's
+ * (groups of six, the last of up to eight); `mixed` a layer with channels on TFLM's exact requantization. Inlined
+ * into each entry point with the flags constants, so a firmware links only the microkernels its mode calls. */
 __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                                                             const tinyaot_fully_connected_params *params,
                                                             int8_t *output, int int8_weights, int mixed)
 {
     const int32_t *const bias = params->bias;
     const int32_t *const multiplier = params->multiplier;
-    const int32_t *const shift = params->shift;
-    const int32_t output_offset = params->output_offset;
-    const int32_t act_min = params->act_min;
-    const int32_t act_max = params->act_max;
     const int32_t in_features = params->in_features;
     const int32_t out_features = params->out_features;
     const int32_t quads = in_features / 4;
-    const int narrow = act_min != -128 || act_max != 127;
+    const int32_t six = int8_weights ? 0 : fc_six_rows(out_features);
+    /* requantized in registers, straight to the output: speed mode, every channel fast, all of int8 */
+    const int in_registers = !int8_weights && !mixed && params->act_min == -128 && params->act_max == 127;
     int32_t b, c, i;
     for (b = 0; b < params->batches; ++b) {
         const int8_t *row_in = input + b * in_features;
         int8_t *row_out = output + b * out_features;
         const int32_t *w16 = (const int32_t *)params->weights;
         const int8_t *w8 = (const int8_t *)params->weights;
-        for (c = 0; c < out_features; c += 8) {
+        int32_t acc[8];
+        c = 0;
+        if (six && in_registers) {
+            w16 = mat6_s16_requant_groups(row_in, w16, quads, row_out, bias, multiplier, six / 6);
+            c = six;
+        }
+        for (; c < six; c += 6) {
+            mat6x1_s16(row_in, w16, quads, acc, bias + c);
+            w16 += 3 * in_features;
+            fc_requant(acc, 6, c, params, row_out, int8_weights, mixed);
+        }
+        for (; c < out_features; c += 8) {
             const int32_t n = out_features - c < 8 ? out_features - c : 8;
-            int32_t acc[8];
             const int32_t *init = bias + c;  /* a whole group starts from the bias in place */
             if (n < 8) {
                 for (i = 0; i < 8; ++i) {
@@ -360,7 +555,7 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                 }
                 init = acc;
             }
-            if (!mixed && !int8_weights && !narrow && n == 8) {  /* requantized in registers, straight to the output */
+            if (in_registers && n == 8) {
                 mat8x1_s16_requant(row_in, w16, quads, row_out + c, init, multiplier + 3 * c);
                 w16 += 4 * in_features;
                 continue;
@@ -372,30 +567,7 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                 mat8x1_s16(row_in, w16, quads, acc, init);
                 w16 += 4 * in_features;
             }
-            if (mixed) {  /* per channel: the fast requantization, or TFLM's (shift < 0) */
-                for (i = 0; i < n; ++i) {
-                    const int32_t m = int8_weights ? multiplier[c + i] : multiplier[3 * (c + i)];
-                    const int32_t s = shift[c + i];
-                    const int32_t y = s < 0 ? tinyaot_requantize(acc[i], m, s + TINYAOT_FC_EXACT)
-                                            : tinyaot_requantize_right(acc[i], m, s);
-                    row_out[c + i] = (int8_t)tinyaot_clamp(y + output_offset, act_min, act_max);
-                }
-                continue;
-            }
-            if (!int8_weights && !narrow) {  /* speed mode, full int8 range: one SSAT per output */
-                for (i = 0; i < n; ++i) {
-                    const int32_t *r = multiplier + 3 * (c + i);
-                    row_out[c + i] = (int8_t)tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], r[0], r[1])
-                                                                 + output_offset);
-                }
-                continue;
-            }
-            for (i = 0; i < n; ++i) {  /* a fused activation clamps after the saturation to int8 */
-                const int32_t m = int8_weights ? multiplier[c + i] : multiplier[3 * (c + i)];
-                const int32_t y = tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m, shift[c + i])
-                                                      + output_offset);
-                row_out[c + i] = (int8_t)(narrow ? tinyaot_clamp(y, act_min, act_max) : y);
-            }
+            fc_requant(acc, n, c, params, row_out, int8_weights, mixed);
         }
     }
 }
