@@ -122,16 +122,27 @@ def requant_triples(multiplier: np.ndarray, right: np.ndarray, zero_point: int) 
 
 
 def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
-    """fc weights [out][in] -> the size-mode wide kernel's int8 [ceil(out / 8)][in / 4][8][4] (tinyaot_kernels.h).
+    """fc weights [out][in] -> the size-mode wide kernel's int8 (tinyaot_kernels.h): the first wide_six_rows(out)
+    rows as [six / 6][in / 4][6][4], then the rest as one group of eight, [in / 4][8][4] (zero beyond out).
 
-    >>> wide_fc_w8_weights(np.arange(1, 9, dtype=np.int8).reshape(1, 8))[0, 1, 0].tolist()
+    >>> wide_fc_w8_weights(np.arange(1, 9, dtype=np.int8).reshape(1, 8)).reshape(2, 8, 4)[1, 0].tolist()
     [5, 6, 7, 8]
     """
     out_f, in_f = weights.shape
-    groups = -(-out_f // 8)
-    w = np.zeros((groups * 8, in_f), dtype=np.int8)
+    six = wide_six_rows(out_f)
+    parts = [_wide_w8(weights[:six], 6)] if six else []
+    if out_f > six:
+        parts.append(_wide_w8(weights[six:], 8))
+    return np.concatenate([part.reshape(-1) for part in parts])
+
+
+def _wide_w8(weights: np.ndarray, group: int) -> np.ndarray:
+    """[out][in] -> int8 [ceil(out / group)][in / 4][group][4] (zero rows beyond out)."""
+    out_f, in_f = weights.shape
+    groups = -(-out_f // group)
+    w = np.zeros((groups * group, in_f), dtype=np.int8)
     w[:out_f] = weights
-    return np.ascontiguousarray(w.reshape(groups, 8, in_f // 4, 4).transpose(0, 2, 1, 3))
+    return np.ascontiguousarray(w.reshape(groups, group, in_f // 4, 4).transpose(0, 2, 1, 3))
 
 
 def wide_six_rows(out_features: int) -> int:

@@ -86,4 +86,4 @@ FULLY_CONNECTED_VARIANTS = tuple(
                   "emit_conv", modes=(mode,), weights=weights, layout=layout)
     for name, mode, weights, layout in (
         ("wide", "speed", "int16", "int16 pairs [six / 6][in / 4][2][6] words, the last rows [in / 4][2][8]"),
-        ("wide_w8", "size", "int8", "int8 [ceil(out / 8)][in / 4][8][4]")))
+        ("wide_w8", "size", "int8", "int8 [six / 6][in / 4][6][4], the last rows [in / 4][8][4]")))

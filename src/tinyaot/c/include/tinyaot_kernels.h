@@ -51,8 +51,9 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
 void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                      int8_t *output);
 
-/* Its size-mode twin: int8 weights [ceil(out_features / 8)][in_features / 4][8][4] (per group of eight outputs
- * and four inputs, each output's four bytes; codegen/emit_conv.py: wide_fc_w8_weights), widened as read. */
+/* Its size-mode twin: int8 weights, the same groups, [six / 6][in_features / 4][6][4] then [in_features / 4][8][4]
+ * (per group of outputs and four inputs, each output's four bytes; codegen/emit_conv.py: wide_fc_w8_weights),
+ * widened as read. */
 void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                         int8_t *output);
 

@@ -387,6 +387,52 @@ __attribute__((noinline)) static const int32_t *mat6_s16_requant_groups(const in
         : "r0", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
     return r1;
 }
+
+/* One weight word of mat6x1_s8w: output `acc`'s four int8 weights in `w`, widened (lr the spare register). */
+#define MAT6X1_S8W_WORD(w, acc) \
+        "sxtb16 lr, " w "\n\t" \
+        "smlad " acc ", r3, lr, " acc "\n\t" \
+        "sxtb16 " w ", " w ", ror #8\n\t" \
+        "smlad " acc ", r2, " w ", " acc "\n\t"
+
+/* One group of four inputs of mat6x1_s8w: x widened, two LDM of three weight words, 24 instructions of MACs. */
+#define MAT6X1_S8W_QUAD \
+        "ldr r3, [r0], #4\n\t" \
+        "sxtb16 r2, r3, ror #8\n\t" \
+        "sxtb16 r3, r3\n\t" \
+        "ldm r1!, {r10, r11, r12}\n\t" \
+        MAT6X1_S8W_WORD("r10", "r4") MAT6X1_S8W_WORD("r11", "r5") MAT6X1_S8W_WORD("r12", "r6") \
+        "ldm r1!, {r10, r11, r12}\n\t" \
+        MAT6X1_S8W_WORD("r10", "r7") MAT6X1_S8W_WORD("r11", "r8") MAT6X1_S8W_WORD("r12", "r9")
+
+/*
+ * The size mode's groups of six: int8 weights [quads][6 outputs][4 bytes] widened as read, 29 instructions per
+ * 24 MACs (mat8x1_s8w: 43 per 32), plus 3 per two groups for the loop.
+ */
+__attribute__((noinline)) static void mat6x1_s8w(const int8_t *a, const int8_t *w, int32_t quads, int32_t *acc,
+                                                 const int32_t *init)
+{
+    register const int8_t *r0 __asm__("r0") = a;
+    register const int8_t *r1 __asm__("r1") = w;
+    register int32_t r2 __asm__("r2") = quads;
+    register int32_t *r3 __asm__("r3") = acc;
+    int32_t *slots[2];  /* the end pointer and acc, stored together */
+    __asm__ volatile(
+        "add r2, r0, r2, lsl #2\n\t"
+        "strd r2, r3, %[end]\n\t"
+        "ldr r4, %[init]\n\t"
+        "ldm r4, {r4-r9}\n"
+        "1:\n\t"
+        MAT6X1_S8W_QUAD MAT6X1_S8W_QUAD
+        "ldr r2, %[end]\n\t"
+        "cmp r0, r2\n\t"
+        "bne 1b\n\t"
+        "ldr r3, %[accp]\n\t"
+        "stm r3, {r4-r9}\n\t"
+        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
+        : [init] "m"(init)
+        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
+}
 #else
 /* The portable definition of mat8x1_s16 above. */
 static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc, const int32_t *init)
@@ -460,6 +506,23 @@ static const int32_t *mat6_s16_requant_groups(const int8_t *x, const int32_t *w,
     return w;
 }
 
+/* The portable definition of mat6x1_s8w above. */
+static void mat6x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
+{
+    int32_t j, i, t;
+    for (i = 0; i < 6; ++i) {
+        acc[i] = init[i];
+    }
+    for (j = 0; j < quads; ++j) {
+        for (i = 0; i < 6; ++i) {
+            for (t = 0; t < 4; ++t) {
+                acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)(x[4 * j + t] * w[4 * i + t]));  /* wrapping */
+            }
+        }
+        w += 24;
+    }
+}
+
 /* The portable definition of mat8x1_s8w above. */
 static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
@@ -500,6 +563,7 @@ __attribute__((always_inline)) static inline void fc_requant(const int32_t *acc,
     const int32_t output_offset = params->output_offset;
     const int32_t act_min = params->act_min;
     const int32_t act_max = params->act_max;
+    const int narrow = act_min != -128 || act_max != 127;
     int32_t i;
     for (i = 0; i < n; ++i) {
         const int32_t m = int8_weights ? multiplier[c + i] : multiplier[3 * (c + i)];
@@ -510,12 +574,12 @@ __attribute__((always_inline)) static inline void fc_requant(const int32_t *acc,
         } else {
             y = tinyaot_saturate_s8(tinyaot_requantize_right(acc[i], m, s) + output_offset);
         }
-        row_out[c + i] = (int8_t)tinyaot_clamp(y, act_min, act_max);
+        row_out[c + i] = (int8_t)(narrow || mixed ? tinyaot_clamp(y, act_min, act_max) : y);
     }
 }
 
-/* `int8_weights` picks the size mode's microkernel and weight layout (groups of eight), else the speed mode's
- * (groups of six, the last of up to eight); `mixed` a layer with channels on TFLM's exact requantization. Inlined
+/* `int8_weights` picks the size mode's microkernels and weight layout, else the speed mode's (both in groups of
+ * six, the last of up to eight); `mixed` a layer with channels on TFLM's exact requantization. Inlined
  * into each entry point with the flags constants, so a firmware links only the microkernels its mode calls. */
 __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                                                             const tinyaot_fully_connected_params *params,
@@ -526,7 +590,7 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
     const int32_t in_features = params->in_features;
     const int32_t out_features = params->out_features;
     const int32_t quads = in_features / 4;
-    const int32_t six = int8_weights ? 0 : fc_six_rows(out_features);
+    const int32_t six = fc_six_rows(out_features);
     /* requantized in registers, straight to the output: speed mode, every channel fast, all of int8 */
     const int in_registers = !int8_weights && !mixed && params->act_min == -128 && params->act_max == 127;
     int32_t b, c, i;
@@ -542,8 +606,13 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
             c = six;
         }
         for (; c < six; c += 6) {
-            mat6x1_s16(row_in, w16, quads, acc, bias + c);
-            w16 += 3 * in_features;
+            if (int8_weights) {
+                mat6x1_s8w(row_in, w8, quads, acc, bias + c);
+                w8 += 6 * in_features;
+            } else {
+                mat6x1_s16(row_in, w16, quads, acc, bias + c);
+                w16 += 3 * in_features;
+            }
             fc_requant(acc, 6, c, params, row_out, int8_weights, mixed);
         }
         for (; c < out_features; c += 8) {
