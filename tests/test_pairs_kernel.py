@@ -67,7 +67,8 @@ def conv_case(k: int, residual: bool = False, optimize: str = "speed") -> Case:
 
 
 def fc_case(k: int, c_in: int | None = None, optimize: str = "speed") -> Case:
-    """Fully connected through the wide kernel: in_features a multiple of 8, out_features with tails, batches."""
+    """Fully connected through the wide kernel: in_features a multiple of 8 (or any, one batch), out_features with
+    tails, batches."""
     rng = np.random.default_rng(9900 + k)
     n = 2 if k % 5 == 2 else 1
     c_in, c_out = c_in or 8 * int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 9, 16, 21]))
@@ -166,6 +167,8 @@ def quant_case(k: int, op: str = "conv2d", optimize: str = "speed") -> Case:
         c_in = c_out = 12
     kh, kw = (1, 1) if fc else [(1, 1), (3, 3)][k % 2 if k < 4 else int(rng.integers(0, 2))]
     n, h, w = (2, 1, 1) if fc else (1, int(rng.integers(3, 6)), int(rng.integers(3, 6)))
+    if fc and k == 2:  # one batch with 5 features past the last group of 8 (their weights int16: 2^left * w)
+        c_in, n = c_in + 5, 1
     pad = (kh // 2,) * 4
     s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
     out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
@@ -210,7 +213,8 @@ def mixed_case(k: int, optimize: str = "speed") -> Case:
     channels. The wide kernel's _mixed twin runs them all, each channel requantized its own way."""
     rng = np.random.default_rng(9500 + k + 1000 * (optimize == "size"))
     relu = k % 2 == 1
-    c_in, c_out = 8 * int(rng.integers(1, 4)), int(rng.choice([5, 13, 19]))
+    c_in, c_out = 8 * int(rng.integers(0, 3)) + (3 + 2 * k if k >= 2 else 8), int(rng.choice([5, 13, 19]))
+    batches = 2 if c_in % 8 == 0 else 1  # features past the last group of 8 (read one by one): one batch
     s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
     out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
     weights = rng.integers(-127, 128, size=(c_out, c_in))
@@ -234,12 +238,12 @@ def mixed_case(k: int, optimize: str = "speed") -> Case:
             m, bias[c] = 2.0 ** rng.uniform(-30, -24), sign * (2**30 - int(rng.integers(1, 5000)))
             weights[c] = 0
         scales.append(float(np.float32(out_scale / s_in * m)))
-    x = act("x", (2, c_in), s_in, z_in)
+    x = act("x", (batches, c_in), s_in, z_in)
     wt = Tensor("w", weights.shape, "int8", data=weights.astype(np.int8),
                 qparams=QParams(tuple(scales), (0,) * c_out, 0))
     bt = Tensor("b", (c_out,), "int32", data=bias.astype(np.int32),
                 qparams=QParams(tuple(s_in * s for s in scales), (0,) * c_out, 0))
-    y = act("y", (2, c_out), out_scale, -128 if relu and k % 4 == 1 else int(rng.integers(-40, 40)))
+    y = act("y", (batches, c_out), out_scale, -128 if relu and k % 4 == 1 else int(rng.integers(-40, 40)))
     g = one_op_graph("fully_connected", [x, wt, bt], y, {"clamp": RELU if relu else None})
     return Case(f"mixed_{optimize}{k}", g, [_samples_near(x.shape, rng, z_in)], optimize=optimize)
 
@@ -250,7 +254,9 @@ SHAPED = [shaped_case(0, (3, 3), 3, 16, (6, 5), (1, 1), (1, 1, 1, 1)),
           shaped_case(3, (3, 3), 64, 8, (4, 3), (1, 1), (1, 1, 1, 1))]
 CONVS = [conv_case(k) for k in range(32)] + SHAPED
 RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
-FCS = [fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
+FCS = ([fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
+       + [fc_case(k, c_in=c_in, optimize=opt) for k, c_in, opt in  # one batch, features past a group of 8
+          ((20, 1, "speed"), (21, 13, "speed"), (23, 30, "speed"), (24, 5, "size"), (25, 19, "size"))])
 SIZE = [conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]
 QUANT = ([quant_case(k) for k in range(8)] + [quant_case(k, optimize="size") for k in range(4)]
          + [quant_case(k, "conv2d_add") for k in range(2)] + [quant_case(k, "conv2d_add", "size") for k in range(2)]
@@ -268,8 +274,10 @@ def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
         assert not any(b.scratch for b in case.plan.buffers)
         c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
         assert ("tinyaot_fully_connected_wide_w8_s8(" if size else "tinyaot_fully_connected_wide_s8(") in c
-    (plain,) = fc_case(0, c_in=12).plan.kernels  # not a multiple of 8: the plain kernel, and the plan says why
-    assert plain.plain and dict(plain.rejected)["wide"] == "12 input features; the wide kernels read whole groups of 8"
+    (plain,) = fc_case(2, c_in=12).plan.kernels  # not a multiple of 8 in 2 batches: plain, and the plan says why
+    assert plain.plain and dict(plain.rejected)["wide"] == ("12 input features in 2 batches; the wide kernels read a "
+                                                            "batch's row from a word, so its features must be whole "
+                                                            "groups of 8")
 
 
 def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():

@@ -55,7 +55,12 @@ def emit_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice
     fast = _fast(fully_connected_wide_s8.requantization(node, g, variant.weights), node)
     int8 = variant.weights == "int8"
     w = fast.weights(p.weights)
-    weights = wide_fc_w8_weights(w.astype(np.int8)) if int8 else wide_fc_weights(w)
+    whole = w.shape[1] - w.shape[1] % fully_connected_wide_s8.IN_GROUP
+    weights = wide_fc_w8_weights(w[:, :whole].astype(np.int8)) if int8 else wide_fc_weights(w[:, :whole])
+    if whole < w.shape[1]:  # the features past the last group of 8, [out][rem] (int16 for speed: 2^left * w)
+        tail = np.ascontiguousarray(w[:, whole:]).astype(np.int8 if int8 else np.int16).reshape(-1).view(np.int8)
+        tail = np.concatenate([tail, np.zeros(-len(tail) % 4, np.int8)])
+        weights = np.concatenate([weights.reshape(-1).view(np.int8), tail]).view(weights.dtype)
     multiplier = fast.multiplier if int8 else requant_triples(fast.multiplier, fast.right, p.output_offset)
     shift = np.where(fast.exact, p.shift - FC_EXACT, fast.right).astype(np.int32)
     p = replace(p, bias=fast.scaled_bias().astype(np.int32), weights=weights, shift=shift, multiplier=multiplier)

@@ -57,6 +57,10 @@ void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_co
 void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                         int8_t *output);
 
+/* Both kernels take in_features that are not a multiple of 8 in one batch: the groups above cover the first
+ * in_features & ~7 features, and the weights of the others follow them, [out_features][in_features & 7], int16
+ * (speed) or int8 (size), the array padded to a word. */
+
 /* A layer some of whose channels no fast form takes (ref/per_channel.py exact): those channels have their
  * layer's raw weights and folded bias, multiplier TFLM's, and shift TFLM's shift - TINYAOT_FC_EXACT (negative:
  * the mark), and are requantized as TFLM does; the others as above. The same layouts; the emitter picks these. */

@@ -578,9 +578,46 @@ __attribute__((always_inline)) static inline void fc_requant(const int32_t *acc,
     }
 }
 
+/* acc[0..group) = init + a group's dot products over `quads` groups of four inputs (none: init). */
+__attribute__((always_inline)) static inline void fc_mac(const int8_t *x, const void *w, int32_t quads, int32_t *acc,
+                                                         const int32_t *init, int32_t group, int int8_weights)
+{
+    int32_t i;
+    if (quads == 0) {
+        for (i = 0; i < group; ++i) {
+            acc[i] = init[i];
+        }
+    } else if (group == 6) {
+        if (int8_weights) {
+            mat6x1_s8w(x, (const int8_t *)w, quads, acc, init);
+        } else {
+            mat6x1_s16(x, (const int32_t *)w, quads, acc, init);
+        }
+    } else if (int8_weights) {
+        mat8x1_s8w(x, (const int8_t *)w, quads, acc, init);
+    } else {
+        mat8x1_s16(x, (const int32_t *)w, quads, acc, init);
+    }
+}
+
+/* acc[0..n) += outputs c..c + n's sums over the `rem` features past the last group of eight (x there), their
+ * weights [out_features][rem] int16 (speed) or int8 (size) at `tail`. */
+__attribute__((always_inline)) static inline void fc_tail(const int8_t *x, const void *tail, int32_t rem, int32_t c,
+                                                          int32_t n, int32_t *acc, int int8_weights)
+{
+    int32_t i, k;
+    for (i = 0; i < n; ++i) {
+        for (k = 0; k < rem; ++k) {
+            const int32_t j = (c + i) * rem + k;
+            const int32_t w = int8_weights ? ((const int8_t *)tail)[j] : ((const int16_t *)tail)[j];
+            acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)(x[k] * w));  /* wrapping */
+        }
+    }
+}
+
 /* `int8_weights` picks the size mode's microkernels and weight layout, else the speed mode's (both in groups of
- * six, the last of up to eight); `mixed` a layer with channels on TFLM's exact requantization. Inlined
- * into each entry point with the flags constants, so a firmware links only the microkernels its mode calls. */
+ * six, the last of up to eight); `mixed` a layer with channels on TFLM's exact requantization. Inlined into each
+ * entry point with the flags constants, so a firmware links only the microkernels its mode calls. */
 __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                                                             const tinyaot_fully_connected_params *params,
                                                             int8_t *output, int int8_weights, int mixed)
@@ -589,29 +626,30 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
     const int32_t *const multiplier = params->multiplier;
     const int32_t in_features = params->in_features;
     const int32_t out_features = params->out_features;
-    const int32_t quads = in_features / 4;
+    const int32_t rem = in_features & 7;  /* features past the last group of eight (one batch then) */
+    const int32_t quads = (in_features - rem) / 4;
     const int32_t six = fc_six_rows(out_features);
+    const int32_t group_bytes = (int8_weights ? 1 : 2) * (in_features - rem);  /* one output's weight bytes */
+    const void *const tail = (const int8_t *)params->weights + group_bytes * (six + (out_features > six ? 8 : 0));
     /* requantized in registers, straight to the output: speed mode, every channel fast, all of int8 */
-    const int in_registers = !int8_weights && !mixed && params->act_min == -128 && params->act_max == 127;
+    const int in_registers = !int8_weights && !mixed && !rem && params->act_min == -128 && params->act_max == 127;
     int32_t b, c, i;
     for (b = 0; b < params->batches; ++b) {
         const int8_t *row_in = input + b * in_features;
         int8_t *row_out = output + b * out_features;
-        const int32_t *w16 = (const int32_t *)params->weights;
-        const int8_t *w8 = (const int8_t *)params->weights;
+        const int8_t *w = (const int8_t *)params->weights;
         int32_t acc[8];
         c = 0;
         if (six && in_registers) {
-            w16 = mat6_s16_requant_groups(row_in, w16, quads, row_out, bias, multiplier, six / 6);
+            w = (const int8_t *)mat6_s16_requant_groups(row_in, (const int32_t *)w, quads, row_out, bias, multiplier,
+                                                        six / 6);
             c = six;
         }
         for (; c < six; c += 6) {
-            if (int8_weights) {
-                mat6x1_s8w(row_in, w8, quads, acc, bias + c);
-                w8 += 6 * in_features;
-            } else {
-                mat6x1_s16(row_in, w16, quads, acc, bias + c);
-                w16 += 3 * in_features;
+            fc_mac(row_in, w, quads, acc, bias + c, 6, int8_weights);
+            w += 6 * group_bytes;
+            if (rem) {
+                fc_tail(row_in + 4 * quads, tail, rem, c, 6, acc, int8_weights);
             }
             fc_requant(acc, 6, c, params, row_out, int8_weights, mixed);
         }
@@ -625,18 +663,15 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                 init = acc;
             }
             if (in_registers && n == 8) {
-                mat8x1_s16_requant(row_in, w16, quads, row_out + c, init, multiplier + 3 * c);
-                w16 += 4 * in_features;
-                continue;
-            }
-            if (int8_weights) {
-                mat8x1_s8w(row_in, w8, quads, acc, init);
-                w8 += 8 * in_features;
+                mat8x1_s16_requant(row_in, (const int32_t *)w, quads, row_out + c, init, multiplier + 3 * c);
             } else {
-                mat8x1_s16(row_in, w16, quads, acc, init);
-                w16 += 4 * in_features;
+                fc_mac(row_in, w, quads, acc, init, 8, int8_weights);
+                if (rem) {
+                    fc_tail(row_in + 4 * quads, tail, rem, c, n, acc, int8_weights);
+                }
+                fc_requant(acc, n, c, params, row_out, int8_weights, mixed);
             }
-            fc_requant(acc, n, c, params, row_out, int8_weights, mixed);
+            w += 8 * group_bytes;
         }
     }
 }
