@@ -66,12 +66,12 @@ def conv_case(k: int, residual: bool = False, optimize: str = "speed") -> Case:
     return Case(f"pairs{tag}{k}", g, samples, optimize=optimize)
 
 
-def fc_case(k: int, c_in: int | None = None, optimize: str = "speed") -> Case:
-    """Fully connected through the wide kernel: in_features a multiple of 8 (or any, one batch), out_features with
-    tails, batches."""
+def fc_case(k: int, c_in: int | None = None, optimize: str = "speed", c_out: int | None = None) -> Case:
+    """Fully connected through the wide kernel: in_features a multiple of 8 (or fewer, one batch), out_features
+    with tails, batches."""
     rng = np.random.default_rng(9900 + k)
     n = 2 if k % 5 == 2 else 1
-    c_in, c_out = c_in or 8 * int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 9, 16, 21]))
+    c_in, c_out = c_in or 8 * int(rng.integers(1, 12)), c_out or int(rng.choice([1, 3, 8, 9, 16, 21]))
     s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 128))
     w_scales = [float(np.float32(10 ** rng.uniform(-3, -1.5))) for _ in range(c_out)]
     weights = rng.integers(-127, 128, size=(c_out, c_in)).astype(np.int8)
@@ -167,8 +167,8 @@ def quant_case(k: int, op: str = "conv2d", optimize: str = "speed") -> Case:
         c_in = c_out = 12
     kh, kw = (1, 1) if fc else [(1, 1), (3, 3)][k % 2 if k < 4 else int(rng.integers(0, 2))]
     n, h, w = (2, 1, 1) if fc else (1, int(rng.integers(3, 6)), int(rng.integers(3, 6)))
-    if fc and k == 2:  # one batch with 5 features past the last group of 8 (their weights int16: 2^left * w)
-        c_in, n = c_in + 5, 1
+    if fc and k == 2:  # one batch of 5 features (the kernel pads them to 8; weights int16: 2^left * w)
+        c_in, n = 5, 1
     pad = (kh // 2,) * 4
     s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
     out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
@@ -213,8 +213,8 @@ def mixed_case(k: int, optimize: str = "speed") -> Case:
     channels. The wide kernel's _mixed twin runs them all, each channel requantized its own way."""
     rng = np.random.default_rng(9500 + k + 1000 * (optimize == "size"))
     relu = k % 2 == 1
-    c_in, c_out = 8 * int(rng.integers(0, 3)) + (3 + 2 * k if k >= 2 else 8), int(rng.choice([5, 13, 19]))
-    batches = 2 if c_in % 8 == 0 else 1  # features past the last group of 8 (read one by one): one batch
+    c_in, c_out = 8 * int(rng.integers(1, 4)) if k < 2 else [3, 5, 7, 2][k - 2], int(rng.choice([5, 13, 19]))
+    batches = 2 if c_in % 8 == 0 else 1  # fewer than 8 features (read from a padded copy): one batch
     s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
     out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
     weights = rng.integers(-127, 128, size=(c_out, c_in))
@@ -255,8 +255,9 @@ SHAPED = [shaped_case(0, (3, 3), 3, 16, (6, 5), (1, 1), (1, 1, 1, 1)),
 CONVS = [conv_case(k) for k in range(32)] + SHAPED
 RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
 FCS = ([fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
-       + [fc_case(k, c_in=c_in, optimize=opt) for k, c_in, opt in  # one batch, features past a group of 8
-          ((20, 1, "speed"), (21, 13, "speed"), (23, 30, "speed"), (24, 5, "size"), (25, 19, "size"))])
+       + [fc_case(k, c_in=c_in, optimize=opt) for k, c_in, opt in  # one batch of fewer than 8 features
+          ((20, 1, "speed"), (21, 3, "speed"), (23, 7, "speed"), (24, 5, "size"), (25, 6, "size"))]
+       + [fc_case(26, c_in=24, c_out=46), fc_case(27, c_in=16, c_out=22)])  # groups of six, then two of eight
 SIZE = [conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]
 QUANT = ([quant_case(k) for k in range(8)] + [quant_case(k, optimize="size") for k in range(4)]
          + [quant_case(k, "conv2d_add") for k in range(2)] + [quant_case(k, "conv2d_add", "size") for k in range(2)]
@@ -274,10 +275,9 @@ def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
         assert not any(b.scratch for b in case.plan.buffers)
         c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
         assert ("tinyaot_fully_connected_wide_w8_s8(" if size else "tinyaot_fully_connected_wide_s8(") in c
-    (plain,) = fc_case(2, c_in=12).plan.kernels  # not a multiple of 8 in 2 batches: plain, and the plan says why
-    assert plain.plain and dict(plain.rejected)["wide"] == ("12 input features in 2 batches; the wide kernels read a "
-                                                            "batch's row from a word, so its features must be whole "
-                                                            "groups of 8")
+    (plain,) = fc_case(0, c_in=12).plan.kernels  # not a multiple of 8: plain, and the plan says why
+    assert plain.plain and dict(plain.rejected)["wide"] == ("12 input features in 1 batches; the wide kernels read "
+                                                            "whole groups of 8 (fewer in one batch from a padded copy)")
 
 
 def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():

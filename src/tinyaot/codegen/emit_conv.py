@@ -55,12 +55,8 @@ def emit_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice
     fast = _fast(fully_connected_wide_s8.requantization(node, g, variant.weights), node)
     int8 = variant.weights == "int8"
     w = fast.weights(p.weights)
-    whole = w.shape[1] - w.shape[1] % fully_connected_wide_s8.IN_GROUP
-    weights = wide_fc_w8_weights(w[:, :whole].astype(np.int8)) if int8 else wide_fc_weights(w[:, :whole])
-    if whole < w.shape[1]:  # the features past the last group of 8, [out][rem] (int16 for speed: 2^left * w)
-        tail = np.ascontiguousarray(w[:, whole:]).astype(np.int8 if int8 else np.int16).reshape(-1).view(np.int8)
-        tail = np.concatenate([tail, np.zeros(-len(tail) % 4, np.int8)])
-        weights = np.concatenate([weights.reshape(-1).view(np.int8), tail]).view(weights.dtype)
+    w = np.pad(w, ((0, 0), (0, -w.shape[1] % fully_connected_wide_s8.IN_GROUP)))  # a last group of 8, zero padded
+    weights = wide_fc_w8_weights(w.astype(np.int8)) if int8 else wide_fc_weights(w)
     multiplier = fast.multiplier if int8 else requant_triples(fast.multiplier, fast.right, p.output_offset)
     shift = np.where(fast.exact, p.shift - FC_EXACT, fast.right).astype(np.int32)
     p = replace(p, bias=fast.scaled_bias().astype(np.int32), weights=weights, shift=shift, multiplier=multiplier)
@@ -127,36 +123,29 @@ def requant_triples(multiplier: np.ndarray, right: np.ndarray, zero_point: int) 
 
 
 def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
-    """fc weights [out][in] -> the size-mode wide kernel's int8 (tinyaot_kernels.h): the first wide_six_rows(out)
-    rows as [six / 6][in / 4][6][4], then the rest as one group of eight, [in / 4][8][4] (zero beyond out).
+    """fc weights [out][in] -> the size-mode wide kernel's int8 [ceil(out / 8)][in / 4][8][4] (tinyaot_kernels.h).
 
-    >>> wide_fc_w8_weights(np.arange(1, 9, dtype=np.int8).reshape(1, 8)).reshape(2, 8, 4)[1, 0].tolist()
+    >>> wide_fc_w8_weights(np.arange(1, 9, dtype=np.int8).reshape(1, 8))[0, 1, 0].tolist()
     [5, 6, 7, 8]
     """
     out_f, in_f = weights.shape
-    six = wide_six_rows(out_f)
-    parts = [_wide_w8(weights[:six], 6)] if six else []
-    if out_f > six:
-        parts.append(_wide_w8(weights[six:], 8))
-    return np.concatenate([part.reshape(-1) for part in parts])
-
-
-def _wide_w8(weights: np.ndarray, group: int) -> np.ndarray:
-    """[out][in] -> int8 [ceil(out / group)][in / 4][group][4] (zero rows beyond out)."""
-    out_f, in_f = weights.shape
-    groups = -(-out_f // group)
-    w = np.zeros((groups * group, in_f), dtype=np.int8)
+    groups = -(-out_f // 8)
+    w = np.zeros((groups * 8, in_f), dtype=np.int8)
     w[:out_f] = weights
-    return np.ascontiguousarray(w.reshape(groups, group, in_f // 4, 4).transpose(0, 2, 1, 3))
+    return np.ascontiguousarray(w.reshape(groups, 8, in_f // 4, 4).transpose(0, 2, 1, 3))
 
 
 def wide_six_rows(out_features: int) -> int:
-    """The rows tinyaot_fully_connected_wide_s8 computes six at a time (its fc_six_rows): out_features rounded down
-    to a multiple of 6, less one group where that would leave one or two rows for the last group of up to eight.
+    """The rows tinyaot_fully_connected_wide_s8 computes six at a time before its groups of eight (its
+    fc_six_rows): the most whose rest is whole groups of eight, else (an odd count, 2, 4, 10) out_features rounded
+    down to a multiple of 6, less one group where that would leave one or two rows for the last group of eight.
 
-    >>> [wide_six_rows(n) for n in (5, 6, 8, 12, 13, 14, 15, 128, 640)]
-    [0, 6, 0, 12, 6, 6, 12, 120, 636]
+    >>> [wide_six_rows(n) for n in (5, 6, 8, 10, 12, 13, 14, 15, 21, 128, 640)]
+    [0, 6, 0, 6, 12, 6, 6, 12, 18, 120, 624]
     """
+    for six in range(out_features - out_features % 6, -1, -6)[:4]:
+        if (out_features - six) % 8 == 0:
+            return six
     left = out_features % 6
     six = out_features - left
     return six - 6 if left in (1, 2) and six >= 6 else six
@@ -164,9 +153,9 @@ def wide_six_rows(out_features: int) -> int:
 
 def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
     """fc weights [out][in] (in a multiple of 4) -> tinyaot_fully_connected_wide_s8's int32 words (tinyaot_kernels.h):
-    the first wide_six_rows(out) rows in groups of six, [six / 6][in / 4][2][6], then the rest in one group of eight
-    (zero beyond out), [in / 4][2][8]; word [j][0][i] of a group holds its output i's inputs 4j and 4j + 2, word
-    [j][1][i] inputs 4j + 1 and 4j + 3, low halves first.
+    the first wide_six_rows(out) rows in groups of six, [six / 6][in / 4][2][6], then the rest in groups of eight
+    (zero beyond out), [ceil(rest / 8)][in / 4][2][8]; word [j][0][i] of a group holds its output i's inputs 4j and
+    4j + 2, word [j][1][i] inputs 4j + 1 and 4j + 3, low halves first.
 
     >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8)).reshape(2, 8)[:, 0].tolist()
     [196609, -262142]

@@ -23,24 +23,24 @@ from tinyaot.ref import fully_connected_s8
 from tinyaot.ref.per_channel import FAST_ALIGNMENT, FastRequant, fast_requant, input_range
 
 HOME = "fully_connected_wide_s8"  # this module, as ir/variants.py names it
-IN_GROUP = 8  # the kernel's microkernels read the input in whole groups of 8 features, the rest one by one
+IN_GROUP = 8  # the kernels read the input in whole groups of 8 features (fewer: from a padded copy)
 MAX_LEFT = {"int16": 8, "int8": 0}  # a left shift the weights take (ref/per_channel.py form 2): int16 weights
 #                                     hold 2^8 * int8; int8 weights cannot be scaled
 
 
 def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
-    """An int8 layer with constant weights, in an arena at least word aligned, whose input rows start at words
-    (a multiple of 8 input features, or one batch: the kernel reads the features past the last group of 8 one by
-    one); the note says which channels take which requantization (ref/per_channel.py)."""
+    """An int8 layer with constant weights, in an arena at least word aligned, with a multiple of 8 input
+    features (or fewer than 8 in one batch, which the kernel pads to 8); the note says which channels take which
+    requantization (ref/per_channel.py)."""
     if options.alignment < FAST_ALIGNMENT:
         return False, f"the arena is {options.alignment}-byte aligned; the kernel loads words (LDRD)"
     x, w, b = (g.tensor(n) for n in node.inputs[:3])
     y = g.tensor(node.outputs[0])
     if len(w.shape) != 2:
         return False, "its weights are not a matrix"
-    if w.shape[1] % IN_GROUP and x.size != w.shape[1]:
-        return False, (f"{w.shape[1]} input features in {x.size // w.shape[1]} batches; the wide kernels read a "
-                       f"batch's row from a word, so its features must be whole groups of {IN_GROUP}")
+    if w.shape[1] % IN_GROUP and (w.shape[1] > IN_GROUP or x.size != w.shape[1]):
+        return False, (f"{w.shape[1]} input features in {x.size // w.shape[1]} batches; the wide kernels read whole "
+                       f"groups of {IN_GROUP} (fewer in one batch from a padded copy)")
     if x.dtype != "int8" or w.data is None or None in (w.qparams, x.qparams, y.qparams):
         return False, f"its input is {x.dtype}, or its weights are not constant int8"
     variant = next(v for v in OPS[node.op].variants if v.home == HOME and v.serves(options.optimize))

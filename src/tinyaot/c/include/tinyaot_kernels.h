@@ -41,25 +41,23 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
  * a zero or left shift, whose channel's weights and bias were scaled at compile time; multiplier is int32
  * [out][3]: (multiplier, right shift, floor(2^right / 2) + (output_offset << right)), the last letting a whole
  * group of outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same results,
- * six outputs at a time (the last group up to eight) with weights widened at compile time. weights is int32
- * words: the first six = wide_six_rows(out_features) rows (codegen/emit_conv.py; out_features rounded down to a
- * multiple of 6, less 6 where that leaves 1 or 2 rows) as [six / 6][in_features / 4][2][6], then the other rows as
- * one group [in_features / 4][2][8], zero beyond out_features: for output i of a group and inputs 4j..4j+3,
+ * six outputs at a time, then eight, with weights widened at compile time. weights is int32 words: the first
+ * six = wide_six_rows(out_features) rows (codegen/emit_conv.py: the most whose rest is whole groups of eight, else
+ * a multiple of 6 leaving at most 8) as [six / 6][in_features / 4][2][6], then the other rows in groups of eight,
+ * [ceil(rest / 8)][in_features / 4][2][8], zero beyond out_features: for output i of a group and inputs 4j..4j+3,
  * (w[4j] | w[4j+2] << 16) at [j][0][i] and (w[4j+1] | w[4j+3] << 16) at [j][1][i], low halves first
  * (codegen/emit_conv.py: wide_fc_weights).
  */
 void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                      int8_t *output);
 
-/* Its size-mode twin: int8 weights, the same groups, [six / 6][in_features / 4][6][4] then [in_features / 4][8][4]
- * (per group of outputs and four inputs, each output's four bytes; codegen/emit_conv.py: wide_fc_w8_weights),
- * widened as read. */
+/* Its size-mode twin: int8 weights [ceil(out_features / 8)][in_features / 4][8][4] (per group of eight outputs
+ * and four inputs, each output's four bytes; codegen/emit_conv.py: wide_fc_w8_weights), widened as read. */
 void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                         int8_t *output);
 
-/* Both kernels take in_features that are not a multiple of 8 in one batch: the groups above cover the first
- * in_features & ~7 features, and the weights of the others follow them, [out_features][in_features & 7], int16
- * (speed) or int8 (size), the array padded to a word. */
+/* Both kernels take fewer than 8 in_features in one batch: the weights are laid out as above for 8 features, zero
+ * padded, and the kernel reads the input from a zero-padded copy. */
 
 /* A layer some of whose channels no fast form takes (ref/per_channel.py exact): those channels have their
  * layer's raw weights and folded bias, multiplier TFLM's, and shift TFLM's shift - TINYAOT_FC_EXACT (negative:

@@ -388,51 +388,6 @@ __attribute__((noinline)) static const int32_t *mat6_s16_requant_groups(const in
     return r1;
 }
 
-/* One weight word of mat6x1_s8w: output `acc`'s four int8 weights in `w`, widened (lr the spare register). */
-#define MAT6X1_S8W_WORD(w, acc) \
-        "sxtb16 lr, " w "\n\t" \
-        "smlad " acc ", r3, lr, " acc "\n\t" \
-        "sxtb16 " w ", " w ", ror #8\n\t" \
-        "smlad " acc ", r2, " w ", " acc "\n\t"
-
-/* One group of four inputs of mat6x1_s8w: x widened, two LDM of three weight words, 24 instructions of MACs. */
-#define MAT6X1_S8W_QUAD \
-        "ldr r3, [r0], #4\n\t" \
-        "sxtb16 r2, r3, ror #8\n\t" \
-        "sxtb16 r3, r3\n\t" \
-        "ldm r1!, {r10, r11, r12}\n\t" \
-        MAT6X1_S8W_WORD("r10", "r4") MAT6X1_S8W_WORD("r11", "r5") MAT6X1_S8W_WORD("r12", "r6") \
-        "ldm r1!, {r10, r11, r12}\n\t" \
-        MAT6X1_S8W_WORD("r10", "r7") MAT6X1_S8W_WORD("r11", "r8") MAT6X1_S8W_WORD("r12", "r9")
-
-/*
- * The size mode's groups of six: int8 weights [quads][6 outputs][4 bytes] widened as read, 29 instructions per
- * 24 MACs (mat8x1_s8w: 43 per 32), plus 3 per two groups for the loop.
- */
-__attribute__((noinline)) static void mat6x1_s8w(const int8_t *a, const int8_t *w, int32_t quads, int32_t *acc,
-                                                 const int32_t *init)
-{
-    register const int8_t *r0 __asm__("r0") = a;
-    register const int8_t *r1 __asm__("r1") = w;
-    register int32_t r2 __asm__("r2") = quads;
-    register int32_t *r3 __asm__("r3") = acc;
-    int32_t *slots[2];  /* the end pointer and acc, stored together */
-    __asm__ volatile(
-        "add r2, r0, r2, lsl #2\n\t"
-        "strd r2, r3, %[end]\n\t"
-        "ldr r4, %[init]\n\t"
-        "ldm r4, {r4-r9}\n"
-        "1:\n\t"
-        MAT6X1_S8W_QUAD MAT6X1_S8W_QUAD
-        "ldr r2, %[end]\n\t"
-        "cmp r0, r2\n\t"
-        "bne 1b\n\t"
-        "ldr r3, %[accp]\n\t"
-        "stm r3, {r4-r9}\n\t"
-        : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), [end] "=m"(slots[0]), [accp] "=m"(slots[1])
-        : [init] "m"(init)
-        : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "memory", "cc");
-}
 #else
 /* The portable definition of mat8x1_s16 above. */
 static void mat8x1_s16(const int8_t *x, const int32_t *w, int32_t quads, int32_t *acc, const int32_t *init)
@@ -506,23 +461,6 @@ static const int32_t *mat6_s16_requant_groups(const int8_t *x, const int32_t *w,
     return w;
 }
 
-/* The portable definition of mat6x1_s8w above. */
-static void mat6x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
-{
-    int32_t j, i, t;
-    for (i = 0; i < 6; ++i) {
-        acc[i] = init[i];
-    }
-    for (j = 0; j < quads; ++j) {
-        for (i = 0; i < 6; ++i) {
-            for (t = 0; t < 4; ++t) {
-                acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)(x[4 * j + t] * w[4 * i + t]));  /* wrapping */
-            }
-        }
-        w += 24;
-    }
-}
-
 /* The portable definition of mat8x1_s8w above. */
 static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t *acc, const int32_t *init)
 {
@@ -541,13 +479,21 @@ static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t 
 }
 #endif
 
-/* The rows the speed kernel computes six at a time, before its last group of up to eight: out_features rounded
- * down to a multiple of 6, less one group where that leaves one or two rows (seven or eight then go in the last,
- * full group of eight). codegen/emit_conv.py wide_six_rows is the same rule. */
+/* The rows the speed kernel computes six at a time, before its groups of eight: the most whose rest is whole
+ * groups of eight, or where none is (an odd count, 2, 4, 10), out_features rounded down to a multiple of 6, less
+ * one group where that leaves one or two rows (the last group of eight then holds seven or eight).
+ * codegen/emit_conv.py wide_six_rows is the same rule. */
 static int32_t fc_six_rows(int32_t out_features)
 {
     const int32_t left = out_features % 6;
-    const int32_t six = out_features - left;
+    int32_t six = out_features - left;
+    int32_t k;
+    for (k = 0; k < 4 && six >= 0; ++k, six -= 6) {
+        if ((out_features - six) % 8 == 0) {
+            return six;
+        }
+    }
+    six = out_features - left;
     return (left == 1 || left == 2) && six >= 6 ? six - 6 : six;
 }
 
@@ -578,21 +524,12 @@ __attribute__((always_inline)) static inline void fc_requant(const int32_t *acc,
     }
 }
 
-/* acc[0..group) = init + a group's dot products over `quads` groups of four inputs (none: init). */
+/* acc[0..group) = init + a group's dot products over `quads` groups of four inputs (a multiple of 2). */
 __attribute__((always_inline)) static inline void fc_mac(const int8_t *x, const void *w, int32_t quads, int32_t *acc,
                                                          const int32_t *init, int32_t group, int int8_weights)
 {
-    int32_t i;
-    if (quads == 0) {
-        for (i = 0; i < group; ++i) {
-            acc[i] = init[i];
-        }
-    } else if (group == 6) {
-        if (int8_weights) {
-            mat6x1_s8w(x, (const int8_t *)w, quads, acc, init);
-        } else {
-            mat6x1_s16(x, (const int32_t *)w, quads, acc, init);
-        }
+    if (group == 6) {
+        mat6x1_s16(x, (const int32_t *)w, quads, acc, init);
     } else if (int8_weights) {
         mat8x1_s8w(x, (const int8_t *)w, quads, acc, init);
     } else {
@@ -600,24 +537,10 @@ __attribute__((always_inline)) static inline void fc_mac(const int8_t *x, const 
     }
 }
 
-/* acc[0..n) += outputs c..c + n's sums over the `rem` features past the last group of eight (x there), their
- * weights [out_features][rem] int16 (speed) or int8 (size) at `tail`. */
-__attribute__((always_inline)) static inline void fc_tail(const int8_t *x, const void *tail, int32_t rem, int32_t c,
-                                                          int32_t n, int32_t *acc, int int8_weights)
-{
-    int32_t i, k;
-    for (i = 0; i < n; ++i) {
-        for (k = 0; k < rem; ++k) {
-            const int32_t j = (c + i) * rem + k;
-            const int32_t w = int8_weights ? ((const int8_t *)tail)[j] : ((const int16_t *)tail)[j];
-            acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)(x[k] * w));  /* wrapping */
-        }
-    }
-}
-
-/* `int8_weights` picks the size mode's microkernels and weight layout, else the speed mode's (both in groups of
- * six, the last of up to eight); `mixed` a layer with channels on TFLM's exact requantization. Inlined into each
- * entry point with the flags constants, so a firmware links only the microkernels its mode calls. */
+/* `int8_weights` picks the size mode's microkernel and weight layout (groups of eight: its flash stays at the
+ * plain kernel's), else the speed mode's (groups of six, then of eight); `mixed` a layer with channels on TFLM's
+ * exact requantization. Inlined into each entry point with the flags constants, so a firmware links only the
+ * microkernels its mode calls. */
 __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                                                             const tinyaot_fully_connected_params *params,
                                                             int8_t *output, int int8_weights, int mixed)
@@ -626,38 +549,37 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
     const int32_t *const multiplier = params->multiplier;
     const int32_t in_features = params->in_features;
     const int32_t out_features = params->out_features;
-    const int32_t rem = in_features & 7;  /* features past the last group of eight (one batch then) */
-    const int32_t quads = (in_features - rem) / 4;
-    const int32_t six = fc_six_rows(out_features);
-    const int32_t group_bytes = (int8_weights ? 1 : 2) * (in_features - rem);  /* one output's weight bytes */
-    const void *const tail = (const int8_t *)params->weights + group_bytes * (six + (out_features > six ? 8 : 0));
+    const int short_row = in_features < 8;  /* fewer than 8 features (one batch): read from a padded copy */
+    const int32_t quads = short_row ? 2 : in_features / 4;
+    const int32_t six = int8_weights ? 0 : fc_six_rows(out_features);
+    const int32_t row_bytes = (int8_weights ? 1 : 2) * 4 * quads;  /* one output's weights: int16 or int8 */
     /* requantized in registers, straight to the output: speed mode, every channel fast, all of int8 */
-    const int in_registers = !int8_weights && !mixed && !rem && params->act_min == -128 && params->act_max == 127;
+    const int in_registers = !int8_weights && !mixed && params->act_min == -128 && params->act_max == 127;
+    int32_t padded[2];  /* a short row's features, then zeros: the group of eight the kernels read */
     int32_t b, c, i;
     for (b = 0; b < params->batches; ++b) {
         const int8_t *row_in = input + b * in_features;
         int8_t *row_out = output + b * out_features;
         const int8_t *w = (const int8_t *)params->weights;
         int32_t acc[8];
+        if (short_row) {
+            for (i = 0; i < 8; ++i) {
+                ((int8_t *)padded)[i] = i < in_features ? row_in[i] : 0;
+            }
+            row_in = (const int8_t *)padded;
+        }
         c = 0;
         if (six && in_registers) {
             w = (const int8_t *)mat6_s16_requant_groups(row_in, (const int32_t *)w, quads, row_out, bias, multiplier,
                                                         six / 6);
             c = six;
         }
-        for (; c < six; c += 6) {
-            fc_mac(row_in, w, quads, acc, bias + c, 6, int8_weights);
-            w += 6 * group_bytes;
-            if (rem) {
-                fc_tail(row_in + 4 * quads, tail, rem, c, 6, acc, int8_weights);
-            }
-            fc_requant(acc, 6, c, params, row_out, int8_weights, mixed);
-        }
-        for (; c < out_features; c += 8) {
-            const int32_t n = out_features - c < 8 ? out_features - c : 8;
+        while (c < out_features) {
+            const int32_t group = !int8_weights && c < six ? 6 : 8;
+            const int32_t n = out_features - c < group ? out_features - c : group;
             const int32_t *init = bias + c;  /* a whole group starts from the bias in place */
-            if (n < 8) {
-                for (i = 0; i < 8; ++i) {
+            if (n < group) {
+                for (i = 0; i < group; ++i) {
                     acc[i] = i < n ? bias[c + i] : 0;
                 }
                 init = acc;
@@ -665,13 +587,11 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
             if (in_registers && n == 8) {
                 mat8x1_s16_requant(row_in, (const int32_t *)w, quads, row_out + c, init, multiplier + 3 * c);
             } else {
-                fc_mac(row_in, w, quads, acc, init, 8, int8_weights);
-                if (rem) {
-                    fc_tail(row_in + 4 * quads, tail, rem, c, n, acc, int8_weights);
-                }
+                fc_mac(row_in, w, quads, acc, init, group, int8_weights);
                 fc_requant(acc, n, c, params, row_out, int8_weights, mixed);
             }
-            w += 8 * group_bytes;
+            w += group * row_bytes;
+            c += group;
         }
     }
 }
