@@ -501,14 +501,10 @@ static int32_t fc_six_rows(int32_t out_features)
  * mode's multipliers, shift the right shift, or (mixed) a channel on TFLM's exact requantization (shift < 0:
  * TFLM's shift - TINYAOT_FC_EXACT, on the raw accumulator); a fused activation clamps last. */
 __attribute__((always_inline)) static inline void fc_requant(const int32_t *acc, int32_t n, int32_t c,
-                                                             const tinyaot_fully_connected_params *params,
+                                                             const int32_t *multiplier, const int32_t *shift,
+                                                             int32_t output_offset, int32_t act_min, int32_t act_max,
                                                              int8_t *row_out, int int8_weights, int mixed)
 {
-    const int32_t *const multiplier = params->multiplier;
-    const int32_t *const shift = params->shift;
-    const int32_t output_offset = params->output_offset;
-    const int32_t act_min = params->act_min;
-    const int32_t act_max = params->act_max;
     const int narrow = act_min != -128 || act_max != 127;
     int32_t i;
     for (i = 0; i < n; ++i) {
@@ -547,6 +543,10 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
 {
     const int32_t *const bias = params->bias;
     const int32_t *const multiplier = params->multiplier;
+    const int32_t *const shift = params->shift;
+    const int32_t output_offset = params->output_offset;
+    const int32_t act_min = params->act_min;
+    const int32_t act_max = params->act_max;
     const int32_t in_features = params->in_features;
     const int32_t out_features = params->out_features;
     const int short_row = in_features < 8;  /* fewer than 8 features (one batch): read from a padded copy */
@@ -554,7 +554,7 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
     const int32_t six = int8_weights ? 0 : fc_six_rows(out_features);
     const int32_t row_bytes = (int8_weights ? 1 : 2) * 4 * quads;  /* one output's weights: int16 or int8 */
     /* requantized in registers, straight to the output: speed mode, every channel fast, all of int8 */
-    const int in_registers = !int8_weights && !mixed && params->act_min == -128 && params->act_max == 127;
+    const int in_registers = !int8_weights && !mixed && act_min == -128 && act_max == 127;
     int32_t padded[2];  /* a short row's features, then zeros: the group of eight the kernels read */
     int32_t b, c, i;
     for (b = 0; b < params->batches; ++b) {
@@ -588,7 +588,8 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
                 mat8x1_s16_requant(row_in, (const int32_t *)w, quads, row_out + c, init, multiplier + 3 * c);
             } else {
                 fc_mac(row_in, w, quads, acc, init, group, int8_weights);
-                fc_requant(acc, n, c, params, row_out, int8_weights, mixed);
+                fc_requant(acc, n, c, multiplier, shift, output_offset, act_min, act_max, row_out, int8_weights,
+                           mixed);
             }
             w += group * row_bytes;
             c += group;
