@@ -157,6 +157,9 @@ def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
     (zero beyond out), [ceil(rest / 8)][in / 4][2][8]; word [j][0][i] of a group holds its output i's inputs 4j and
     4j + 2, word [j][1][i] inputs 4j + 1 and 4j + 3, low halves first.
 
+    Shaped [rows][in / 2] (rows: out padded to its groups; each row's in / 2 words, group by group), the C array's
+    size so spelled.
+
     >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8)).reshape(2, 8)[:, 0].tolist()
     [196609, -262142]
     >>> wide_fc_weights(np.arange(24, dtype=np.int8).reshape(6, 4)).reshape(2, 6)[0, :2].tolist()
@@ -167,7 +170,7 @@ def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
     parts = [_wide_words(weights[:six], 6)] if six else []
     if out_f > six:
         parts.append(_wide_words(weights[six:], 8))
-    return np.concatenate([part.reshape(-1) for part in parts])
+    return np.concatenate([part.reshape(-1) for part in parts]).reshape(-1, in_f // 2)
 
 
 def _wide_words(weights: np.ndarray, group: int) -> np.ndarray:
