@@ -1,7 +1,7 @@
 """The wide fully connected kernels (tinyaot_fully_connected_wide_s8 / _wide_w8_s8 in c/kernels/fully_connected_s8.c),
 the `wide` and `wide_w8` variants.
 
-They compute fully_connected_s8's numbers eight outputs at a time over weights laid out at compile time
+They compute fully_connected_s8's numbers six or eight outputs at a time over weights laid out at compile time
 (codegen/emit_conv.py: int16 pairs for speed, int8 in the kernel's order for size), the input offset folded into
 the bias and the fast requantization (ref/per_channel.py) after. The reference is the plain kernel's; this module
 holds what the plan needs to know of them: when a layer qualifies (they need no work buffer).
