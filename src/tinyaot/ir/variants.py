@@ -1,9 +1,9 @@
 """Kernel variants: the kernels an op may run as instead of its plain one, listed in its OpSpec (ir/ops.py).
 
 A variant computes the plain kernel's numbers (the reference stays the definition) but in another way: two
-output pixels at a time with weights widened at compile time (pairs), six or eight outputs at a time (wide), or
-written over its own input through a ring of held-back pixels (ring). It is data here; each of its parts lives in
-the home of its stage, found from these fields:
+output pixels at a time with weights widened at compile time (pairs), eight outputs at a time (wide), or written
+over its own input through a ring of held-back pixels (ring). It is data here; each of its parts lives in the home
+of its stage, found from these fields:
 
 - `home`, ref/<home>.py, the kernel knowledge: `qualifies(node, g, options) -> (bool, reason)` (may this layer
   take it: its requantization, its shapes, the arena's alignment) and `work_bytes(node, g)` (the scratch it needs
