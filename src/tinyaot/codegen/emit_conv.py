@@ -136,19 +136,20 @@ def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
 
 
 def wide_six_rows(out_features: int) -> int:
-    """The rows tinyaot_fully_connected_wide_s8 computes six at a time before its groups of eight (its
-    fc_six_rows): the most whose rest is whole groups of eight, else (an odd count, 2, 4, 10) out_features rounded
-    down to a multiple of 6, less one group where that would leave one or two rows for the last group of eight.
+    """The rows tinyaot_fully_connected_wide_s8 computes in groups of six before its groups of eight (its
+    fc_six_rows; a multiple of 6, past out_features where the last group of six is partial): the most whose rest
+    is whole groups of eight; else, one or two rows left over (and at least 8 rows), one group of six less; else
+    out_features rounded up to a multiple of 6.
 
-    >>> [wide_six_rows(n) for n in (5, 6, 8, 10, 12, 13, 14, 15, 21, 128, 640)]
-    [0, 6, 0, 6, 12, 6, 6, 12, 18, 120, 624]
+    >>> [wide_six_rows(n) for n in (1, 4, 5, 6, 8, 10, 12, 13, 14, 15, 21, 128, 640)]
+    [6, 6, 6, 6, 0, 12, 12, 6, 6, 18, 24, 120, 624]
     """
     for six in range(out_features - out_features % 6, -1, -6)[:4]:
         if (out_features - six) % 8 == 0:
             return six
     left = out_features % 6
     six = out_features - left
-    return six - 6 if left in (1, 2) and six >= 6 else six
+    return six - 6 if left in (1, 2) and six >= 6 else six + (6 if left else 0)
 
 
 def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
@@ -160,7 +161,7 @@ def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
     Shaped [rows][in / 2] (rows: out padded to its groups; each row's in / 2 words, group by group), the C array's
     size so spelled.
 
-    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8)).reshape(2, 8)[:, 0].tolist()
+    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8)).reshape(2, 6)[:, 0].tolist()
     [196609, -262142]
     >>> wide_fc_weights(np.arange(24, dtype=np.int8).reshape(6, 4)).reshape(2, 6)[0, :2].tolist()
     [131072, 393220]

@@ -42,8 +42,8 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
  * [out][3]: (multiplier, right shift, floor(2^right / 2) + (output_offset << right)), the last letting a whole
  * group of outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same results,
  * six outputs at a time, then eight, with weights widened at compile time. weights is int32 words: the first
- * six = wide_six_rows(out_features) rows (codegen/emit_conv.py: the most whose rest is whole groups of eight, else
- * a multiple of 6 leaving at most 8) as [six / 6][in_features / 4][2][6], then the other rows in groups of eight,
+ * six = wide_six_rows(out_features) rows (codegen/emit_conv.py: a multiple of 6, past out_features when the last
+ * group of six is partial) as [six / 6][in_features / 4][2][6], then the other rows in groups of eight,
  * [ceil(rest / 8)][in_features / 4][2][8], zero beyond out_features: for output i of a group and inputs 4j..4j+3,
  * (w[4j] | w[4j+2] << 16) at [j][0][i] and (w[4j+1] | w[4j+3] << 16) at [j][1][i], low halves first
  * (codegen/emit_conv.py: wide_fc_weights).

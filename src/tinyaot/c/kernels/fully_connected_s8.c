@@ -479,10 +479,12 @@ static void mat8x1_s8w(const int8_t *x, const int8_t *w, int32_t quads, int32_t 
 }
 #endif
 
-/* The rows the speed kernel computes six at a time, before its groups of eight: the most whose rest is whole
- * groups of eight, or where none is (an odd count, 2, 4, 10), out_features rounded down to a multiple of 6, less
- * one group where that leaves one or two rows (the last group of eight then holds seven or eight).
- * codegen/emit_conv.py wide_six_rows is the same rule. */
+/* The rows the speed kernel computes in groups of six, before its groups of eight (a multiple of 6, which may pass
+ * out_features: its last group of six is then partial, and no group of eight follows): the most whose rest is whole
+ * groups of eight; else, one or two rows left over from a multiple of 6 (and at least 8 rows), one group of six
+ * less, the last group of eight holding seven or eight; else out_features rounded up to a multiple of 6 (a group
+ * of six reads 18 instructions per four inputs, one of eight 27). codegen/emit_conv.py wide_six_rows is the same
+ * rule. */
 static int32_t fc_six_rows(int32_t out_features)
 {
     const int32_t left = out_features % 6;
@@ -494,7 +496,7 @@ static int32_t fc_six_rows(int32_t out_features)
         }
     }
     six = out_features - left;
-    return (left == 1 || left == 2) && six >= 6 ? six - 6 : six;
+    return (left == 1 || left == 2) && six >= 6 ? six - 6 : six + (left ? 6 : 0);
 }
 
 /* out[c..c + n) from the accumulators, each channel requantized its way: the speed mode's triples or the size
@@ -569,10 +571,10 @@ __attribute__((always_inline)) static inline void fc_groups(const int8_t *input,
             row_in = (const int8_t *)padded;
         }
         c = 0;
-        if (six && in_registers) {
+        if (in_registers && six >= 6 && out_features >= 6) {  /* the whole groups of six */
+            c = (six <= out_features ? six : six - 6);
             w = (const int8_t *)mat6_s16_requant_groups(row_in, (const int32_t *)w, quads, row_out, bias, multiplier,
-                                                        six / 6);
-            c = six;
+                                                        c / 6);
         }
         while (c < out_features) {
             const int32_t group = !int8_weights && c < six ? 6 : 8;
