@@ -11,6 +11,7 @@ from tinyaot.codegen import generate_c
 from tinyaot.driver import Pass, Unit, result_of, run_passes
 from tinyaot.ir import Graph
 from tinyaot.ir.verify import verify_graph
+from tinyaot.options import patch_fraction
 from tinyaot.passes.fuse_residual import fuse_residual_adds
 from tinyaot.plan import plan_graph
 from tinyaot.plan.contract import Contract
@@ -21,11 +22,12 @@ if TYPE_CHECKING:
 
 
 def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory",
-         layer_modes: tuple[tuple[str, str], ...] = ()):
+         layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
     (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
-    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py), and layer_modes the layers given another."""
-    kw = dict(alignment=alignment, contract=contract, optimize=optimize, layer_modes=layer_modes)
+    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py), and layer_modes the layers given
+    another; patch: a patch stage's bound on extra MACs (plan/patch.py), None for layer by layer."""
+    kw = dict(alignment=alignment, contract=contract, optimize=optimize, layer_modes=layer_modes, patch=patch)
     fused = fuse_residual_adds(g)
     if fused is None:
         return plan_graph(g, **kw)
@@ -45,7 +47,7 @@ def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
 
 
 def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "memory",
-               layer_modes: tuple[tuple[str, str], ...] = ()):
+               layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None):
     """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
     plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
     says what the contract costs). `g` itself is left as it was."""
@@ -53,9 +55,9 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
     planned = g.replace()
     free = None
     if contract.any:
-        free = plan(planned, alignment, optimize=optimize, layer_modes=layer_modes).arena_bytes
+        free = plan(planned, alignment, optimize=optimize, layer_modes=layer_modes, patch=patch).arena_bytes
     # last: planning reorders `planned` to this plan's order
-    memory = plan(planned, alignment, contract, optimize, layer_modes)
+    memory = plan(planned, alignment, contract, optimize, layer_modes, patch)
     verify_graph(planned, "planning", quantized=True)
     return planned, memory, free
 
@@ -63,7 +65,7 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
 def _plan(u: Unit) -> dict:
     contract = u.contract if u.contract is not None else u.options.contract
     planned, memory, free = plan_stage(u.graph, u.options.alignment, contract, u.options.optimize,
-                                       u.options.layer_modes)
+                                       u.options.layer_modes, patch_fraction(u.options.patch))
     return {"graph": planned, "plan": memory, "unconstrained_arena_bytes": free}
 
 

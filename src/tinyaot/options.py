@@ -9,6 +9,7 @@ from typing import Callable
 from tinyaot.errors import ModelError
 from tinyaot.plan.contract import Contract
 from tinyaot.plan.kernels import check_optimize
+from tinyaot.plan.patch import EXTRA_MACS
 from tinyaot.report.budget import TargetMemory, check_target_memory
 
 # C99 guarantees 31 significant characters in external identifiers; the longest generated symbol adds 18
@@ -60,6 +61,10 @@ class CompileOptions:
     # (tinyaot/budgets.py; it measures each mode's layers on the emulated Cortex-M33). None: no budget.
     ram: int | None = None
     flash: int | None = None
+    # Run the first stages' largest feature maps band by band (MCUNetV2's patch-based inference) where that shrinks
+    # the arena: True within 15 % more MACs (recomputed halos), or the largest fraction to spend (plan/patch.py).
+    # False: layer by layer, the C as without it.
+    patch: bool | float = False
     # Called with each stage's name as it starts (a status line); the caller's exceptions pass through unchanged.
     progress: Callable[[str], None] | None = None
 
@@ -74,7 +79,7 @@ class CompileOptions:
                        preserve_input=bool(self.preserve_input), separate_output=bool(self.separate_output),
                        optimize=check_optimize(self.optimize), stream=bool(self.stream),
                        int16=_check_int16(self.int16), target_memory=check_target_memory(self.target_memory),
-                       sram_constants=_check_sram_constants(self.sram_constants),
+                       sram_constants=_check_sram_constants(self.sram_constants), patch=_check_patch(self.patch),
                        ram=_check_budget("ram", self.ram), flash=_check_budget("flash", self.flash))
         if self.input_dtype not in ("int8", "uint8"):
             raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {self.input_dtype!r}")
@@ -119,6 +124,23 @@ def _check_int16(int16):
             or not all(isinstance(n, str) for n in int16):
         raise ModelError(f"int16 must be a list of layer names or 'auto', got {int16!r}")
     return tuple(int16)
+
+
+def _check_patch(patch):
+    """False, True (the default bound on extra MACs) or that bound, a fraction of the model's MACs."""
+    if patch is None or isinstance(patch, bool):
+        return bool(patch)
+    if isinstance(patch, (int, float)) and 0 <= patch <= 10:
+        return float(patch)
+    raise ModelError(f"patch must be True, False or the extra MACs allowed as a fraction of the model's (e.g. 0.15), "
+                     f"got {patch!r}")
+
+
+def patch_fraction(patch) -> float | None:
+    """The bound plan_graph takes: None for layer by layer."""
+    if patch is False:
+        return None
+    return EXTRA_MACS if patch is True else float(patch)
 
 
 def _check_sram_constants(layers):

@@ -42,6 +42,9 @@ def add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "(its constants; its arena and state), e.g. 2MB,264KB (K = 1024 bytes): a model that does not fit "
                    "is warned about, with what would help (default pico2: the Raspberry Pi Pico 2's 4 MB less 64 KB, "
                    "512 KB less 16 KB)")
+    p.add_argument("--patch", action="store_true", help="run the first stages band by band (patch-based "
+                   "inference) where that shrinks the arena, for at most 15 %% more MACs (recomputed halos); the "
+                   "report shows the patch stage")
     p.add_argument("--int16", action="append", metavar="LAYER", help="give this layer int16 activations (16x8; "
                    "repeat for more layers), or 'auto' for the layers whose int8 kernel loses the most on the "
                    "calibration samples; input and output stay int8")

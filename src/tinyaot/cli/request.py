@@ -68,6 +68,7 @@ class Request:
     sram_constants: tuple[str, ...] = ()  # layers, or ("all",)
     ram: int | None = None  # --ram budget, bytes
     flash: int | None = None  # --flash budget, bytes
+    patch: bool = False  # --patch
     memory: TargetMemory | None = None  # --target-memory, parsed
     # ---- what the command does with it
     output: str | None = None  # compile, export: the directory; run: the .npy file
@@ -126,6 +127,8 @@ class Request:
             options["int16"] = "auto" if self.int16 == ("auto",) else list(self.int16)
         if self.sram_constants:
             options["sram_constants"] = "all" if self.sram_constants == ("all",) else list(self.sram_constants)
+        if self.patch:
+            options["patch"] = True
         if self.memory is not None:
             options["target_memory"] = self.memory
         for budget in ("ram", "flash"):

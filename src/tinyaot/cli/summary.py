@@ -40,7 +40,14 @@ def _summary_one(cm) -> dict:
         "output": first_out,
         **({"int16_layers": dict(cm.int16_layers)} if getattr(cm, "int16_layers", None) else {}),
         **({"budget": cm.budget.to_dict()} if getattr(cm, "budget", None) is not None else {}),
+        **({"patch_stages": [stage_dict(s) for s in cm.plan.patches]} if cm.plan.patches else {}),
     }
+
+
+def stage_dict(stage) -> dict:
+    """A patch stage (--patch) as JSON: its layers, bands, scratch and the MACs its halos recompute."""
+    return {"layers": list(stage.nodes), "step": stage.start, "bands": stage.bands,
+            "scratch_bytes": stage.scratch_bytes, "macs": stage.macs, "extra_macs": stage.extra_macs}
 
 
 def contract(cm, req: Request) -> dict:

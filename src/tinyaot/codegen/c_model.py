@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS
+from tinyaot.codegen.emit_patch import emit_stage
 from tinyaot.codegen.folder import write_model_files
 from tinyaot.codegen.ops import EmittedOp, describe, emitter_for, variant_emitter
 from tinyaot.codegen.params import constant_bytes
@@ -60,6 +61,10 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=()) -> CSou
     offsets = {t: f"{macro}_OFFSET_{c_ident(b.name).upper()}" + (f" + {b.offset_in(t)}" if b.offset_in(t) else "")
                for b in plan.buffers for t in b.tensors}  # a slice read in place: at its offset in its input
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
+    for stage in plan.patches:  # the chain's layers: every call at its first step, each layer's constants at its own
+        chain = g.nodes[stage.start : stage.end + 1]
+        emitted[stage.start : stage.end + 1] = list(zip(chain, emit_stage(stage, g, prefix, offsets,
+                                                                          speed=plan.optimize == "speed", plan=plan)))
     arrays = {node.name: constant_bytes(place_in_sram(e.constants, macro), placed_in_sram=True)
               for node, e in emitted if has_arrays(e.constants)}
     in_sram = sram_layers(sram_constants, list(arrays))
@@ -80,7 +85,9 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=()) -> CSou
 
 def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):
     """The kernel variant the plan recorded for this node (pairs, wide, an in-place ring) or the op's plain
-    kernel; nothing for a slice the plan reads in place."""
+    kernel; nothing for a slice the plan reads in place, nor for a layer of its patch stage (emit_patch.py)."""
+    if any(node.name in stage.nodes for stage in plan.patches):
+        return EmittedOp("", "", None)
     if not OPS[node.op].view and plan.reads_in_place(node):
         return EmittedOp("", "/* a slice read in place: its bytes are a run of its input's, nothing to do */", None)
     speed = plan.mode_of(node.name) == "speed"  # tables that only buy speed are flash the other modes keep
@@ -378,7 +385,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: 
           if plan.state else []),
     ]
     for step, (node, e) in enumerate(emitted):
-        if e.kernel_file is None:
+        if e.kernel_file is None or not e.call:  # a view; a layer of a patch stage, called at the stage's start
             continue
         out.append(f"    /* {describe(node, g)} */")
         out.append("    " + e.call.replace("\n", "\n    "))

@@ -39,6 +39,11 @@ class MemoryPlan:
     optimize: str = "memory"  # the mode the kernels were chosen for: speed | size | memory
     layer_modes: tuple[tuple[str, str], ...] = ()  # (layer, mode) of the layers chosen for another mode (budgets)
     state: tuple = ()  # StateSlot per stateful node: the state region, apart from the arena (plan/state.py)
+    patches: tuple = ()  # PatchStage per chain of layers run band by band at one step (plan/patch.py)
+
+    def stage_at(self, step: int):
+        """The patch stage running at `step` (its first layer's), the one `step` belongs to, or None."""
+        return next((s for s in self.patches if s.start <= step <= s.end), None)
 
     @property
     def state_bytes(self) -> int:

@@ -48,6 +48,8 @@ def verify_plan(plan) -> None:
     for v in getattr(plan, "rings", ()):
         problems += _ring_broken(plan, v, rules)
     problems += _work_broken(plan)
+    for stage in getattr(plan, "patches", ()):
+        problems += _patch_broken(plan, stage)
     problems += contract_problems(plan)
     if problems:
         raise PlanError(f"memory plan by '{plan.planner}' is invalid:\n  " + "\n  ".join(problems))
@@ -125,3 +127,38 @@ def _rule_broken(ov, src, dst, o_src: int, o_dst: int) -> str | None:
         return (f"{dst.name} at offset {o_dst} sits over {src.name} at {o_src}: the rule at step {ov.step} "
                 f"needs offset({dst.name}) <= {o_src - ov.distance} (safe distance {ov.distance} B)")
     return None
+
+
+def _patch_broken(plan, stage) -> list[str]:
+    """What is wrong with a plan's patch stage (plan/patch.py): its scratch, the chain of its windows, and its
+    output's rule over its input, recomputed from the bands' rows."""
+    out = []
+    scratch = next((b for b in plan.buffers if b.name == stage.scratch), None)
+    if scratch is None:
+        return [f"patch stage {stage.nodes[0]}: no scratch buffer {stage.scratch}"]
+    if scratch.nbytes < stage.scratch_bytes or scratch.first != scratch.last or scratch.first != stage.start:
+        out.append(f"patch scratch {scratch.name}: {scratch.nbytes} B at steps {scratch.first}-{scratch.last}, "
+                   f"expected {stage.scratch_bytes} B at step {stage.start} only")
+    for k, w in enumerate(stage.windows):
+        for i in range(1, len(w)):
+            if (w[i].in_lo, w[i].in_hi) != (w[i - 1].out_lo, w[i - 1].out_hi):
+                out.append(f"patch band {k}: layer {i} reads rows {w[i].in_lo}-{w[i].in_hi}, the layer before "
+                           f"writes {w[i - 1].out_lo}-{w[i - 1].out_hi}")
+        spans = [(stage.offsets[i], stage.offsets[i] + (w[i].out_hi - w[i].out_lo) * stage.row_bytes[i])
+                 for i in range(len(w) - 1)]
+        for i, (lo, hi) in enumerate(spans):
+            if hi > stage.scratch_bytes:
+                out.append(f"patch band {k}: layer {i}'s window ends at {hi}, past the scratch")
+            if i and lo < spans[i - 1][1] and spans[i - 1][0] < hi and lo < hi:  # layer i reads window i - 1
+                out.append(f"patch band {k}: layer {i} writes its window over the window it reads")
+    need = max(w[-1].out_hi * stage.row_bytes[-1] - stage.windows[k + 1][0].in_lo * stage.in_row_bytes
+               for k, w in enumerate(stage.windows[:-1]))
+    for ov in plan.overlaps:
+        if ov.step == stage.start and ov.distance < need - _offset_in(plan, ov.input, stage.input):
+            out.append(f"patch stage output over its input at distance {ov.distance}; the bands need {need}")
+    return out
+
+
+def _offset_in(plan, buffer: str, tensor: str) -> int:
+    b = next(b for b in plan.buffers if b.name == buffer)
+    return b.offset_in(tensor) if tensor in b.tensors else 0

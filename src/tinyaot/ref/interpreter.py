@@ -14,6 +14,7 @@ import numpy as np
 
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS, kernel_ref, ops_where, state_family
+from tinyaot.ref.patch import run_stage
 from tinyaot.ref.state import STATE_FAMILIES
 
 
@@ -106,12 +107,29 @@ class Interpreter:
             self.view(name)[...] = np.asarray(v).astype(t_in.dtype).reshape(t_in.shape)
         in_place = getattr(self.plan, "reads_in_place", lambda node: False)
         for step, node in enumerate(g.nodes):
+            stage = self.plan.stage_at(step) if getattr(self.plan, "patches", ()) else None
+            if stage is not None:  # the chain runs band by band at its start
+                if step == stage.start:
+                    self._run_stage(stage)
+                if trace is not None and step == stage.end:
+                    trace(node, self.view(node.outputs[0]).copy())
+                continue
             if node.op not in VIEW_OPS and not in_place(node):  # a view's bytes (a slice's read in place) are there
                 self._execute(step, node)
             if trace is not None:
                 trace(node, self.view(node.outputs[0]).copy())
         outs = [self.view(name).copy() for name in g.outputs]
         return outs[0] if len(outs) == 1 else outs
+
+    def _run_stage(self, stage) -> None:
+        """A patch stage (plan/patch.py): its scratch overwritten first, so a misplaced one shows."""
+        g = self.graph
+        off = self.plan.offsets[stage.scratch]
+        self.arena[off : off + stage.scratch_bytes] = 0xA5
+        nodes = g.nodes[stage.start : stage.end + 1]
+        shapes = [(g.tensor(n.inputs[0]).shape, g.tensor(n.outputs[0]).shape) for n in nodes]
+        run_stage(self.arena, stage, self.plan.offset_of(stage.input), self.plan.offset_of(stage.output), off,
+                  shapes, [kernel_for(n, g)[1] for n in nodes], [self.params[n.name] for n in nodes])
 
     def _execute(self, step: int, node: Node) -> None:
         """Run one node. An output placed over a dying input is written unit by unit (plan/overlap.py), each

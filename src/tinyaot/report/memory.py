@@ -71,6 +71,7 @@ class MemoryReport:
     budget: Budget | None = None  # the flash and RAM the target leaves the model, and whether it fits
     sram_constant_bytes: int = 0  # of constant_bytes, the arrays start-up copies to SRAM (sram_constants)
     sram_offer: SramOffer | None = None  # the Pico 2's estimated gain from copying more constants to SRAM
+    patch_stages: tuple[str, ...] = ()  # the chains run band by band (compile(patch=True), plan/patch.py)
 
     @property
     def ram_bytes(self) -> int | None:
@@ -105,7 +106,7 @@ class MemoryReport:
             float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
             contract=cm.contract, state_bytes=cm.state_bytes, int16_layers=dict(getattr(cm, "int16_layers", {})),
             budget=getattr(cm, "budget", None), sram_constant_bytes=cm.sram_constant_bytes,
-            sram_offer=cm.sram_offer(),
+            sram_offer=cm.sram_offer(), patch_stages=patch_lines(plan),
         )
 
     def to_dict(self) -> dict:
@@ -129,6 +130,7 @@ class MemoryReport:
         yield "lower bound = " + self.busiest_step
         if self.overlap_note:
             yield self.overlap_note
+        yield from self.patch_stages
         if self.contract is not None:
             yield str(self.contract)
         if self.int16_layers:
@@ -200,7 +202,8 @@ class MemoryReport:
                ["RAM total", _opt(self.ram_bytes)], ["flash: constants", f"{self.constant_bytes:,}"],
                ["flash: code", _opt(self.code_bytes)],
                *([f"{what} ({note})", avail] for what, avail, note in (self.budget.rows() if self.budget else ()))]
-        notes = ["lower bound = " + self.busiest_step] + ([self.overlap_note] if self.overlap_note else [])
+        notes = (["lower bound = " + self.busiest_step] + ([self.overlap_note] if self.overlap_note else [])
+                 + list(self.patch_stages))
         if compare_float:
             notes += list(self.float_reasons)
         sections = [("Tensors (int8 plan)", headers, rows, {3, 5}), ("RAM and flash", ["what", "bytes"], ram, {1})]
@@ -232,6 +235,8 @@ def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
     for b in plan.buffers:  # 16x8 activations: two bytes a value
         if b.name in g.tensors and g.tensor(b.name).dtype == "int16":
             notes[b.name] = "; ".join(filter(None, ("int16", notes.get(b.name))))
+    for st in getattr(plan, "patches", ()):  # patch stages (plan/patch.py)
+        notes[st.scratch] = f"patch stage scratch: {len(st.nodes)} layers' windows, at step {st.start} only"
     for v in getattr(plan, "rings", ()):  # in-place ring kernels (plan/inplace.py)
         pixels = f"{v.ring_pixels} pixel" + "s" * (v.ring_pixels != 1)
         notes[v.scratch] = f"ring of {pixels}, scratch of {v.node} at its step only"
@@ -241,6 +246,17 @@ def tensor_rows(plan, g) -> tuple[TensorRow, ...]:
                         for t in b.tensors if t != b.name), ops.get(b.producer, "input"), notes.get(b.name, ""))
         for b in sorted(plan.buffers, key=lambda b: (b.first, plan.offsets[b.name]))
     )
+
+
+def patch_lines(plan) -> tuple[str, ...]:
+    """One line per patch stage: where it runs, its peak (the live bytes at its step, the scratch included) and
+    the MACs its bands recompute."""
+    out = []
+    for st in getattr(plan, "patches", ()):
+        live = sum(b.nbytes for b in plan.buffers if b.first <= st.start <= b.last)
+        out.append(f"patch stage at step {st.start} (steps {st.start}-{st.end} run there): {st.text()}; live at its "
+                   f"step {live:,} B")
+    return tuple(out)
 
 
 def overlap_note(plan) -> str:

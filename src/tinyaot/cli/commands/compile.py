@@ -45,6 +45,8 @@ def run(req: Request, feedback: Feedback) -> int:
     c.print(f"compiled [bold]{cm.name}[/]: arena {cm.arena_bytes:,} B (lower bound "
             f"{cm.lower_bound_bytes:,} B), {flash(cm)}")
     print_contract(c, info)
+    for stage in cm.plan.patches:
+        c.print(f"patch stage: {stage.text()}")
     for layer, why in info.get("int16_layers", {}).items():
         c.print(f"int16 activations: {layer} ({why})")
     print_budget(c, cm)
