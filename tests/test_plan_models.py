@@ -13,8 +13,10 @@ from tinyaot.plan import buffer_overlaps, buffers_of, plan_memory
 from tinyaot.ref.interpreter import Interpreter
 
 MLPERF = {
-    # name: (file, layer-by-layer bound TFLM's order gives, arena we must reach)
-    "kws": ("models/mlperf_tiny/kws_ref_model.tflite", 16_000, 9_000),
+    # name: (file, layer-by-layer bound TFLM's order gives, arena we must reach in the default speed mode)
+    # KWS: its depthwise layers' rows kernel keeps a ring of widened rows (4,160 B) beside their maps; memory mode
+    # reaches 8,448 B with the plain kernels' in-place rings (tests/test_inplace.py)
+    "kws": ("models/mlperf_tiny/kws_ref_model.tflite", 16_000, 13_100),
     "resnet": ("models/mlperf_tiny/pretrainedResnet_quant.tflite", 49_152, 34_000),
     "ad": ("models/mlperf_tiny/ad01_int8.tflite", 768, 768),
 }

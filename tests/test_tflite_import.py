@@ -97,6 +97,9 @@ def test_vww_dead_channels_run_the_fast_kernels_bit_exact(optimize):
     convs = [n.name for n in g.nodes if n.op == "conv2d"]  # a 3x3 stem, 13 pointwise
     assert len(convs) == 14 and {kinds[n] for n in convs} == {"pairs" if optimize == "speed" else "pairs_w8"}
     assert cm.c_sources.files["vww.c"].count("_pairs_sparse") == 8
+    dws = [kinds[n.name] for n in g.nodes if n.op == "depthwise_conv2d"]  # rows: output rows of 6+ (stride 2: 12+)
+    assert dws == (["rows"] * 5 + ["plain"] + ["rows"] * 5 + ["plain"] * 2 if optimize == "speed"
+                   else ["plain"] * 13), dws
     x = random_int8((6,) + cm.input_shape[1:], seed=96)
     want = run_tflm(path.read_bytes(), x).reshape(len(x), -1)
     np.testing.assert_array_equal(cm.run(x, engine="reference").reshape(len(x), -1), want)

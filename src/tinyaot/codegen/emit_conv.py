@@ -15,7 +15,15 @@ import numpy as np
 from tinyaot.codegen.emit import arena_in, arena_out, kernel_op, layer_base, plain_op, without_speed_tables
 from tinyaot.codegen.kernel_header import kernel_header
 from tinyaot.ir import Graph, Node
-from tinyaot.ref import conv2d_add_s8, conv2d_pairs_s8, conv2d_s8, fully_connected_s8, fully_connected_wide_s8
+from tinyaot.ref import (
+    conv2d_add_s8,
+    conv2d_pairs_s8,
+    conv2d_s8,
+    depthwise_conv2d_rows_s8,
+    depthwise_conv2d_s8,
+    fully_connected_s8,
+    fully_connected_wide_s8,
+)
 from tinyaot.ref.conv2d_pairs_s8 import ConvSparseParams
 from tinyaot.ref.conv2d_s8 import ConvParams
 from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT, FastRequant
@@ -252,6 +260,61 @@ def pair_weights(weights: np.ndarray, taps_padded: int) -> np.ndarray:
     odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
     words = np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1)  # [g][j][even/odd][i]
     return words.reshape(groups, taps_padded // 2, 4).astype(np.int32)
+
+
+def emit_rows(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
+    """The plan's rows kernel for a depthwise conv (ref/depthwise_conv2d_rows_s8.py): weights widened to doubled
+    int16 pairs per channel and kernel row at compile time, bias doubled, (multiplier, right, k, 2 * bias) per
+    channel, and the ring the plan placed for this layer as its work buffer."""
+    p = depthwise_conv2d_s8.prepare(node, g)
+    fast = _fast(depthwise_conv2d_rows_s8.requantization(node, g), node)
+    w = fast.weights(depthwise_conv2d_rows_s8.channel_params(p).weights)  # [out_c, kh * kw], as the kernel sums
+    p = replace(p, weights=depthwise_rows_weights(2 * w.reshape(p.out_c, p.kernel_h, p.kernel_w), p.stride_w),
+                bias=(2 * fast.scaled_bias()).astype(np.int32), shift=fast.right,
+                multiplier=depthwise_rows_requant(fast, p.output_offset))
+    work = f"(int32_t *)(void *)(arena + {offsets[choice.work]})"
+    return kernel_op(p, layer_base(prefix, node), variant.c_kernel, variant.c_file,
+                     [arena_in(offsets, node.inputs[0])], [work, arena_out(offsets, node.outputs[0])])
+
+
+def depthwise_rows_requant(fast: FastRequant, zero_point: int) -> np.ndarray:
+    """The rows kernel's per-channel (multiplier, right, k, 2 * bias): requant_triples and the doubled, scaled bias
+    the channel's accumulators start from, in one block its loops read with one LDM.
+
+    >>> depthwise_rows_requant(FastRequant(np.array([5]), np.array([1 << 30]), np.array([3]), np.array([0]),
+    ...                                    np.array([False])), -2).tolist()
+    [1073741824, 3, -12, 10]
+    """
+    triples = requant_triples(fast.multiplier, fast.right, zero_point).astype(np.int64)
+    bias2 = 2 * fast.scaled_bias()
+    return np.concatenate([triples, bias2[:, None]], axis=1).astype(np.int32).reshape(-1)
+
+
+def depthwise_rows_weights(w: np.ndarray, stride_w: int) -> np.ndarray:
+    """Per-channel weights [c][kh][kw] (doubled, scaled) -> the rows kernel's int32 words [c][kh][words]
+    (layout in tinyaot_kernels.h): the even words E_j = (w[2j], w[2j + 1]), then for stride 1 the odd words
+    O_j = (w[2j - 1], w[2j]), low halves first, zero beyond the kernel; a 3-wide kernel at stride 1 the compact
+    (E0, O1, R) with R = (w[2], w[0]).
+
+    >>> depthwise_rows_weights(np.array([[[1, 2, -3, 4]]]), 1)[0, 0].tolist()
+    [131073, 327677, 0, 65536, -196606, 4]
+    >>> depthwise_rows_weights(np.array([[[1, 2, -3]]]), 1)[0, 0].tolist()
+    [131073, -196606, 131069]
+    """
+    c, kh, kw = w.shape
+    if kw == 3 and stride_w == 1:  # the compact form: the even output's E0 and R's low half, the odd one's
+        w = w.astype(np.int64) & 0xFFFF  # R's high half and O1
+        return np.stack([w[..., 0] | (w[..., 1] << 16), w[..., 1] | (w[..., 2] << 16), w[..., 2] | (w[..., 0] << 16)],
+                        axis=-1).astype(np.uint32).view(np.int32)
+    n = depthwise_conv2d_rows_s8.pair_words(kw, stride_w)
+    even = np.zeros((c, kh, 2 * n), np.int64)
+    even[..., :kw] = w
+    words = [(even[..., 0::2] & 0xFFFF) | (even[..., 1::2] << 16)]
+    if stride_w == 1:
+        odd = np.zeros((c, kh, 2 * n), np.int64)
+        odd[..., 1:kw + 1] = w
+        words.append((odd[..., 0::2] & 0xFFFF) | (odd[..., 1::2] << 16))
+    return np.ascontiguousarray(np.concatenate(words, axis=-1)).astype(np.int32)
 
 
 def emit_conv2d(node: Node, g: Graph, prefix: str, offsets: dict[str, str], speed: bool = True):

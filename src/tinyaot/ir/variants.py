@@ -85,7 +85,11 @@ def _ring(plain: str) -> KernelVariant:
 
 CONV2D_VARIANTS = (*_pairs("conv2d"), _ring("conv2d"))
 CONV2D_ADD_VARIANTS = _pairs("conv2d_add")
-DEPTHWISE_VARIANTS = (_ring("depthwise_conv2d"),)
+DEPTHWISE_VARIANTS = (
+    KernelVariant("rows", "depthwise_conv2d_rows_s8", "tinyaot_depthwise_conv2d_rows_s8", "depthwise_conv2d_rows_s8.c",
+                  "emit_conv", modes=("speed",), weights="int16",
+                  layout="doubled, int16 column pairs [out_c][kh][even (and, stride 1, odd) words]"),
+    _ring("depthwise_conv2d"))
 FULLY_CONNECTED_VARIANTS = tuple(
     KernelVariant(name, "fully_connected_wide_s8", f"tinyaot_fully_connected_{name}_s8", "fully_connected_s8.c",
                   "emit_conv", modes=(mode,), weights=weights, layout=layout)

@@ -2,6 +2,7 @@
 from dataclasses import replace
 
 from tinyaot.errors import ModelError
+from tinyaot.ir.macs import node_macs
 from tinyaot.ir.variants import KernelOptions
 from tinyaot.plan.choice import KernelChoice, merge
 from tinyaot.plan.contract import Contract, with_contract
@@ -23,7 +24,6 @@ from tinyaot.plan.planner import MemoryPlan, plan_memory
 from tinyaot.plan.schedule import schedule
 from tinyaot.plan.state import plan_state
 from tinyaot.plan.verify import contract_problems, verify_plan
-from tinyaot.report.macs import node_macs
 
 __all__ = [
     "Buffer",

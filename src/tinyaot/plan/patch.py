@@ -21,10 +21,11 @@ from dataclasses import dataclass, replace
 from importlib import import_module
 
 from tinyaot.ir import Graph
+from tinyaot.ir.macs import node_macs
 from tinyaot.ir.ops import OPS
 from tinyaot.plan.lifetimes import Buffer, live_bytes
 from tinyaot.plan.overlap import Overlap
-from tinyaot.report.macs import node_macs
+from tinyaot.ref.conv2d_pairs_s8 import skipped_channels
 
 PATCH_OPS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")  # plain kernels taking a row window
 WINDOW_VARIANTS = ("pairs", "pairs_w8")  # variants a stage's layer keeps (on its window, its work buffer at the stage)
@@ -192,8 +193,6 @@ def keeps_variant(choice, node, g: Graph) -> bool:
     form) rather than its plain kernel."""
     if choice.variant not in WINDOW_VARIANTS or node.op != "conv2d":
         return False
-    from tinyaot.ref.conv2d_pairs_s8 import skipped_channels
-
     return not skipped_channels(node, g).any()
 
 

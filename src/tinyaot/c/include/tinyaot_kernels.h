@@ -493,6 +493,28 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
                            int8_t *output);
 
 /*
+ * The speed kernel of depthwise_conv2d (depthwise_conv2d_rows_s8.c; depth multiplier 1, no dilation, kernels up to
+ * TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL, column stride 1 or 2): the same results, two taps of a channel per SMLAD.
+ * weights is int32 [out_c][kernel_h][words]: with pw = kernel_w / 2 + 1 (stride 1) or (kernel_w + 1) / 2
+ * (stride 2), the even words (w[2j] | w[2j + 1] << 16) for j < pw, then for stride 1 the odd words
+ * (w[2j - 1] | w[2j] << 16), low halves first, each weight doubled, zero beyond the kernel; a 3-wide kernel at
+ * stride 1 has three words per row instead, (w0 | w1 << 16, w1 | w2 << 16, w2 | w0 << 16) (codegen/emit_conv.py:
+ * depthwise_rows_weights); bias is doubled; multiplier is int32 [out_c][4] (multiplier, right,
+ * floor(2^right / 2) + (output_offset << right), 2 * bias) and shift the right shifts, positive, chosen as for the pairs
+ * kernels (ref/per_channel.py). work is the plan's ring, 4 * slots * out_c * words bytes, slots = kernel_h
+ * (+ 1 where TINYAOT_DEPTHWISE_ROWS_PAIRED: two output rows at a time), then out_c bytes rounded up to a word
+ * (the input zero point, what a pixel outside the image reads), words = ceil(out_w / 2) + 1 where paired, else
+ * 2 * ceil(out_w / 4) + pw - 1 (stride 1) or 4 * ceil(out_w / 4) + pw - 1 (stride 2), 4-byte aligned, overlapping neither input
+ * nor output. Output rows in order, each written after the input rows its windows read.
+ */
+#define TINYAOT_DEPTHWISE_ROWS_MAX_KERNEL 7
+#define TINYAOT_DEPTHWISE_ROWS_WIDE 12  /* output rows narrower than this (3x3, strides 1) go two at a time */
+#define TINYAOT_DEPTHWISE_ROWS_PAIRED(kh, kw, sh, sw, out_w) \
+    ((kh) == 3 && (kw) == 3 && (sh) == 1 && (sw) == 1 && (out_w) < TINYAOT_DEPTHWISE_ROWS_WIDE)
+void tinyaot_depthwise_conv2d_rows_s8(const int8_t *input, const tinyaot_conv_params *params, int32_t *work,
+                                      int8_t *output);
+
+/*
  * The speed kernels of conv2d and conv2d_add (conv2d_pairs_s8.c): the same results, two output pixels at a time
  * through an int16 matrix microkernel. weights is int32 [ceil(out_c / 4)][taps_padded / 2][4] with
  * taps_padded = kernel_h * kernel_w * in_c rounded up to 8 (an RGB 3x3 stem called straight: 28; the taps in
