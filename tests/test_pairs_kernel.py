@@ -66,11 +66,12 @@ def conv_case(k: int, residual: bool = False, optimize: str = "speed") -> Case:
     return Case(f"pairs{tag}{k}", g, samples, optimize=optimize)
 
 
-def fc_case(k: int, c_in: int | None = None, optimize: str = "speed") -> Case:
-    """Fully connected through the wide kernel: in_features a multiple of 8, out_features with tails, batches."""
+def fc_case(k: int, c_in: int | None = None, optimize: str = "speed", c_out: int | None = None) -> Case:
+    """Fully connected through the wide kernel: in_features a multiple of 8 (or fewer, one batch), out_features
+    with tails, batches."""
     rng = np.random.default_rng(9900 + k)
     n = 2 if k % 5 == 2 else 1
-    c_in, c_out = c_in or 8 * int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 9, 16, 21]))
+    c_in, c_out = c_in or 8 * int(rng.integers(1, 12)), c_out or int(rng.choice([1, 3, 8, 9, 16, 21]))
     s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 128))
     w_scales = [float(np.float32(10 ** rng.uniform(-3, -1.5))) for _ in range(c_out)]
     weights = rng.integers(-127, 128, size=(c_out, c_in)).astype(np.int8)
@@ -167,6 +168,8 @@ def quant_case(k: int, op: str = "conv2d", optimize: str = "speed") -> Case:
         c_in = c_out = 12
     kh, kw = (1, 1) if fc else [(1, 1), (3, 3)][k % 2 if k < 4 else int(rng.integers(0, 2))]
     n, h, w = (2, 1, 1) if fc else (1, int(rng.integers(3, 6)), int(rng.integers(3, 6)))
+    if fc and k == 2:  # one batch of 5 features (the kernel pads them to 8; weights int16: 2^left * w)
+        c_in, n = 5, 1
     pad = (kh // 2,) * 4
     s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
     out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
@@ -201,6 +204,51 @@ def quant_case(k: int, op: str = "conv2d", optimize: str = "speed") -> Case:
     return Case(f"quant_{op}_{optimize}{k}", g, samples, optimize=optimize)
 
 
+MIXED_KINDS = ("right", "huge", "zero", "left", "far", "dead", "right", "right")
+
+
+def mixed_case(k: int, optimize: str = "speed") -> Case:
+    """A fully connected layer some of whose channels no fast requantization form takes (ref/per_channel.py
+    exact): live channels with biases near +-2^31 (accumulators past 2^30, which may wrap), shift 0 without a clamp at
+    the zero point, left shifts beyond the weights' reach, right shifts beyond 22; beside right-shift and dead
+    channels. The wide kernel's _mixed twin runs them all, each channel requantized its own way."""
+    rng = np.random.default_rng(9500 + k + 1000 * (optimize == "size"))
+    relu = k % 2 == 1
+    c_in, c_out = 8 * int(rng.integers(1, 4)) if k < 2 else [3, 5, 7, 2][k - 2], int(rng.choice([5, 13, 19]))
+    batches = 2 if c_in % 8 == 0 else 1  # fewer than 8 features (read from a padded copy): one batch
+    s_in, z_in = float(np.float32(10 ** rng.uniform(-2.5, -0.5))), int(rng.integers(-128, 100))
+    out_scale = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 0.5)))
+    weights = rng.integers(-127, 128, size=(c_out, c_in))
+    bias = rng.integers(-3000, 3000, size=c_out)
+    scales = []
+    for c in range(c_out):
+        kind = MIXED_KINDS[(c + k) % len(MIXED_KINDS)]
+        sign = 1 if rng.random() < 0.5 else -1
+        if kind == "right":
+            m = 10 ** rng.uniform(-4, -1.5)
+        elif kind == "huge":  # |acc| past 2^30 (and the sum may wrap): v = acc * m in the tens, or saturating
+            m = 10 ** rng.uniform(-9, -8) if rng.random() < 0.5 else 2.0 ** rng.uniform(-22, -19)
+            bias[c] = sign * (2**31 - 400_000 - int(rng.integers(0, 5000)))
+        elif kind in ("zero", "left"):  # shift 0, or left by more than the int16 weights' 8 / int8's 0
+            m = rng.uniform(0.5, 1.0) * (2 ** int(rng.integers(9, 12)) if kind == "left" else 1)
+            weights[c] = rng.integers(-2, 3, size=c_in)
+            bias[c] = rng.integers(-40, 40)
+        elif kind == "far":  # right by 23-26 with live weights
+            m = 2.0 ** rng.uniform(-26, -23)
+        else:  # dead: zero weights, a bias near 2^30 (a constant channel)
+            m, bias[c] = 2.0 ** rng.uniform(-30, -24), sign * (2**30 - int(rng.integers(1, 5000)))
+            weights[c] = 0
+        scales.append(float(np.float32(out_scale / s_in * m)))
+    x = act("x", (batches, c_in), s_in, z_in)
+    wt = Tensor("w", weights.shape, "int8", data=weights.astype(np.int8),
+                qparams=QParams(tuple(scales), (0,) * c_out, 0))
+    bt = Tensor("b", (c_out,), "int32", data=bias.astype(np.int32),
+                qparams=QParams(tuple(s_in * s for s in scales), (0,) * c_out, 0))
+    y = act("y", (batches, c_out), out_scale, -128 if relu and k % 4 == 1 else int(rng.integers(-40, 40)))
+    g = one_op_graph("fully_connected", [x, wt, bt], y, {"clamp": RELU if relu else None})
+    return Case(f"mixed_{optimize}{k}", g, [_samples_near(x.shape, rng, z_in)], optimize=optimize)
+
+
 SHAPED = [shaped_case(0, (3, 3), 3, 16, (6, 5), (1, 1), (1, 1, 1, 1)),
           shaped_case(1, (10, 4), 1, 8, (13, 6), (2, 2), (4, 5, 1, 1)),
           shaped_case(2, (1, 1), 32, 12, (3, 3), (1, 1), (0, 0, 0, 0)),
@@ -228,14 +276,18 @@ STEMS = [shaped_case(10 + i, *geometry, clamp=clamp, optimize=mode)
              (((3, 3), 8, 16, (7, 6), (2, 2), (0, 1, 0, 1)), None, "speed")])]
 CONVS = [conv_case(k) for k in range(32)] + SHAPED + [c for c in STEMS if c.optimize == "speed"]
 RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
-FCS = [fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
+FCS = ([fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
+       + [fc_case(k, c_in=c_in, optimize=opt) for k, c_in, opt in  # one batch of fewer than 8 features
+          ((20, 1, "speed"), (21, 3, "speed"), (23, 7, "speed"), (24, 5, "size"), (25, 6, "size"))]
+       + [fc_case(26, c_in=24, c_out=46), fc_case(27, c_in=16, c_out=22)])  # groups of six, then two of eight
 SIZE = ([conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]
         + [c for c in STEMS if c.optimize == "size"])
 QUANT = ([quant_case(k) for k in range(8)] + [quant_case(k, optimize="size") for k in range(4)]
          + [quant_case(k, "conv2d_add") for k in range(2)] + [quant_case(k, "conv2d_add", "size") for k in range(2)]
          + [quant_case(k, "fully_connected") for k in range(4)]
          + [quant_case(k, "fully_connected", "size") for k in range(2)])
-CASES = CONVS + RESIDUAL + FCS + SIZE + QUANT
+MIXED = [mixed_case(k) for k in range(4)] + [mixed_case(k, "size") for k in range(4, 6)]
+CASES = CONVS + RESIDUAL + FCS + SIZE + QUANT + MIXED
 
 
 def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
@@ -246,8 +298,9 @@ def test_the_speed_plan_gives_every_fully_connected_case_the_wide_kernel():
         assert not any(b.scratch for b in case.plan.buffers)
         c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
         assert ("tinyaot_fully_connected_wide_w8_s8(" if size else "tinyaot_fully_connected_wide_s8(") in c
-    (plain,) = fc_case(0, c_in=12).plan.kernels  # not a multiple of 8: the plain kernel, and the plan says why
-    assert plain.plain and dict(plain.rejected)["wide"] == "12 input features; the wide kernels read whole groups of 8"
+    (plain,) = fc_case(0, c_in=12).plan.kernels  # not a multiple of 8: plain, and the plan says why
+    assert plain.plain and dict(plain.rejected)["wide"] == ("12 input features in 1 batches; the wide kernels read "
+                                                            "whole groups of 8 (fewer in one batch from a padded copy)")
 
 
 def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():
@@ -308,6 +361,22 @@ def test_every_quantization_case_takes_the_fast_kernel_with_its_forms():
     sparse = {(c.optimize, "_pairs_sparse" in generate_c(c.graph, c.plan, c.name).files[f"{c.name}.c"])
               for c in QUANT if c.graph.nodes[0].op == "conv2d"}
     assert sparse == {("speed", True), ("speed", False), ("size", True), ("size", False)}  # skipped or not
+
+
+def test_fully_connected_channels_no_fast_form_takes_run_exact_in_the_wide_kernel():
+    """A fall-back per channel, not per layer: the MIXED layers would have run the plain kernel; the wide kernel's
+    _mixed twin takes them, and the record names the exact channels and why."""
+    for case in MIXED:
+        (choice,) = case.plan.kernels
+        size = case.optimize == "size"
+        assert choice.variant == ("wide_w8" if size else "wide"), (case.name, choice.rejected)
+        assert "run TFLM's exact requantization" in choice.note and "constant channel" in choice.note, choice.note
+        c = generate_c(case.graph, case.plan, case.name).files[f"{case.name}.c"]
+        assert ("tinyaot_fully_connected_wide_w8_mixed_s8(" if size else "tinyaot_fully_connected_wide_mixed_s8(") in c
+    notes = " ".join(c.plan.kernels[0].note for c in MIXED)
+    assert all(why in notes for why in ("may reach 2^30", "shift right by more than", "shift left by more than",
+                                         "without a clamp at the zero point"))
+    assert "mixed" not in generate_c(FCS[0].graph, FCS[0].plan, "f").files["f.c"]  # every channel fast: as before
 
 
 def test_constant_channels_are_skipped_where_that_pays():

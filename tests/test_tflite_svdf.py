@@ -271,6 +271,10 @@ def test_keyword_model_imports_with_int16_input_int32_output_and_svdf_state():
     assert cm.input_dtype == "int16" and cm.graph.tensor(cm.graph.outputs[0]).dtype == "int32"
     assert cm.state_bytes == 10240  # TFLM's variable tensors: 4 x 512 + 3 x 1024 int16
     assert cm.arena_bytes == 288  # TFLM needs 15,152 B in all, 10,240 of them the state (its recording allocator)
+    fcs = [k for k in cm.plan.kernels if k.node.startswith("fully_connected")]
+    assert len(fcs) == 5 and {k.variant for k in fcs} == {"wide"}  # biases near 2^31: some channels run exact
+    assert all("run TFLM's exact requantization" in k.note for k in fcs)
+    assert cm.c_sources.files["kw.c"].count("tinyaot_fully_connected_wide_mixed_s8(") == 5
     x = keyword_inputs(0, 4)
     want = per_output(tflm_sequence(shared_file(KEYWORD).read_bytes(), x)[0], 0, 4)
     np.testing.assert_array_equal(cm.run(x).reshape(4, -1), want)

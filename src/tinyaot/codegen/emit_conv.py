@@ -31,6 +31,7 @@ from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT, FastRequant
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
 PATCH16_TAPS = kernel_header().define("TINYAOT_CONV_PATCH16_TAPS")
 SHORT_ROW = kernel_header().define("TINYAOT_CONV_SHORT_ROW")
+FC_EXACT = kernel_header().define("TINYAOT_FC_EXACT")  # the mark of a wide FC's channel on TFLM's requantization
 
 
 def conv_kernel(p: ConvParams, ring: bool = False) -> tuple[ConvParams, str]:
@@ -56,15 +57,19 @@ def emit_fully_connected(node: Node, g: Graph, prefix: str, offsets: dict[str, s
 def emit_wide(node: Node, g: Graph, prefix: str, offsets: dict[str, str], choice, variant, speed: bool = True):
     """The plan's wide kernel for a fully connected layer: bias folded, weights widened to int16 at compile time
     (or, size mode, int8 in the kernel's order), as the variant's `weights` say, each channel as its fast
-    requantization takes it (ref/per_channel.py)."""
+    requantization takes it (ref/per_channel.py); a layer with channels on TFLM's exact requantization calls the
+    kernel's `_mixed` twin, their shifts marked (TFLM's - TINYAOT_FC_EXACT)."""
     p = fully_connected_s8.prepare(node, g)
     fast = _fast(fully_connected_wide_s8.requantization(node, g, variant.weights), node)
     int8 = variant.weights == "int8"
     w = fast.weights(p.weights)
+    w = np.pad(w, ((0, 0), (0, -w.shape[1] % fully_connected_wide_s8.IN_GROUP)))  # a last group of 8, zero padded
     weights = wide_fc_w8_weights(w.astype(np.int8)) if int8 else wide_fc_weights(w)
     multiplier = fast.multiplier if int8 else requant_triples(fast.multiplier, fast.right, p.output_offset)
-    p = replace(p, bias=fast.scaled_bias().astype(np.int32), weights=weights, shift=fast.right, multiplier=multiplier)
-    return plain_op(node, prefix, offsets, p, variant.c_kernel, variant.c_file)
+    shift = np.where(fast.exact, p.shift - FC_EXACT, fast.right).astype(np.int32)
+    p = replace(p, bias=fast.scaled_bias().astype(np.int32), weights=weights, shift=shift, multiplier=multiplier)
+    fn = variant.c_kernel.removesuffix("_s8") + "_mixed_s8" if fast.exact.any() else variant.c_kernel
+    return plain_op(node, prefix, offsets, p, fn, variant.c_file)
 
 
 emit_wide_w8 = emit_wide  # the same kernel reading int8 weights: the variant says which
@@ -141,18 +146,52 @@ def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(groups, 8, in_f // 4, 4).transpose(0, 2, 1, 3))
 
 
-def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
-    """fc weights [out][in] (in a multiple of 4) -> tinyaot_fully_connected_wide_s8's int32 words
-    [ceil(out / 8)][in / 4][2][8] (layout in tinyaot_kernels.h).
+def wide_six_rows(out_features: int) -> int:
+    """The rows tinyaot_fully_connected_wide_s8 computes in groups of six before its groups of eight (its
+    fc_six_rows; a multiple of 6, past out_features where the last group of six is partial): the most whose rest
+    is whole groups of eight; else, one or two rows left over (and at least 8 rows), one group of six less; else
+    out_features rounded up to a multiple of 6.
 
-    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8))[0, 0, :, 0].tolist()
+    >>> [wide_six_rows(n) for n in (1, 4, 5, 6, 8, 10, 12, 13, 14, 15, 21, 128, 640)]
+    [6, 6, 6, 6, 0, 12, 12, 6, 6, 18, 24, 120, 624]
+    """
+    for six in range(out_features - out_features % 6, -1, -6)[:4]:
+        if (out_features - six) % 8 == 0:
+            return six
+    left = out_features % 6
+    six = out_features - left
+    return six - 6 if left in (1, 2) and six >= 6 else six + (6 if left else 0)
+
+
+def wide_fc_weights(weights: np.ndarray) -> np.ndarray:
+    """fc weights [out][in] (in a multiple of 4) -> tinyaot_fully_connected_wide_s8's int32 words (tinyaot_kernels.h):
+    the first wide_six_rows(out) rows in groups of six, [six / 6][in / 4][2][6], then the rest in groups of eight
+    (zero beyond out), [ceil(rest / 8)][in / 4][2][8]; word [j][0][i] of a group holds its output i's inputs 4j and
+    4j + 2, word [j][1][i] inputs 4j + 1 and 4j + 3, low halves first.
+
+    Shaped [rows][in / 2] (rows: out padded to its groups; each row's in / 2 words, group by group), the C array's
+    size so spelled.
+
+    >>> wide_fc_weights(np.array([[1, 2, 3, -4]], dtype=np.int8)).reshape(2, 6)[:, 0].tolist()
     [196609, -262142]
+    >>> wide_fc_weights(np.arange(24, dtype=np.int8).reshape(6, 4)).reshape(2, 6)[0, :2].tolist()
+    [131072, 393220]
     """
     out_f, in_f = weights.shape
-    groups = -(-out_f // 8)
-    w = np.zeros((groups * 8, in_f), dtype=np.int64)
+    six = wide_six_rows(out_f)
+    parts = [_wide_words(weights[:six], 6)] if six else []
+    if out_f > six:
+        parts.append(_wide_words(weights[six:], 8))
+    return np.concatenate([part.reshape(-1) for part in parts]).reshape(-1, in_f // 2)
+
+
+def _wide_words(weights: np.ndarray, group: int) -> np.ndarray:
+    """[out][in] -> int32 words [ceil(out / group)][in / 4][2][group] (zero rows beyond out)."""
+    out_f, in_f = weights.shape
+    groups = -(-out_f // group)
+    w = np.zeros((groups * group, in_f), dtype=np.int64)
     w[:out_f] = weights
-    w = w.reshape(groups, 8, in_f // 4, 4)  # [g][i][j][tap in quad]
+    w = w.reshape(groups, group, in_f // 4, 4)  # [g][i][j][tap in quad]
     even = (w[..., 0] & 0xFFFF) | (w[..., 2] << 16)
     odd = (w[..., 1] & 0xFFFF) | (w[..., 3] << 16)
     return np.stack([even, odd], axis=-1).transpose(0, 2, 3, 1).astype(np.int32)  # [g][j][even/odd][i]

@@ -94,5 +94,5 @@ FULLY_CONNECTED_VARIANTS = tuple(
     KernelVariant(name, "fully_connected_wide_s8", f"tinyaot_fully_connected_{name}_s8", "fully_connected_s8.c",
                   "emit_conv", modes=(mode,), weights=weights, layout=layout)
     for name, mode, weights, layout in (
-        ("wide", "speed", "int16", "int16 pairs [ceil(out / 8)][in / 4][2][8] words"),
+        ("wide", "speed", "int16", "int16 pairs [six / 6][in / 4][2][6] words, then [rest / 8][in / 4][2][8]"),
         ("wide_w8", "size", "int8", "int8 [ceil(out / 8)][in / 4][8][4]")))

@@ -34,6 +34,11 @@ quantizer (quantize/lower.py) ask about a layer's per-channel scales:
 
   Channels that already take form 1 keep it (their numbers are unchanged); form 3 only replaces a channel the
   others cannot take.
+
+  A kernel that can requantize some channels the slow way may take a layer with channels none of the forms
+  takes (`exact_ok`): those get their raw accumulator (weights and bias as the layer's, summed in wrapping int32
+  as TFLM does) and TFLM's MultiplyByQuantizedMultiplier itself, any shift, any accumulator; the others keep
+  their fast form. The wide fully connected kernels do (a fall-back per channel, not per layer).
 - the accumulator's bound: the interval of bias + sum (x + input_offset) * w over the int8 values the input can
   hold (`input_range`: its producer's clamp, else all of int8), each tap's term also allowed to be 0 (a tap
   outside the image, the padded tail), rather than |bias| + 255 * sum |w|.
@@ -80,6 +85,7 @@ class FastRequant:
     right: np.ndarray  # int32 [out_c], 0..FAST_MAX_RIGHT (0: TFLM's shift is a zero or left shift, form 2)
     left: np.ndarray  # int32 [out_c], >= 0: the channel's weights and bias are multiplied by 2^left (form 2)
     constant: np.ndarray  # bool [out_c]: form 3, the channel's weights are zeroed
+    exact: np.ndarray  # bool [out_c]: no form takes it; TFLM's requantization of the raw accumulator (exact_ok)
     note: str = ""  # what the forms 2 and 3 took, for the plan's record ("" when every channel is form 1)
 
     def weights(self, w: np.ndarray) -> np.ndarray:
@@ -95,14 +101,15 @@ class FastRequant:
     def take(self, channels: np.ndarray) -> FastRequant:
         """The same forms for these channels only (a kernel that skips the others)."""
         return FastRequant(self.bias[channels], self.multiplier[channels], self.right[channels],
-                           self.left[channels], self.constant[channels], self.note)
+                           self.left[channels], self.constant[channels], self.exact[channels], self.note)
 
 
-def fast_requant(p, x_range: tuple[int, int], max_left: int) -> FastRequant | str:
+def fast_requant(p, x_range: tuple[int, int], max_left: int, exact_ok: bool = False) -> FastRequant | str:
     """How the fast kernels requantize the layer of Params `p` (a conv's or a fully connected layer's: weights
     [out_c, ...], bias, multiplier, shift, input_offset, output_offset, act_min) whose input holds int8 values in
     `x_range`, with weights that take a left shift up to `max_left` (their type in flash: int8 weights cannot be
-    scaled, 0); or why not, naming every channel none of the forms takes."""
+    scaled, 0); or why not, naming every channel none of the forms takes. With `exact_ok` such channels are
+    marked `exact` instead (the module docstring), and the note names them and why."""
     w = np.asarray(p.weights).astype(np.int64).reshape(len(p.bias), -1)
     bias = np.asarray(p.bias).astype(np.int64)
     m, shift = np.asarray(p.multiplier).astype(np.int64), np.asarray(p.shift).astype(np.int64)
@@ -115,16 +122,19 @@ def fast_requant(p, x_range: tuple[int, int], max_left: int) -> FastRequant | st
     form2 = ~right & (m > 0) & (left <= max_left) & (reach < (ACC_LIMIT >> np.minimum(left, 30))) & (relu | (lo >= 0))
     constant = ~form1 & ~form2 & ((np.abs(w).sum(axis=1) == 0) | (m == 0))
     bad = ~(form1 | form2 | constant)
-    if bad.any():
+    if bad.any() and not exact_ok:
         return _why_not(bad, shift, m, reach, left, max_left)
     v = np.clip(multiply_by_quantized_multiplier(bias, m, shift), -CONSTANT_REACH, CONSTANT_REACH)
     out = FastRequant(bias=np.where(constant, 4 * v, bias),
                       multiplier=np.where(constant, CONSTANT_MULTIPLIER, m).astype(np.int32),
                       right=np.where(constant, CONSTANT_RIGHT, np.where(form1, -shift, 0)).astype(np.int32),
-                      left=np.where(form2, left, 0).astype(np.int32), constant=constant)
+                      left=np.where(form2, left, 0).astype(np.int32), constant=constant, exact=bad)
     notes = [f"{n} constant channel{'s' * (n > 1)} (zero weights or multiplier 0)" for n in [int(constant.sum())] if n]
     notes += [f"{n} channel{'s' * (n > 1)} with a zero or left shift" for n in [int(form2.sum())] if n]
-    return FastRequant(out.bias, out.multiplier, out.right, out.left, out.constant, "; ".join(notes))
+    if bad.any():
+        notes.append(_why_not(bad, shift, m, reach, left, max_left,
+                              "run TFLM's exact requantization (slow path), as the fast one cannot take them"))
+    return FastRequant(out.bias, out.multiplier, out.right, out.left, out.constant, out.exact, "; ".join(notes))
 
 
 def accumulator_bounds(w: np.ndarray, bias: np.ndarray, x_range: tuple[int, int],
@@ -138,7 +148,8 @@ def accumulator_bounds(w: np.ndarray, bias: np.ndarray, x_range: tuple[int, int]
     return lo, hi
 
 
-def _why_not(bad, shift, m, reach, left, max_left: int) -> str:
+def _why_not(bad, shift, m, reach, left, max_left: int,
+             what: str = "cannot take the fast requantization") -> str:
     """The reason naming the channels no form takes, grouped by what stops them."""
     groups = []
     far = bad & (shift < -FAST_MAX_RIGHT)
@@ -153,7 +164,7 @@ def _why_not(bad, shift, m, reach, left, max_left: int) -> str:
                            "(the fast rounding is one lower there)"))
     groups.append((rest & ~over & ~signed, "have a negative multiplier"))
     parts = [f"{_channels(mask)} {why}" for mask, why in groups if mask.any()]
-    return (f"{int(bad.sum())} of {len(bad)} channels cannot take the fast requantization: " + "; ".join(parts))
+    return f"{int(bad.sum())} of {len(bad)} channels {what}: " + "; ".join(parts)
 
 
 def _channels(mask: np.ndarray) -> str:

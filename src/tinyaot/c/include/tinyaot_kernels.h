@@ -40,11 +40,13 @@ void tinyaot_fully_connected_s8(const int8_t *input, const tinyaot_fully_connect
  * form takes exactly: ref/per_channel.py; tinyaot_requantize_right; shift holds the right shifts, positive, 0 for
  * a zero or left shift, whose channel's weights and bias were scaled at compile time; multiplier is int32
  * [out][3]: (multiplier, right shift, floor(2^right / 2) + (output_offset << right)), the last letting a whole
- * group of eight outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same
- * results, eight outputs at a time with weights widened at compile
- * time. weights is int32 [ceil(out_features / 8)][in_features / 4][2][8]: for output 8g + i and inputs 4j..4j+3,
- * (w[4j] | w[4j+2] << 16) at [g][j][0][i] and (w[4j+1] | w[4j+3] << 16) at [g][j][1][i], low halves first, zero
- * beyond out_features (codegen/emit_conv.py: wide_fc_weights).
+ * group of outputs be rounded and offset in registers; right shifts at most 22 so it fits): the same results,
+ * six outputs at a time, then eight, with weights widened at compile time. weights is int32 words: the first
+ * six = wide_six_rows(out_features) rows (codegen/emit_conv.py: a multiple of 6, past out_features when the last
+ * group of six is partial) as [six / 6][in_features / 4][2][6], then the other rows in groups of eight,
+ * [ceil(rest / 8)][in_features / 4][2][8], zero beyond out_features: for output i of a group and inputs 4j..4j+3,
+ * (w[4j] | w[4j+2] << 16) at [j][0][i] and (w[4j+1] | w[4j+3] << 16) at [j][1][i], low halves first
+ * (codegen/emit_conv.py: wide_fc_weights).
  */
 void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                      int8_t *output);
@@ -53,6 +55,18 @@ void tinyaot_fully_connected_wide_s8(const int8_t *input, const tinyaot_fully_co
  * and four inputs, each output's four bytes; codegen/emit_conv.py: wide_fc_w8_weights), widened as read. */
 void tinyaot_fully_connected_wide_w8_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
                                         int8_t *output);
+
+/* Both kernels take fewer than 8 in_features in one batch: the weights are laid out as above for 8 features, zero
+ * padded, and the kernel reads the input from a zero-padded copy. */
+
+/* A layer some of whose channels no fast form takes (ref/per_channel.py exact): those channels have their
+ * layer's raw weights and folded bias, multiplier TFLM's, and shift TFLM's shift - TINYAOT_FC_EXACT (negative:
+ * the mark), and are requantized as TFLM does; the others as above. The same layouts; the emitter picks these. */
+#define TINYAOT_FC_EXACT 64
+void tinyaot_fully_connected_wide_mixed_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                           int8_t *output);
+void tinyaot_fully_connected_wide_w8_mixed_s8(const int8_t *input, const tinyaot_fully_connected_params *params,
+                                              int8_t *output);
 
 /* Geometry and clamp of one max pooling layer. */
 typedef struct {
