@@ -4,12 +4,13 @@ the plans it weighed (cm.tradeoffs, `tinyaot report --tradeoffs`).
 What a plan may choose per layer: its kernels' optimize mode (speed: the fast kernels on int16 weights and their
 work buffers; size: the same kernels on int8 weights; memory: the plain kernels and their in-place rings),
 whether its first stages run band by band (patch-based execution, plan/patch.py, where the arena does not fit
-otherwise), and whether its constants are copied to SRAM (codegen/placement.py). RAM is the model's arena + state
-+ constants in SRAM; flash its constants. Speed is estimated cycles (targets/m33/timing.py, docs/timing.md): each mode's layers
-are measured once on the emulated Cortex-M33 (their exact instructions and mix), a mixed plan's estimate is the sum
-of its layers' figures in their modes, and on the Pico 2 the XIP estimate of the constants left in flash is added.
-The winner among mixed plans is profiled itself and kept only if it is at least as fast as the fastest single mode
-that fits; when nothing fits, the error names what overflows and the smallest RAM and flash any plan needed.
+otherwise), and whether its constants are copied to SRAM (codegen/placement.py). RAM is the model's arena, state
+and constants in SRAM; flash its constants. Speed is estimated cycles (targets/m33/timing.py, docs/timing.md):
+each mode's layers are measured once on the emulated Cortex-M33 (their exact instructions and mix), a mixed plan's
+estimate is the sum of its layers' figures in their modes, and on the Pico 2 the XIP estimate of the constants left
+in flash is added. The winner among mixed plans is profiled itself and kept only if it is at least as fast as the
+fastest single mode that fits; when nothing fits, the error names what overflows and the smallest RAM and flash
+any plan needed.
 """
 from __future__ import annotations
 
