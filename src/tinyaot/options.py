@@ -48,6 +48,8 @@ class CompileOptions:
     # What the target leaves the model, (flash_bytes, ram_bytes) or a TargetMemory: a model that does not fit is
     # warned about with what would help (None: the Raspberry Pi Pico 2).
     target_memory: TargetMemory | tuple[int, int] | None = None
+    # 2: the heavy layers split between two cores (RP2350; plan/cores.py), the same bytes; 1: today's one-core C.
+    cores: int = 1
     # Called with each stage's name as it starts (a status line); the caller's exceptions pass through unchanged.
     progress: Callable[[str], None] | None = None
 
@@ -62,6 +64,8 @@ class CompileOptions:
                        preserve_input=bool(self.preserve_input), separate_output=bool(self.separate_output),
                        optimize=check_optimize(self.optimize), stream=bool(self.stream),
                        int16=_check_int16(self.int16), target_memory=check_target_memory(self.target_memory))
+        if isinstance(self.cores, bool) or self.cores not in (1, 2):
+            raise ModelError(f"cores must be 1 (default) or 2 (the RP2350's two Cortex-M33s), got {self.cores!r}")
         if self.input_dtype not in ("int8", "uint8"):
             raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {self.input_dtype!r}")
         for field, value in checked.items():

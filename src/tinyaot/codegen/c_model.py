@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from tinyaot.codegen import emit_cores
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS
 from tinyaot.codegen.folder import write_model_files
@@ -15,6 +16,7 @@ from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS, state_family
 from tinyaot.plan import MemoryPlan
 from tinyaot.plan.contract import io_facts
+from tinyaot.plan.cores import plan_cores
 from tinyaot.version import __version__
 
 SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
@@ -44,7 +46,9 @@ def _library_file(sub: str, fname: str) -> str:
     return resources.files("tinyaot").joinpath("c", sub, fname).read_text()
 
 
-def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
+def generate_c(g: Graph, plan: MemoryPlan, name: str, cores: int = 1) -> CSources:
+    """cores=2: the heavy layers split between two cores (plan/cores.py, codegen/emit_cores.py); cores=1 is the
+    one-core C, unchanged."""
     prefix = c_ident(name).lower()
     macro = prefix.upper()
     unplaced = [n.name for n in g.nodes if state_family(n) is not None and plan.state_of(n.name) is None]
@@ -56,7 +60,14 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
     src = CSources(name=prefix)
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
-    src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted)
+    two = _two_cores(g, plan, prefix, macro, emitted) if cores == 2 else None
+    src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, two)
+    if two is not None:
+        src.files[f"{prefix}.h"] = src.files[f"{prefix}.h"].replace(
+            f"#define {macro}_ARENA_SIZE", f"#define {macro}_CORES 2  /* see tinyaot_multicore.h */\n"
+            f"#define {macro}_ARENA_SIZE", 1)
+        src.files["tinyaot_multicore.h"] = _library_file("include", "tinyaot_multicore.h")
+        src.files["multicore.c"] = _library_file("kernels", "multicore.c")
     src.const_bytes = constant_bytes(src.files[f"{prefix}.c"])
     for h in SUPPORT_HEADERS:
         src.files[h] = _library_file("include", h)
@@ -64,6 +75,14 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str) -> CSources:
     for kernel in sorted(used | {d for k in used for d in KERNEL_DEPS.get(k, ())}):
         src.files[kernel] = _library_file("kernels", kernel)
     return src
+
+
+def _two_cores(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted):
+    """The file-scope C of a two-core model and each split layer's call in invoke."""
+    def work_bytes(node: str) -> int:
+        choice = plan.kernel_of(node)
+        return choice.work_bytes if choice is not None else 0
+    return emit_cores.two_core_parts(g, plan_cores(g, plan, 2), prefix, macro, emitted, work_bytes)
 
 
 def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):
@@ -267,8 +286,10 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
     return "\n".join(lines)
 
 
-def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str:
+def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, two=None) -> str:
+    """two: a two-core model's file-scope C and split calls (_two_cores); None for one core."""
     _, in_ctype = _input_ctype(g)
+    parts, split_calls = two if two is not None else ([], {})
     out = [
         _banner(f"{prefix}.c", prefix),
         "#include <stddef.h>",
@@ -277,6 +298,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         "",
         f'#include "{prefix}.h"',
         '#include "tinyaot_kernels.h"',
+        *(['#include "tinyaot_multicore.h"'] if two is not None else []),
         "",
         "/* Arena offset of every activation buffer, from the static memory plan. */",
     ]
@@ -292,6 +314,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         f"#ifndef {macro}_PROFILE_STEP",
         f"#define {macro}_PROFILE_STEP(step) ((void)0)",
         "#endif",
+        *(emit_cores.profile_hooks(macro) if two is not None else []),
         "",
     ]
     for node, e in emitted:
@@ -299,6 +322,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
             out.append(f"/* {describe(node, g)} */")
             out.append(e.constants)
     out += [
+        *parts,
         f"#ifndef {macro}_NO_STATIC_ARENA",
         f"/* The arena needs {macro}_ARENA_ALIGNMENT-byte alignment: the union gives 8 in any C99, the",
         " * attribute more on GCC/Clang; init checks the address either way. */",
@@ -329,6 +353,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         "    }",
         "    instance->arena = arena;",
         *(["    instance->state = NULL;"] if plan.state else []),
+        *(emit_cores.launch(prefix) if two is not None else []),
         f"    return {macro}_OK;",
         "}",
         "",
@@ -368,7 +393,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted) -> str
         if e.kernel_file is None:
             continue
         out.append(f"    /* {describe(node, g)} */")
-        out.append("    " + e.call.replace("\n", "\n    "))
+        out.append("    " + split_calls.get(node.name, e.call).replace("\n", "\n    "))
         out.append(f"    {macro}_PROFILE_STEP({step});")
     out += [f"    return {macro}_OK;", "}", ""]
     return "\n".join(out)

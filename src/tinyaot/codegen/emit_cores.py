@@ -1,0 +1,183 @@
+"""The C of a two-core model (compile(cores=2), plan/cores.py): each split layer's two parts, core 1's loop, the
+barrier (tinyaot_multicore.h).
+
+A part is the layer's own kernel call with a copy of its params struct that covers the core's rows or channels:
+fewer output rows (and, from the second core's first input row on, the input pointer moved there, fewer input rows
+and no top padding), or fewer output channels (the weights, bias and requantization pointers moved to the first
+one). The call is the emitter's own, so the part runs the kernel the plan chose; core 1 gets its own work buffer.
+"""
+from __future__ import annotations
+
+import re
+
+from tinyaot.codegen.emit import EmittedOp, c_call, layer_base
+from tinyaot.errors import InternalCompilerError
+from tinyaot.ir import Graph, Node
+from tinyaot.plan.cores import ROWS, CorePlan, CoreSplit, row_params
+
+_NESTED = {"tinyaot_conv_add_params": "conv.", "tinyaot_conv_sparse_params": "conv."}
+_WORK = "(int32_t *)(void *)(arena + "
+_WIDE_INT16 = "tinyaot_fully_connected_wide_s8"  # int16 pairs: 4 * in_features words per 8 channels
+
+
+def parse_call(call: str) -> tuple[str, list[str]]:
+    """The kernel and its arguments, from an emitted call (comments and line wrapping dropped)."""
+    text = re.sub(r"\s+", " ", re.sub(r"/\*.*?\*/", "", call, flags=re.S)).strip()
+    m = re.fullmatch(r"(\w+)\((.*)\);", text)
+    if m is None:
+        raise InternalCompilerError(f"two cores: cannot read the kernel call {call!r}")
+    args, depth, cur = [], 0, ""
+    for ch in m.group(2):
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    return m.group(1), [*args, cur.strip()]
+
+
+def _moved(arg: str, offset: int) -> str:
+    """`(T *)(arena + X)` moved on by `offset` bytes."""
+    return arg if offset == 0 else f"{arg[:-1]} + {offset})"
+
+
+def part_function(node: Node, g: Graph, prefix: str, e: EmittedOp, split: CoreSplit, work1: str) -> list[str]:
+    """static void <layer>_part(uint8_t *arena, int32_t core): the layer's kernel on the core's half."""
+    base = layer_base(prefix, node)
+    fn, args = parse_call(e.call)
+    m = re.search(rf"static const (\w+) {re.escape(base)}_params\b", e.constants)
+    if m is None:
+        raise InternalCompilerError(f"two cores: no params struct for layer '{node.name}'")
+    struct = m.group(1)
+    k = args.index(f"&{base}_params")
+    bodies = []
+    for core, (lo, hi) in enumerate(((0, split.cut), (split.cut, split.total))):
+        sets, moved = (_row_part if split.axis == ROWS else _channel_part)(node, g, base, struct, fn, lo, hi)
+        call = list(args)
+        call[k] = "&p"
+        for i, offset in moved.items():
+            call[i if i >= 0 else len(call) + i] = _moved(call[i if i >= 0 else len(call) + i], offset)
+        if core == 1:
+            call = [work1 if a.startswith(_WORK) else a for a in call]
+        bodies.append([*sets, *c_call(fn, *call, width=108).split("\n")])
+    what = "output rows" if split.axis == ROWS else "output channels"
+    return [f"/* {node.name}: {what} [0, {split.cut}) on core 0, [{split.cut}, {split.total}) on core 1 */",
+            f"static void {base}_part(uint8_t *arena, int32_t core)", "{",
+            f"    {struct} p = {base}_params;", "    if (core == 0) {",
+            *(f"        {line}" for line in bodies[0]), "    } else {",
+            *(f"        {line}" for line in bodies[1]), "    }", "}", ""]
+
+
+def _row_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi: int):
+    """Output rows [lo, hi): the field settings and the byte offsets of the arguments that move (by index)."""
+    f = _NESTED.get(struct, "")
+    p = row_params(node, g)
+    x, y = g.tensor(node.inputs[0]).shape, g.tensor(node.outputs[0]).shape
+    sets = [f"p.{f}out_h = {hi - lo};"]
+    in_offset = 0
+    first = lo * p.stride_h - p.pad_top  # the first input row the part's windows start at
+    if lo > 0 and first >= 0:
+        in_offset = first * x[2] * x[3]
+        sets += [f"p.{f}in_h = {p.in_h - first};", f"p.{f}pad_top = 0;"]
+    elif lo > 0:
+        sets.append(f"p.{f}pad_top = {p.pad_top - lo * p.stride_h};")
+    out_offset = lo * y[2] * y[3]
+    moved = {0: in_offset, -1: out_offset}
+    if node.op == "conv2d_add":
+        moved[1] = out_offset  # the skip has the output's shape
+    return sets, moved
+
+
+def _channel_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi: int):
+    """Output channels [lo, hi) of a fully connected layer."""
+    in_features = g.tensor(node.inputs[1]).shape[1]
+    if fn == _WIDE_INT16:
+        weights, triples = f"(const int32_t *){base}_params.weights + {lo // 8 * 4 * in_features}", 3
+    else:
+        weights, triples = f"(const int8_t *){base}_params.weights + {lo * in_features}", 1
+    sets = [f"p.out_features = {hi - lo};"]
+    if lo:
+        sets += [f"p.weights = {weights};", f"p.bias = {base}_params.bias + {lo};",
+                 f"p.multiplier = {base}_params.multiplier + {triples * lo};",
+                 f"p.shift = {base}_params.shift + {lo};"]
+    return sets, {-1: lo}
+
+
+def runtime(prefix: str, macro: str, jobs: list[str]) -> list[str]:
+    """The mailbox, core 1's loop, the dispatch of a job to its part, and core 0's side of a split layer."""
+    mb = f"{prefix}_mailbox"
+    return [
+        f"static tinyaot_mailbox {mb};",
+        f"static int {prefix}_core1_running;",
+        f"static void {prefix}_part(uint8_t *arena, int32_t job, int32_t core)",
+        "{",
+        *(["    (void)arena;", "    (void)core;"] if not jobs else []),
+        "    switch (job) {",
+        *(f"    case {i}:\n        {name}_part(arena, core);\n        break;" for i, name in enumerate(jobs)),
+        "    default:",
+        "        break;",
+        "    }",
+        "}",
+        "",
+        "/* Core 1: wait for a job, run its part, say it is done; forever. */",
+        f"static void {prefix}_core1_main(void)",
+        "{",
+        "    uint32_t seen = 0u;",
+        "    for (;;) {",
+        f"        seen = tinyaot_mc_next(&{mb}, seen);",
+        f"        {macro}_PROFILE_CORE1(-1);",
+        f"        {prefix}_part({mb}.arena, {mb}.job, 1);",
+        f"        tinyaot_mc_finish(&{mb}, seen);",
+        f"        {macro}_PROFILE_CORE1({mb}.job);",
+        "    }",
+        "}",
+        "",
+        "/* Core 0: one split layer, both parts, then the barrier (both parts on core 0 when there is no core 1). */",
+        *([f"static void {prefix}_split(uint8_t *arena, int32_t job) __attribute__((unused));"] if not jobs else []),
+        f"static void {prefix}_split(uint8_t *arena, int32_t job)",
+        "{",
+        f"    if ({prefix}_core1_running) {{",
+        f"        tinyaot_mc_post(&{mb}, job, arena);",
+        f"        {prefix}_part(arena, job, 0);",
+        f"        {macro}_PROFILE_PART(job);",
+        f"        tinyaot_mc_join(&{mb});",
+        "    } else {",
+        f"        {prefix}_part(arena, job, 0);",
+        f"        {prefix}_part(arena, job, 1);",
+        "    }",
+        "}",
+        "",
+    ]
+
+
+def profile_hooks(macro: str) -> list[str]:
+    return [f"#ifndef {macro}_PROFILE_PART", f"#define {macro}_PROFILE_PART(job) ((void)0)", "#endif",
+            f"#ifndef {macro}_PROFILE_CORE1", f"#define {macro}_PROFILE_CORE1(job) ((void)0)", "#endif"]
+
+
+def launch(prefix: str) -> list[str]:
+    """init's launch of core 1, once."""
+    return [f"    if (!{prefix}_core1_running) {{",
+            f"        {prefix}_core1_running = tinyaot_core1_launch({prefix}_core1_main) == 0;", "    }"]
+
+
+def two_core_parts(g: Graph, cplan: CorePlan, prefix: str, macro: str, emitted, work_bytes) -> tuple[list[str], dict]:
+    """The file-scope C of the split layers and the runtime, and each split layer's call in invoke."""
+    lines, calls, jobs = [], {}, []
+    work1 = f"{prefix}_core1_work"
+    need = 0
+    for node, e in emitted:
+        split = cplan.split_of(node.name)
+        if split is None:
+            continue
+        lines += part_function(node, g, prefix, e, split, work1)
+        jobs.append(layer_base(prefix, node))
+        calls[node.name] = f"{prefix}_split(arena, {split.job});  /* {split.reason} */"
+        need = max(need, work_bytes(node.name))
+    head = [f"/* Two cores (tinyaot_multicore.h): {len(cplan.splits)} layers split, core 1 launched by init. */"]
+    if need:
+        head += [f"/* Core 1's scratch for the split layers' kernels ({need} B; core 0 uses the plan's, in the "
+                 "arena). */", f"static int32_t {work1}[{(need + 3) // 4}];"]
+    return [*head, "", *lines, *runtime(prefix, macro, jobs)], calls
+

@@ -1,0 +1,152 @@
+"""Two cores (compile(cores=2)): which layers core 0 and core 1 share, and where each one's part ends.
+
+A split layer runs its own kernel twice, once per core, on two halves of its output: by output rows (conv2d,
+conv2d_add, depthwise_conv2d, max / avg pooling: the kernel sees the image from the half's first input row, its
+top padding only in the first half) or by output channels (fully_connected: the half's weights, bias and
+requantization rows). Every output value is computed by the same arithmetic as on one core, so the bytes are the
+one-core model's. The cut balances the halves by an estimate of each output row's (or channel's) instructions:
+rows at a padded border read fewer taps. A layer stays on core 0 (with the reason, for the reports) where its
+kernel cannot be given a half (the in-place ring, whose write order is its own; 16x8 kernels; batches > 1; a
+wide kernel reading int8 weights), where its output shares arena bytes with its input (a half written over input
+rows the other core still reads), or where it is too small to pay for the barrier.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+
+import numpy as np
+
+from tinyaot.ir import Graph, Node
+from tinyaot.ir.ops import OPS
+from tinyaot.plan.planner import MemoryPlan
+
+ROWS, CHANNELS = "rows", "channels"  # the registry's `split` trait (ir/ops.py)
+MIN_SPLIT_MACS = 4096  # below this a layer costs about what the barrier and the second call do (~100 instructions)
+_CHANNEL_VARIANTS = {"plain": 4, "wide": 8, "wide_w8": 8}  # kernels that take a channel range: their group
+
+
+@dataclass(frozen=True)
+class CoreSplit:
+    """One layer shared by the cores: core 0 computes [0, cut) of `axis`, core 1 [cut, total)."""
+
+    node: str
+    job: int  # its number in the mailbox (tinyaot_multicore.h), in step order
+    axis: str  # ROWS or CHANNELS
+    cut: int
+    total: int
+    cost: tuple[int, int]  # each core's estimated multiply-accumulates
+    reason: str
+
+
+@dataclass(frozen=True)
+class CorePlan:
+    """The two-core plan: the split layers in step order, and why each other heavy layer stays on core 0."""
+
+    cores: int
+    splits: tuple[CoreSplit, ...] = ()
+    kept: tuple[tuple[str, str], ...] = ()  # (layer, why it runs on core 0 alone)
+
+    def split_of(self, node: str) -> CoreSplit | None:
+        return next((s for s in self.splits if s.node == node), None)
+
+
+def split_candidates(g: Graph, kernels) -> frozenset[str]:
+    """The layers two cores would share if their output does not overlap their input: planning with cores=2
+    places these apart from their inputs (no overlap, no ring), which is the second core's arena cost."""
+    by_node = {k.node: k for k in kernels}
+    return frozenset(n.name for n in g.nodes if OPS[n.op].split
+                     and _split_kind(n, g, by_node.get(n.name))[1] is not None)
+
+
+def plan_cores(g: Graph, plan: MemoryPlan, cores: int) -> CorePlan:
+    """The layers two cores share (none for one core)."""
+    if cores == 1:
+        return CorePlan(1)
+    splits, kept = [], []
+    for node in g.nodes:
+        if not OPS[node.op].split or plan.reads_in_place(node):
+            continue
+        why, split = _split(node, g, plan, len(splits))
+        if split is None:
+            kept.append((node.name, why))
+        else:
+            splits.append(split)
+    return CorePlan(cores, tuple(splits), tuple(kept))
+
+
+def _split_kind(node: Node, g: Graph, choice) -> tuple[str, tuple | None]:
+    """Why the layer cannot be split, or (axis, estimated cost per row or channel, cut)."""
+    x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
+    if x.dtype != "int8" or y.dtype != "int8":
+        return "a 16x8 kernel: no half-layer form", None
+    if not y.shape or y.shape[0] != 1:
+        return "batches > 1: the halves would be strided", None
+    variant = choice.variant if choice is not None else "plain"
+    if OPS[node.op].split == CHANNELS:
+        if variant not in _CHANNEL_VARIANTS:
+            return f"the {variant} kernel's weights are laid out for whole layers only", None
+        axis, per, group = CHANNELS, _channel_costs(node, g), _CHANNEL_VARIANTS[variant]
+    else:
+        if variant not in ("plain", "pairs", "pairs_w8"):
+            return f"the {variant} kernel writes in its own order (in place): no half of it stands alone", None
+        axis, per, group = ROWS, _row_costs(node, g), 1
+    total = int(per.sum())
+    if total < MIN_SPLIT_MACS:
+        return f"{total} MACs: too small to pay for the barrier", None
+    cut = _balanced_cut(per, group)
+    if cut in (0, len(per)):
+        return "one part would be empty", None
+    return "", (axis, per, cut)
+
+
+def _split(node: Node, g: Graph, plan: MemoryPlan, job: int) -> tuple[str, CoreSplit | None]:
+    why, kind = _split_kind(node, g, plan.kernel_of(node.name))
+    if kind is None:
+        return why, None
+    axis, per, cut = kind
+    if axis == ROWS and any(_overlaps(g, plan, t, node.outputs[0]) for t in node.inputs
+                            if not g.tensor(t).is_const):
+        return "its output shares arena bytes with an input: one core's rows would overwrite the other's", None
+    cost = (int(per[:cut].sum()), int(per[cut:].sum()))
+    reason = (f"{axis} [0, {cut}) on core 0, [{cut}, {len(per)}) on core 1: {cost[0]} / {cost[1]} MACs "
+              "(estimate)")
+    return reason, CoreSplit(node.name, job, axis, cut, len(per), cost, reason)
+
+
+def _overlaps(g: Graph, plan: MemoryPlan, a: str, b: str) -> bool:
+    a0, b0 = plan.offset_of(a), plan.offset_of(b)
+    return a0 < b0 + g.tensor(b).nbytes and b0 < a0 + g.tensor(a).nbytes
+
+
+def row_params(node: Node, g: Graph):
+    """The geometry of a row-split layer's kernel (its reference Params; a conv2d_add's conv)."""
+    p = import_module(f"tinyaot.ref.{OPS[node.op].ref}").prepare(node, g)
+    return getattr(p, "conv", p)  # a conv2d_add's conv
+
+
+def _row_costs(node: Node, g: Graph) -> np.ndarray:
+    """Estimated multiply-accumulates of each output row: its taps inside the image, times the row's outputs
+    and each output's window depth, plus one per output value (requantization)."""
+    p = row_params(node, g)
+    dilation = getattr(p, "dilation_h", 1)
+    oy = np.arange(p.out_h)[:, None] * p.stride_h - p.pad_top + np.arange(p.kernel_h)[None, :] * dilation
+    taps = ((oy >= 0) & (oy < p.in_h)).sum(axis=1)
+    channels = getattr(p, "out_c", getattr(p, "channels", 1))
+    dense = OPS[node.op].macs == "conv"  # every input channel per output (depthwise: one)
+    depth = p.kernel_w * (p.in_c // max(p.groups, 1) if dense else 1)
+    return taps * p.out_w * channels * depth + p.out_w * channels
+
+
+def _channel_costs(node: Node, g: Graph) -> np.ndarray:
+    in_features = g.tensor(node.inputs[1]).shape[1]
+    return np.full(g.tensor(node.inputs[1]).shape[0], in_features + 1)
+
+
+def _balanced_cut(per: np.ndarray, group: int) -> int:
+    """The cut (a multiple of `group`) that makes the larger half smallest."""
+    prefix = np.concatenate([[0], np.cumsum(per)])
+    total = prefix[-1]
+    cuts = np.arange(0, len(per) + 1, group)
+    worst = np.maximum(prefix[cuts], total - prefix[cuts])
+    return int(cuts[int(np.argmin(worst))])

@@ -1,0 +1,76 @@
+"""compile(cores=2): the heavy layers split between two cores (plan/cores.py, codegen/emit_cores.py) give the
+one-core bytes: on the host (no second core: core 0 runs both parts) for every kernel family a split reaches,
+and on QEMU mps2-an521's two Cortex-M33s, with each core's instructions counted."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import tinyaot
+from tinyaot.backend import plan_and_generate
+from tinyaot.model import CompiledModel
+from tinyaot.plan.cores import plan_cores
+
+
+class Small(nn.Module):
+    """Odd heights (rows that do not halve evenly, padding at both borders), a depthwise, a residual conv, both
+    poolings and a fully connected layer: every op family a split reaches."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(26)
+        self.c1 = nn.Conv2d(3, 12, 3, padding=1)
+        self.dw = nn.Conv2d(12, 12, 3, stride=2, padding=1, groups=12)
+        self.c2 = nn.Conv2d(12, 16, 1)
+        self.c3 = nn.Conv2d(16, 16, 3, padding=1)
+        self.mp = nn.MaxPool2d(2, ceil_mode=True)
+        self.ap = nn.AvgPool2d(3, stride=1, padding=1)
+        self.fc = nn.Linear(16 * 8 * 6, 40)
+
+    def forward(self, x):
+        x = self.ap(self.mp(torch.relu(self.c1(x))))
+        x = torch.relu(self.c2(torch.relu(self.dw(x))))
+        x = torch.relu(self.c3(x) + x)
+        return self.fc(x.flatten(1))
+
+
+_compiled: dict = {}
+
+
+def _models(optimize: str):
+    if optimize not in _compiled:
+        noise = torch.randn(32, 3, 29, 21, generator=torch.Generator().manual_seed(1))
+        calib = nn.functional.avg_pool2d(noise, 3, stride=1, padding=1) * 3  # neighbours correlated, as in images
+        one = tinyaot.compile(Small().eval(), calib[:1], calibration=calib, name="small", optimize=optimize)
+        # The same int8 graph planned and generated again for two cores (no second quantization: cheaper).
+        two = CompiledModel(plan_and_generate("small", replace(one.result.options, cores=2), one.graph))
+        _compiled[optimize] = one, two
+    return _compiled[optimize]
+
+
+def _inputs(cm, n=3) -> np.ndarray:
+    shape = cm.graph.tensor(cm.graph.inputs[0]).shape
+    return np.random.default_rng(26).integers(-128, 128, size=(n, *shape[1:]), dtype=np.int16).astype(np.int8)
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("optimize", ["speed", "size", "memory"])
+def test_split_layers_give_the_one_core_bytes_on_the_host(optimize):
+    one, two = _models(optimize)
+    cplan = plan_cores(two.graph, two.result.plan, 2)
+    ops = {n.name: n.op for n in two.graph.nodes}
+    split_ops = {ops[s.node] for s in cplan.splits}
+    assert {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "fully_connected"} <= split_ops
+    assert "_split(arena" in two.result.sources.files["small.c"]
+    x = _inputs(one)
+    assert np.array_equal(two.run(x, engine="host"), one.run(x, engine="host"))
+
+
+def test_one_core_is_the_default():
+    assert tinyaot.options.CompileOptions().cores == 1
+    with pytest.raises(tinyaot.ModelError, match="cores must be 1"):
+        tinyaot.options.CompileOptions(cores=3)
