@@ -130,7 +130,7 @@ class TwoCoreRun:
     outputs: np.ndarray
     steps: tuple[StepCounts, ...]
     join: int  # the barrier's cost when core 1 is already done: the least any split step waited (an upper bound)
-    core1_stack: int  # bytes of core 1's stack region (an521.c)
+    core1_stack_bytes: int  # core 1's stack region (an521.c)
 
     @property
     def critical_path(self) -> int:
