@@ -14,6 +14,7 @@ import tinyaot
 from tinyaot.backend import plan_and_generate
 from tinyaot.model import CompiledModel
 from tinyaot.plan.cores import plan_cores
+from tinyaot.report.dual import dual_profile
 
 
 class Small(nn.Module):
@@ -74,3 +75,17 @@ def test_one_core_is_the_default():
     assert tinyaot.options.CompileOptions().cores == 1
     with pytest.raises(tinyaot.ModelError, match="cores must be 1"):
         tinyaot.options.CompileOptions(cores=3)
+
+
+@pytest.mark.m33
+def test_two_cortex_m33s_give_the_one_core_bytes_in_about_half_the_instructions():
+    one, two = _models("speed")
+    rep = dual_profile(two, _inputs(one, 1), one=one)
+    assert rep.outputs_equal
+    split = [r for r in rep.layers if r.core1]
+    assert {r.layer for r in split} == {s.node for s in plan_cores(two.graph, two.plan, 2).splits}
+    for r in split:  # the halves add up to the one-core layer, give or take the params copy and the handshake
+        assert 0.45 * r.single < max(r.core0, r.core1) < 0.62 * r.single, r
+        assert r.core0 + r.core1 < r.single + 400, r
+    assert rep.critical_path_instructions < 0.65 * rep.single_core_instructions
+    assert rep.second_core_ram_bytes == rep.arena_bytes[1] - rep.arena_bytes[0] + rep.core1_work_bytes > 0

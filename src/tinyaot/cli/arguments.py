@@ -33,6 +33,9 @@ def add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "compile time (about twice their weight flash; convs use a small work buffer in the arena); "
                    "size: int8 weights, a fast conv kernel that widens them as it reads; memory: the plain int8 "
                    "kernels and the smallest arena")
+    p.add_argument("--cores", type=int, default=1, choices=[1, 2],
+                   help="2: split the heavy layers between the RP2350's two Cortex-M33 cores (the same output "
+                   "bytes; profile then counts each core on QEMU mps2-an521); 1 (default): one core")
     p.add_argument("--target-memory", metavar="FLASH,RAM", help="the flash and RAM the target leaves the model "
                    "(its constants; its arena and state), e.g. 2MB,264KB (K = 1024 bytes): a model that does not fit "
                    "is warned about, with what would help (default pico2: the Raspberry Pi Pico 2's 4 MB less 64 KB, "

@@ -48,6 +48,7 @@ def build_request(ns: argparse.Namespace) -> Request:
                   float_model=getattr(ns, "float_model", None), layout=ns.layout, name=ns.name,
                   alignment=ns.alignment, observer=ns.observer, strict=ns.strict, preserve_input=ns.preserve_input,
                   separate_output=ns.separate_output, optimize=ns.optimize, int16=tuple(ns.int16 or ()),
+                  cores=getattr(ns, "cores", 1),
                   memory=memory, output=getattr(ns, "output", None), **given)
     _check_options(req)
     req = replace(req, arrays=_load_arrays(req))

@@ -64,6 +64,7 @@ class Request:
     preserve_input: bool = False
     separate_output: bool = False
     optimize: str = "speed"
+    cores: int = 1  # --cores
     int16: tuple[str, ...] = ()  # layers, or ("auto",)
     memory: TargetMemory | None = None  # --target-memory, parsed
     # ---- what the command does with it
@@ -117,6 +118,8 @@ class Request:
             options["separate_output"] = True
         if self.optimize != "speed":
             options["optimize"] = self.optimize
+        if self.cores != 1:
+            options["cores"] = self.cores
         if self.int16:
             options["int16"] = "auto" if self.int16 == ("auto",) else list(self.int16)
         if self.memory is not None:
