@@ -70,6 +70,7 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
         "@SOURCES@": "\n".join(f"  {s}" for s in ("main.c", *APP_SOURCES, *model_c)),
         "@OUTPUT_TYPE@": cm.output_dtype,
         "@OUTPUT_CTYPE@": f"{cm.output_dtype}_t",  # int8, or uint8 (a legacy .tflite's output)
+        **_two_cores(cm),
     }
     texts = {f: fill(_template(f), fields) for f in SOURCE_TEMPLATES}
     texts["test_vectors.h"] = vectors_h(name, len(x_q))
@@ -92,6 +93,27 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
     model_files = cm.c_sources.write(out / MODEL_DIR)
     written = [_write(out / fname, text) for fname, text in texts.items()]
     return sorted(written + model_files)
+
+
+CORE1_LAUNCH = """
+
+#include "pico/multicore.h"
+
+/* The model was compiled for two cores (tinyaot_multicore.h): its init launches core 1 through this, once, into
+ * a loop that waits for the split layers' second halves (a mailbox in shared SRAM, DMB + SEV / WFE). Core 1 runs
+ * on the SDK's core-1 stack (SCRATCH_X, 4 KB). */
+int tinyaot_core1_launch(void (*entry)(void))
+{
+    multicore_launch_core1(entry);
+    return 0;
+}"""
+
+
+def _two_cores(cm) -> dict[str, str]:
+    """A model compiled with cores=2: main.c launches core 1 with pico_multicore; one core: nothing added."""
+    if "multicore.c" not in cm.c_sources.files:
+        return {"@CORE1@": "", "@MULTICORE_LIB@": ""}
+    return {"@CORE1@": CORE1_LAUNCH, "@MULTICORE_LIB@": " pico_multicore"}
 
 
 def _test_inputs(cm, inputs) -> np.ndarray:
