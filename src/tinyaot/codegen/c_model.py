@@ -64,7 +64,7 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, cores: int = 1) -> CSource
     src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, two)
     if two is not None:
         src.files[f"{prefix}.h"] = src.files[f"{prefix}.h"].replace(
-            f"#define {macro}_ARENA_SIZE", f"#define {macro}_CORES 2  /* see tinyaot_multicore.h */\n"
+            f"#define {macro}_ARENA_SIZE", "\n".join(_cores_contract(prefix, macro, two)) + "\n"
             f"#define {macro}_ARENA_SIZE", 1)
         src.files["tinyaot_multicore.h"] = _library_file("include", "tinyaot_multicore.h")
         src.files["multicore.c"] = _library_file("kernels", "multicore.c")
@@ -75,6 +75,18 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, cores: int = 1) -> CSource
     for kernel in sorted(used | {d for k in used for d in KERNEL_DEPS.get(k, ())}):
         src.files[kernel] = _library_file("kernels", kernel)
     return src
+
+
+def _cores_contract(prefix: str, macro: str, two) -> list[str]:
+    """The header's word on the second core (tinyaot_multicore.h has the details)."""
+    n = len(two[1])
+    return ["/*",
+            f" * Two cores: {n} layers run half on each core. {prefix}_init launches core 1 once, through",
+            " * tinyaot_core1_launch (the port's: multicore_launch_core1 on an RP2350; tinyaot_multicore.h), into a",
+            " * loop that runs the second halves; call init and invoke from core 0, and leave core 1 to the model.",
+            " * Without a second core (the weak tinyaot_core1_launch) core 0 runs both halves: the same bytes.",
+            " */",
+            f"#define {macro}_CORES 2"]
 
 
 def _two_cores(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted):
