@@ -60,7 +60,7 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, cores: int = 1) -> CSource
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
     src = CSources(name=prefix)
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
-    two = _two_cores(g, plan, prefix, macro, emitted) if cores == 2 else None
+    two = _two_cores(g, plan, prefix, macro, emitted, offsets) if cores == 2 else None
     src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, two)
     if two is not None:
         src.files[f"{prefix}.h"] = src.files[f"{prefix}.h"].replace(
@@ -89,12 +89,13 @@ def _cores_contract(prefix: str, macro: str, two) -> list[str]:
             f"#define {macro}_CORES 2"]
 
 
-def _two_cores(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted):
+def _two_cores(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, offsets: dict[str, str]):
     """The file-scope C of a two-core model and each split layer's call in invoke."""
-    def work_bytes(node: str) -> int:
+    def work_of(node: str) -> str:
         choice = plan.kernel_of(node)
-        return choice.work_bytes if choice is not None else 0
-    return emit_cores.two_core_parts(g, plan_cores(g, plan, 2), prefix, macro, emitted, work_bytes)
+        return choice.work if choice is not None else ""
+    offsets = offsets | {b.name: f"{macro}_OFFSET_{c_ident(b.name).upper()}" for b in plan.buffers}
+    return emit_cores.two_core_parts(g, plan_cores(g, plan, 2), prefix, macro, emitted, work_of, offsets)
 
 
 def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):

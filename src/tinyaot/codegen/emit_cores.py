@@ -4,7 +4,8 @@ barrier (tinyaot_multicore.h).
 A part is the layer's own kernel call with a copy of its params struct that covers the core's rows or channels:
 fewer output rows (and, from the second core's first input row on, the input pointer moved there, fewer input rows
 and no top padding), or fewer output channels (the weights, bias and requantization pointers moved to the first
-one). The call is the emitter's own, so the part runs the kernel the plan chose; core 1 gets its own work buffer.
+one). The call is the emitter's own, so the part runs the kernel the plan chose; core 1 gets its own work buffer,
+which the plan placed in the arena beside core 0's (plan/cores.py core1_work_buffers).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import re
 from tinyaot.codegen.emit import EmittedOp, c_call, layer_base
 from tinyaot.errors import InternalCompilerError
 from tinyaot.ir import Graph, Node
-from tinyaot.plan.cores import ROWS, CorePlan, CoreSplit, row_params
+from tinyaot.plan.cores import CORE1_WORK, ROWS, CorePlan, CoreSplit, row_params
 
 _NESTED = {"tinyaot_conv_add_params": "conv.", "tinyaot_conv_sparse_params": "conv."}
 _WORK = "(int32_t *)(void *)(arena + "
@@ -162,22 +163,20 @@ def launch(prefix: str) -> list[str]:
             f"        {prefix}_core1_running = tinyaot_core1_launch({prefix}_core1_main) == 0;", "    }"]
 
 
-def two_core_parts(g: Graph, cplan: CorePlan, prefix: str, macro: str, emitted, work_bytes) -> tuple[list[str], dict]:
-    """The file-scope C of the split layers and the runtime, and each split layer's call in invoke."""
+def two_core_parts(g: Graph, cplan: CorePlan, prefix: str, macro: str, emitted, work_of,
+                   offsets: dict[str, str]) -> tuple[list[str], dict]:
+    """The file-scope C of the split layers and the runtime, and each split layer's call in invoke. work_of:
+    a layer's work buffer ("" for none)."""
     lines, calls, jobs = [], {}, []
-    work1 = f"{prefix}_core1_work"
-    need = 0
     for node, e in emitted:
         split = cplan.split_of(node.name)
         if split is None:
             continue
+        work = work_of(node.name)
+        work1 = f"{_WORK}{offsets[work + CORE1_WORK]})" if work else ""
         lines += part_function(node, g, prefix, e, split, work1)
         jobs.append(layer_base(prefix, node))
         calls[node.name] = f"{prefix}_split(arena, {split.job});  /* {split.reason} */"
-        need = max(need, work_bytes(node.name))
     head = [f"/* Two cores (tinyaot_multicore.h): {len(cplan.splits)} layers split, core 1 launched by init. */"]
-    if need:
-        head += [f"/* Core 1's scratch for the split layers' kernels ({need} B; core 0 uses the plan's, in the "
-                 "arena). */", f"static int32_t {work1}[{(need + 3) // 4}];"]
     return [*head, "", *lines, *runtime(prefix, macro, jobs)], calls
 

@@ -5,7 +5,7 @@ from tinyaot.errors import ModelError
 from tinyaot.ir.variants import KernelOptions
 from tinyaot.plan.choice import merge
 from tinyaot.plan.contract import Contract, with_contract
-from tinyaot.plan.cores import split_candidates
+from tinyaot.plan.cores import core1_work_buffers, split_candidates
 from tinyaot.plan.inplace import plan_with_rings
 from tinyaot.plan.kernels import kernel_choices, own_overlap, work_buffers
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
@@ -52,7 +52,7 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
 
 
 def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, apart=frozenset()) -> MemoryPlan:
-    buffers = graph_buffers + work_buffers(g, kernels)
+    buffers = graph_buffers + work_buffers(g, kernels) + core1_work_buffers(g, kernels, apart)
     owner = {t: b.name for b in buffers for t in b.tensors}
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
     if contract.any and (len(g.inputs) > 1 or len(g.outputs) > 1):

@@ -19,9 +19,11 @@ import numpy as np
 
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
+from tinyaot.plan.lifetimes import Buffer
 from tinyaot.plan.planner import MemoryPlan
 
 ROWS, CHANNELS = "rows", "channels"  # the registry's `split` trait (ir/ops.py)
+CORE1_WORK = "__core1"  # core 1's twin of a split layer's work buffer: <work><CORE1_WORK>
 MIN_SPLIT_MACS = 4096  # below this a layer costs about what the barrier and the second call do (~100 instructions)
 _CHANNEL_VARIANTS = {"plain": 4, "wide": 8, "wide_w8": 8}  # kernels that take a channel range: their group
 
@@ -57,6 +59,14 @@ def split_candidates(g: Graph, kernels) -> frozenset[str]:
     by_node = {k.node: k for k in kernels}
     return frozenset(n.name for n in g.nodes if OPS[n.op].split
                      and _split_kind(n, g, by_node.get(n.name))[1] is not None)
+
+
+def core1_work_buffers(g: Graph, kernels, apart: frozenset[str]) -> list[Buffer]:
+    """Core 1's own work buffer for each layer in `apart` whose kernel has one: the same size, live at the same
+    step, placed in the arena like the first (both cores' kernels write theirs at once)."""
+    step = {n.name: s for s, n in enumerate(g.nodes)}
+    return [Buffer(c.work + CORE1_WORK, (c.work + CORE1_WORK,), c.work_bytes, step[c.node], step[c.node], c.node,
+                   scratch=True) for c in kernels if c.work and c.node in apart]
 
 
 def plan_cores(g: Graph, plan: MemoryPlan, cores: int) -> CorePlan:

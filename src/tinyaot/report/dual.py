@@ -47,7 +47,7 @@ class DualProfileReport:
     layers: tuple[LayerCores, ...]
     outputs_equal: bool  # the two-core run's output bytes == the one-core run's
     arena_bytes: tuple[int, int]  # one core, two cores
-    core1_work_bytes: int  # core 1's scratch for the split kernels (static, beside the arena)
+    core1_work_bytes: int  # core 1's scratch for the split kernels (in the two-core arena, placed by the plan)
     core1_stack_bytes: int  # the stack region the an521 harness gives core 1
 
     @property
@@ -60,9 +60,9 @@ class DualProfileReport:
 
     @property
     def second_core_ram_bytes(self) -> int:
-        """Arena growth (the split layers placed apart from their inputs) and core 1's work buffer; its stack is
-        the port's (core1_stack_bytes here)."""
-        return self.arena_bytes[1] - self.arena_bytes[0] + self.core1_work_bytes
+        """The arena's growth: the split layers placed apart from their inputs, core 1's work buffers. Its stack
+        is the port's (core1_stack_bytes here)."""
+        return self.arena_bytes[1] - self.arena_bytes[0]
 
     def to_dict(self) -> dict:
         return {"model": self.model, "single_core_instructions": self.single_core_instructions,
@@ -89,9 +89,9 @@ class DualProfileReport:
         yield (f"cores: {self.core_instructions[0]:,} + {self.core_instructions[1]:,} instructions; barrier "
                f"{self.barrier_instructions} instructions per split layer; outputs "
                f"{'equal to' if self.outputs_equal else 'DIFFERENT from'} the one-core run's")
-        yield (f"second core's RAM: {self.second_core_ram_bytes:,} B (arena {self.arena_bytes[0]:,} -> "
-               f"{self.arena_bytes[1]:,} B, core 1's work buffer {self.core1_work_bytes:,} B) plus its stack "
-               f"({self.core1_stack_bytes:,} B in the an521 harness)")
+        yield (f"second core's RAM: {self.second_core_ram_bytes:,} B of arena ({self.arena_bytes[0]:,} -> "
+               f"{self.arena_bytes[1]:,} B, core 1's work buffers up to {self.core1_work_bytes:,} B of it) plus its "
+               f"stack ({self.core1_stack_bytes:,} B in the an521 harness)")
 
     def __str__(self) -> str:
         return render_text(self)
