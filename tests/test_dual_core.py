@@ -13,6 +13,7 @@ from torch import nn
 import tinyaot
 from tinyaot.backend import plan_and_generate
 from tinyaot.model import CompiledModel
+from tinyaot.options import CompileOptions
 from tinyaot.plan.cores import plan_cores
 from tinyaot.report.dual import dual_profile
 
@@ -72,9 +73,9 @@ def test_split_layers_give_the_one_core_bytes_on_the_host(optimize):
 
 
 def test_one_core_is_the_default():
-    assert tinyaot.options.CompileOptions().cores == 1
+    assert CompileOptions().cores == 1
     with pytest.raises(tinyaot.ModelError, match="cores must be 1"):
-        tinyaot.options.CompileOptions(cores=3)
+        CompileOptions(cores=3)
 
 
 @pytest.mark.m33

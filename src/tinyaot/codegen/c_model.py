@@ -85,8 +85,11 @@ def _cores_contract(prefix: str, macro: str, two) -> list[str]:
             " * tinyaot_core1_launch (the port's: multicore_launch_core1 on an RP2350; tinyaot_multicore.h), into a",
             " * loop that runs the second halves; call init and invoke from core 0, and leave core 1 to the model.",
             " * Without a second core (the weak tinyaot_core1_launch) core 0 runs both halves: the same bytes.",
+            f" * {prefix}_set_cores(1) makes core 0 run both halves from the next invoke (to compare), (2) both",
+            " * cores again; it answers how many cores the next invoke will use.",
             " */",
-            f"#define {macro}_CORES 2"]
+            f"#define {macro}_CORES 2",
+            f"int {prefix}_set_cores(int cores);"]
 
 
 def _two_cores(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, offsets: dict[str, str]):
@@ -387,6 +390,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, two=No
         "}",
         "",
         *_io_accessors(g, plan, prefix, macro, in_ctype),
+        *(emit_cores.set_cores(prefix) if two is not None else []),
         f"int {prefix}_invoke(void)",
         "{",
         f"    return {prefix}_instance_invoke(&{prefix}_default_instance);",

@@ -111,6 +111,7 @@ def runtime(prefix: str, macro: str, jobs: list[str]) -> list[str]:
     return [
         f"static tinyaot_mailbox {mb};",
         f"static int {prefix}_core1_running;",
+        f"static int {prefix}_use_core1 = 1;",
         f"static void {prefix}_part(uint8_t *arena, int32_t job, int32_t core)",
         "{",
         *(["    (void)arena;", "    (void)core;"] if not jobs else []),
@@ -138,7 +139,7 @@ def runtime(prefix: str, macro: str, jobs: list[str]) -> list[str]:
         *([f"static void {prefix}_split(uint8_t *arena, int32_t job) __attribute__((unused));"] if not jobs else []),
         f"static void {prefix}_split(uint8_t *arena, int32_t job)",
         "{",
-        f"    if ({prefix}_core1_running) {{",
+        f"    if ({prefix}_core1_running && {prefix}_use_core1) {{",
         f"        tinyaot_mc_post(&{mb}, job, arena);",
         f"        {prefix}_part(arena, job, 0);",
         f"        {macro}_PROFILE_PART(job);",
@@ -150,6 +151,13 @@ def runtime(prefix: str, macro: str, jobs: list[str]) -> list[str]:
         "}",
         "",
     ]
+
+
+def set_cores(prefix: str) -> list[str]:
+    """<name>_set_cores: core 0 alone (1) or both cores (2) from the next invoke, to compare them."""
+    return [f"int {prefix}_set_cores(int cores)", "{",
+            f"    {prefix}_use_core1 = cores >= 2;",
+            f"    return {prefix}_core1_running && {prefix}_use_core1 ? 2 : 1;", "}", ""]
 
 
 def profile_hooks(macro: str) -> list[str]:
