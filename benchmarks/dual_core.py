@@ -2,10 +2,11 @@
 QEMU mps2-an521, the speed-up, what the second core costs in RAM, and every output byte of the two-core run
 against the one-core run (its own compile) and TensorFlow Lite Micro.
 
-    .venv/bin/python benchmarks/dual_core.py [--shared PATH] [--samples N] [--optimize speed] [--json]
+    .venv/bin/python benchmarks/dual_core.py [--shared PATH] [--samples N] [--optimize speed] [--zoo] [--json]
 
-The models are read from shared/models/mlperf_tiny (next to the repository, or --shared / TINYAOT_SHARED). The
-inputs are seeded random int8 rows (the first one is profiled). Instruction counts are exact and deterministic;
+The models are read from shared/models/mlperf_tiny (next to the repository, or --shared / TINYAOT_SHARED); --zoo
+adds the test zoo's one-input one-output models (tests/zoo.py; PyTorch, so no TFLM column). The inputs are seeded
+random int8 rows (the first one is profiled). Instruction counts are exact and deterministic;
 no wall-clock time is reported.
 """
 from __future__ import annotations
@@ -45,9 +46,12 @@ def tflm_outputs(model: bytes, x: np.ndarray) -> np.ndarray | None:
     return np.stack(outs)
 
 
-def measure(label: str, path: Path, samples: int, optimize: str) -> dict:
-    one = tinyaot.compile(str(path), name="model", optimize=optimize)
-    two = tinyaot.compile(str(path), name="model", optimize=optimize, cores=2)
+def measure(label: str, path: Path | None, samples: int, optimize: str, compile_args=None) -> dict:
+    """One model (a .tflite `path`, or a PyTorch model's `compile_args`) on one core and on two."""
+    args = (str(path),) if path is not None else compile_args[0]
+    kwargs = {} if path is not None else compile_args[1]
+    one = tinyaot.compile(*args, name="model", optimize=optimize, **kwargs)
+    two = tinyaot.compile(*args, name="model", optimize=optimize, cores=2, **kwargs)
     shape = one.graph.tensor(one.graph.inputs[0]).shape
     x = np.random.default_rng(26).integers(-128, 128, size=(samples, *shape[1:]), dtype=np.int16).astype(np.int8)
     rows = x.reshape(samples, -1)
@@ -57,7 +61,7 @@ def measure(label: str, path: Path, samples: int, optimize: str) -> dict:
         two.c_sources.write(Path(tmp))
         run = run_model_two_cores(Path(tmp), two.name, rows, sum(two.output_sizes), Path(tmp) / "build")
     two_out = run.outputs.reshape(samples, -1)
-    tflm = tflm_outputs(path.read_bytes(), x)
+    tflm = tflm_outputs(path.read_bytes(), x) if path is not None else None
     return {"model": label, "optimize": optimize, "samples": samples,
             "single_core_instructions": rep.single_core_instructions,
             "critical_path_instructions": rep.critical_path_instructions,
@@ -72,12 +76,29 @@ def measure(label: str, path: Path, samples: int, optimize: str) -> dict:
                                                                              tflm.reshape(samples, -1).view(np.int8)))}
 
 
+def zoo_models():
+    """(name, (compile's positional arguments, its keywords)) of each zoo model with one input and one output
+    that is not streamed (tests/zoo.py: trained weights committed there)."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import zoo
+
+    for entry in zoo.ZOO:
+        if entry.inputs != 1 or entry.outputs != 1:
+            continue
+        model = zoo.trained(entry)
+        x, _ = zoo.synthetic_data(entry, 200, seed=1)
+        yield entry.name, ((model, torch.from_numpy(x[:1])), {"calibration": x})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     repo = Path(__file__).resolve().parent.parent
     ap.add_argument("--shared", default=os.environ.get("TINYAOT_SHARED", str(repo.parent / "shared")))
     ap.add_argument("--samples", type=int, default=4)
     ap.add_argument("--optimize", default="speed", choices=["speed", "size", "memory"])
+    ap.add_argument("--zoo", action="store_true", help="also the test zoo's one-input one-output models")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     folder = Path(args.shared) / "models" / "mlperf_tiny"
@@ -85,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no MLPerf Tiny models in {folder} (pass --shared)", file=sys.stderr)
         return 2
     results = [measure(label, folder / f, args.samples, args.optimize) for label, f in MODELS.items()]
+    if args.zoo:
+        results += [measure(f"zoo {name}", None, args.samples, args.optimize, how) for name, how in zoo_models()]
     if args.json:
         print(json.dumps(results, indent=1))
     else:

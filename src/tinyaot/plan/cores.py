@@ -6,9 +6,10 @@ top padding only in the first half) or by output channels (fully_connected: the 
 requantization rows). Every output value is computed by the same arithmetic as on one core, so the bytes are the
 one-core model's. The cut balances the halves by an estimate of each output row's (or channel's) instructions:
 rows at a padded border read fewer taps. A layer stays on core 0 (with the reason, for the reports) where its
-kernel cannot be given a half (the in-place ring, whose write order is its own; 16x8 kernels; batches > 1; a
-wide kernel reading int8 weights), where its output shares arena bytes with its input (a half written over input
-rows the other core still reads), or where it is too small to pay for the barrier.
+kernel cannot be given a half (the in-place ring, whose write order is its own; 16x8 kernels; batches > 1),
+where its output shares arena bytes with its input (a half written over input rows the other core still reads)
+or the plan has no work buffer for core 1 (a plan made for one core), or where it is too small to pay for the
+barrier.
 """
 from __future__ import annotations
 
@@ -115,6 +116,9 @@ def _split(node: Node, g: Graph, plan: MemoryPlan, job: int) -> tuple[str, CoreS
     if kind is None:
         return why, None
     axis, per, cut = kind
+    choice = plan.kernel_of(node.name)
+    if choice is not None and choice.work and not any(b.name == choice.work + CORE1_WORK for b in plan.buffers):
+        return "the plan has no work buffer for core 1 (planned for one core)", None
     if axis == ROWS and any(_overlaps(g, plan, t, node.outputs[0]) for t in node.inputs
                             if not g.tensor(t).is_const):
         return "its output shares arena bytes with an input: one core's rows would overwrite the other's", None
