@@ -98,10 +98,8 @@ class DualProfileReport:
 
 
 def one_core_twin(cm):
-    """The same int8 graph planned and generated for one core."""
-    from tinyaot.model import CompiledModel
-
-    return CompiledModel(plan_and_generate(cm.name, replace(cm.result.options, cores=1), cm.graph))
+    """The same int8 graph planned and generated for one core (a model of cm's own class)."""
+    return type(cm)(plan_and_generate(cm.name, replace(cm.result.options, cores=1), cm.graph))
 
 
 def dual_profile(cm, x=None, one=None) -> DualProfileReport:
