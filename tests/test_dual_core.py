@@ -92,3 +92,22 @@ def test_two_cortex_m33s_give_the_one_core_bytes_in_about_half_the_instructions(
     assert rep.second_core_ram_bytes == rep.arena_bytes[1] - rep.arena_bytes[0] > 0
     core1 = [b for b in two.plan.buffers if b.name.endswith("__core1")]  # core 1's work buffers, in the arena
     assert core1 and max(b.nbytes for b in core1) == rep.core1_work_bytes
+
+
+def test_the_two_core_plan_places_split_layers_apart_and_refuses_a_one_core_plan():
+    one, two = _models("speed")
+    cplan = plan_cores(two.graph, two.plan, 2)
+    nodes = {n.name: n for n in two.graph.nodes}
+    for s in cplan.splits:  # no half may be written over bytes the other core still reads
+        out = two.plan.offset_of(nodes[s.node].outputs[0])
+        out_end = out + two.graph.tensor(nodes[s.node].outputs[0]).nbytes
+        for t in nodes[s.node].inputs:
+            if not two.graph.tensor(t).is_const:
+                start = two.plan.offset_of(t)
+                assert start >= out_end or start + two.graph.tensor(t).nbytes <= out, (s.node, t)
+        assert 0 < s.cut < s.total and abs(s.cost[0] - s.cost[1]) <= max(s.cost) // 2
+    works = {b.name for b in two.plan.buffers}
+    assert all(c.work + "__core1" in works for c in two.plan.kernels if c.work and cplan.split_of(c.node))
+    # The one-core plan of the same graph: its split candidates overlap their inputs or lack core 1's work buffer.
+    refused = dict(plan_cores(one.graph, one.plan, 2).kept)
+    assert any("work buffer for core 1" in why for why in refused.values())
