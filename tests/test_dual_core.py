@@ -111,3 +111,27 @@ def test_the_two_core_plan_places_split_layers_apart_and_refuses_a_one_core_plan
     # The one-core plan of the same graph: its split candidates overlap their inputs or lack core 1's work buffer.
     refused = dict(plan_cores(one.graph, one.plan, 2).kept)
     assert any("work buffer for core 1" in why for why in refused.values())
+
+
+class Tokens(nn.Module):
+    """Linear layers over 15 tokens: the kernel's batches are the tokens, split by rows (a channel half would be
+    strided in every row)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(27)
+        self.fc1, self.fc2 = nn.Linear(24, 40), nn.Linear(40, 20)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+@pytest.mark.host
+def test_fully_connected_over_tokens_splits_by_rows():
+    calib = torch.randn(32, 15, 24, generator=torch.Generator().manual_seed(2)).cumsum(-1) / 4
+    one = tinyaot.compile(Tokens().eval(), calib[:1], calibration=calib, name="tok")
+    two = CompiledModel(plan_and_generate("tok", replace(one.result.options, cores=2), one.graph))
+    splits = plan_cores(two.graph, two.plan, 2).splits
+    assert [(s.axis, s.total) for s in splits] == [("rows", 15), ("rows", 15)]
+    x = _inputs(one)
+    assert np.array_equal(two.run(x, engine="host"), one.run(x, engine="host"))

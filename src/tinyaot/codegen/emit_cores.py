@@ -14,7 +14,8 @@ import re
 from tinyaot.codegen.emit import EmittedOp, c_call, layer_base
 from tinyaot.errors import InternalCompilerError
 from tinyaot.ir import Graph, Node
-from tinyaot.plan.cores import CORE1_WORK, ROWS, CorePlan, CoreSplit, row_params
+from tinyaot.ir.ops import OPS
+from tinyaot.plan.cores import CHANNELS, CORE1_WORK, ROWS, CorePlan, CoreSplit, row_params
 
 _NESTED = {"tinyaot_conv_add_params": "conv.", "tinyaot_conv_sparse_params": "conv."}
 _WORK = "(int32_t *)(void *)(arena + "
@@ -54,7 +55,8 @@ def part_function(node: Node, g: Graph, prefix: str, e: EmittedOp, split: CoreSp
     k = args.index(f"&{base}_params")
     bodies = []
     for core, (lo, hi) in enumerate(((0, split.cut), (split.cut, split.total))):
-        sets, moved = (_row_part if split.axis == ROWS else _channel_part)(node, g, base, struct, fn, lo, hi)
+        part = _channel_part if split.axis != ROWS else _batch_part if OPS[node.op].split == CHANNELS else _row_part
+        sets, moved = part(node, g, base, struct, fn, lo, hi)
         call = list(args)
         call[k] = "&p"
         for i, offset in moved.items():
@@ -88,6 +90,12 @@ def _row_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi
     if node.op == "conv2d_add":
         moved[1] = out_offset  # the skip has the output's shape
     return sets, moved
+
+
+def _batch_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi: int):
+    """Rows [lo, hi) of a fully connected layer over several rows (its batches): contiguous in and out."""
+    in_features, out_features = g.tensor(node.inputs[1]).shape[1], g.tensor(node.inputs[1]).shape[0]
+    return [f"p.batches = {hi - lo};"], {0: lo * in_features, -1: lo * out_features}
 
 
 def _channel_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi: int):

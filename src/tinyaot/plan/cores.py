@@ -2,9 +2,10 @@
 
 A split layer runs its own kernel twice, once per core, on two halves of its output: by output rows (conv2d,
 conv2d_add, depthwise_conv2d, max / avg pooling: the kernel sees the image from the half's first input row, its
-top padding only in the first half) or by output channels (fully_connected: the half's weights, bias and
-requantization rows). Every output value is computed by the same arithmetic as on one core, so the bytes are the
-one-core model's. The cut balances the halves by an estimate of each output row's (or channel's) instructions:
+top padding only in the first half; a fully_connected layer over several rows, such as a sequence's tokens: the
+half's rows) or by output channels (a one-row fully_connected: the half's weights, bias and requantization
+rows). Every output value is computed by the same arithmetic as on one core, so the bytes are the one-core
+model's. The cut balances the halves by an estimate of each output row's (or channel's) instructions:
 rows at a padded border read fewer taps. A layer stays on core 0 (with the reason, for the reports) where its
 kernel cannot be given a half (the in-place ring, whose write order is its own; 16x8 kernels; batches > 1),
 where its output shares arena bytes with its input (a half written over input rows the other core still reads)
@@ -91,13 +92,17 @@ def _split_kind(node: Node, g: Graph, choice) -> tuple[str, tuple | None]:
     x, y = g.tensor(node.inputs[0]), g.tensor(node.outputs[0])
     if x.dtype != "int8" or y.dtype != "int8":
         return "a 16x8 kernel: no half-layer form", None
-    if not y.shape or y.shape[0] != 1:
-        return "batches > 1: the halves would be strided", None
     variant = choice.variant if choice is not None else "plain"
     if OPS[node.op].split == CHANNELS:
         if variant not in _CHANNEL_VARIANTS:
             return f"the {variant} kernel's weights are laid out for whole layers only", None
-        axis, per, group = CHANNELS, _channel_costs(node, g), _CHANNEL_VARIANTS[variant]
+        rows = int(np.prod(y.shape[:-1], dtype=np.int64))  # the kernel's batches: every leading axis
+        if rows > 1:  # whole rows of the output are contiguous: halve them (a channel half would be strided)
+            axis, per, group = ROWS, np.full(rows, int(_channel_costs(node, g).sum())), 1
+        else:
+            axis, per, group = CHANNELS, _channel_costs(node, g), _CHANNEL_VARIANTS[variant]
+    elif not y.shape or y.shape[0] != 1:
+        return "batches > 1: the halves would be strided", None
     else:
         if variant not in ("plain", "pairs", "pairs_w8"):
             return f"the {variant} kernel writes in its own order (in place): no half of it stands alone", None
