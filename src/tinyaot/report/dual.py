@@ -21,6 +21,7 @@ from tinyaot.backend import plan_and_generate
 from tinyaot.plan.cores import plan_cores
 from tinyaot.report.render import render_text
 from tinyaot.targets.base import ModelSources
+from tinyaot.targets.engines import raw_rows
 from tinyaot.targets.m33 import M33Target
 from tinyaot.targets.m33.an521 import run_model_two_cores
 
@@ -104,19 +105,27 @@ def one_core_twin(cm):
 
 def dual_profile(cm, x=None, one=None) -> DualProfileReport:
     """Profile a cores=2 model on both cores against its one-core twin (`one`, made from the same graph when not
-    given); x: int8 input rows (default: one row of zeros)."""
+    given); x: one input as profile() takes it (a list of them for several; default: zeros)."""
     one = one_core_twin(cm) if one is None else one
-    flat = np.zeros((1, sum(cm.input_sizes)), np.int8) if x is None else np.asarray(x, np.int8).reshape(1, -1)
+    if x is None:
+        flat = np.zeros((1, sum(cm.input_sizes)), np.int8)
+    elif isinstance(x, (list, tuple)):  # several inputs: their bytes back to back, as the harness takes them
+        flat = raw_rows([np.asarray(v).reshape(1, -1) for v in x])
+    else:  # one input in its own dtype: its bytes
+        flat = raw_rows(np.asarray(x, dtype=cm.input_dtype).reshape(1, -1))
+    flat = np.asarray(flat, dtype=np.int8).reshape(1, -1)
     out_bytes = sum(cm.output_sizes)
     with tempfile.TemporaryDirectory(prefix="tinyaot-dual-") as tmp:
         one.c_sources.write(Path(tmp) / "one")
-        sources = ModelSources.in_directory(Path(tmp) / "one", one.name, flat.shape[1], out_bytes)
+        sources = replace(ModelSources.in_directory(Path(tmp) / "one", one.name, flat.shape[1], out_bytes),
+                          input_sizes=tuple(cm.input_sizes), output_sizes=tuple(cm.output_sizes))
         plain = M33Target(build_dir=Path(tmp) / "plain").run(M33Target(build_dir=Path(tmp) / "plain").build(sources),
                                                                flat)
         marked_t = M33Target(build_dir=Path(tmp) / "marked", profile=True)
         marked = marked_t.run(marked_t.build(sources), flat)
         cm.c_sources.write(Path(tmp) / "two")
-        run = run_model_two_cores(Path(tmp) / "two", cm.name, flat, out_bytes, Path(tmp) / "two" / "build")
+        run = run_model_two_cores(Path(tmp) / "two", cm.name, flat, out_bytes, Path(tmp) / "two" / "build",
+                                  input_sizes=tuple(cm.input_sizes), output_sizes=tuple(cm.output_sizes))
     single_by_layer = {one.graph.nodes[s].name: n for s, n in (marked.step_instructions or {}).items()}
     outside = plain.instructions - sum(single_by_layer.values())
     cplan = plan_cores(cm.graph, cm.plan, 2)

@@ -12,7 +12,6 @@ from tinyaot.cli.inputs import model_inputs
 from tinyaot.cli.request import Request
 from tinyaot.errors import ModelError
 from tinyaot.report.dual import dual_profile
-from tinyaot.targets.engines import raw_rows
 
 NAME = "profile"
 HELP = "exact Cortex-M33 instructions per op for one inference (QEMU)"
@@ -35,7 +34,7 @@ def run(req: Request, feedback: Feedback) -> int:
         if req.mix:
             raise ModelError("--mix counts one core's instruction kinds: profile --cores 2 without it")
         feedback.stage("profiling on two emulated Cortex-M33s (QEMU mps2-an521) and on one")
-        rep = dual_profile(cm, None if x is None else raw_rows(np.asarray(x, dtype=cm.input_dtype).reshape(1, -1)))
+        rep = dual_profile(cm, x)
         if req.json:
             feedback.print_json(rep.to_dict())
         else:

@@ -152,15 +152,19 @@ def invoke_steps(c_source: str) -> list[tuple[int, int | None]]:
 
 
 def run_model_two_cores(model_dir: Path, name: str, inputs: np.ndarray, output_size: int, build_dir: Path,
-                        timeout: float = 300.0) -> TwoCoreRun:
+                        timeout: float = 300.0, input_sizes: tuple[int, ...] = (),
+                        output_sizes: tuple[int, ...] = ()) -> TwoCoreRun:
     """Build a cores=2 model (its C in `model_dir`) with the harness for mps2-an521 and run `inputs` through it:
-    the outputs, and each step's instructions on each core for the first inference."""
+    the outputs, and each step's instructions on each core for the first inference. A model with several inputs
+    (outputs) takes each row as its inputs back to back, of `input_sizes` bytes (and answers likewise), as
+    run_m33."""
     tc = find_m33_toolchain()
     model_dir, build = Path(model_dir).resolve(), Path(build_dir).resolve()
     samples = np.ascontiguousarray(np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1))
     obj = fresh_objects(build)
     build.mkdir(parents=True, exist_ok=True)
-    (build / "main.c").write_text(harness_main(name, samples.shape[1], output_size))
+    (build / "main.c").write_text(harness_main(name, samples.shape[1], output_size, tuple(input_sizes),
+                                               tuple(output_sizes)))
     core = m33_profile(True)
     hooks = [f"-D{name.upper()}_PROFILE_{h}(x)=tinyaot_core_mark()" for h in ("STEP", "PART", "CORE1")]
     model_flags = core.compile_flags(f"-I{model_dir}", "-include", str(SUPPORT_DIR / "core_mark.h"), *hooks)
