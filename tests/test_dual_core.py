@@ -135,3 +135,33 @@ def test_fully_connected_over_tokens_splits_by_rows():
     assert [(s.axis, s.total) for s in splits] == [("rows", 15), ("rows", 15)]
     x = _inputs(one)
     assert np.array_equal(two.run(x, engine="host"), one.run(x, engine="host"))
+
+
+class Sensor(nn.Module):
+    """1-D layers (one row of 241 samples): their columns are split, the kernel seeing the row as a column."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(28)
+        self.c1 = nn.Conv1d(4, 32, 5, padding=2)
+        self.c2 = nn.Conv1d(32, 48, 3, stride=2, padding=2, dilation=2)
+        self.mp = nn.MaxPool1d(2, ceil_mode=True)
+        self.ap = nn.AvgPool1d(3, stride=1, padding=1)
+
+    def forward(self, x):
+        return self.ap(self.c2(self.mp(torch.relu(self.c1(x)))))
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("optimize", ["speed", "memory"])
+def test_one_row_layers_split_by_columns(optimize):
+    noise = torch.randn(32, 4, 241, generator=torch.Generator().manual_seed(3))
+    calib = nn.functional.avg_pool1d(noise, 3, stride=1, padding=1) * 3
+    one = tinyaot.compile(Sensor().eval(), calib[:1], calibration=calib, name="sen", optimize=optimize)
+    two = CompiledModel(plan_and_generate("sen", replace(one.result.options, cores=2), one.graph))
+    splits = plan_cores(two.graph, two.plan, 2).splits
+    ops = {n.name: n.op for n in two.graph.nodes}
+    assert {ops[s.node] for s in splits} == {"conv2d", "max_pool2d", "avg_pool2d"}
+    assert {s.axis for s in splits} == {"columns"}
+    x = _inputs(one)
+    assert np.array_equal(two.run(x, engine="host"), one.run(x, engine="host"))

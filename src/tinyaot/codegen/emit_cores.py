@@ -10,12 +10,13 @@ which the plan placed in the arena beside core 0's (plan/cores.py core1_work_buf
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from tinyaot.codegen.emit import EmittedOp, c_call, layer_base
 from tinyaot.errors import InternalCompilerError
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
-from tinyaot.plan.cores import CHANNELS, CORE1_WORK, ROWS, CorePlan, CoreSplit, row_params
+from tinyaot.plan.cores import CHANNELS, CORE1_WORK, CorePlan, CoreSplit, one_row, row_params
 
 _NESTED = {"tinyaot_conv_add_params": "conv.", "tinyaot_conv_sparse_params": "conv."}
 _WORK = "(int32_t *)(void *)(arena + "
@@ -55,7 +56,8 @@ def part_function(node: Node, g: Graph, prefix: str, e: EmittedOp, split: CoreSp
     k = args.index(f"&{base}_params")
     bodies = []
     for core, (lo, hi) in enumerate(((0, split.cut), (split.cut, split.total))):
-        part = _channel_part if split.axis != ROWS else _batch_part if OPS[node.op].split == CHANNELS else _row_part
+        part = (_channel_part if split.axis == CHANNELS else _batch_part if OPS[node.op].split == CHANNELS
+                else _row_part)
         sets, moved = part(node, g, base, struct, fn, lo, hi)
         call = list(args)
         call[k] = "&p"
@@ -64,7 +66,7 @@ def part_function(node: Node, g: Graph, prefix: str, e: EmittedOp, split: CoreSp
         if core == 1:
             call = [work1 if a.startswith(_WORK) else a for a in call]
         bodies.append([*sets, *c_call(fn, *call, width=108).split("\n")])
-    what = "output rows" if split.axis == ROWS else "output channels"
+    what = f"output {split.axis}"
     return [f"/* {node.name}: {what} [0, {split.cut}) on core 0, [{split.cut}, {split.total}) on core 1 */",
             f"static void {base}_part(uint8_t *arena, int32_t core)", "{",
             f"    {struct} p = {base}_params;", "    if (core == 0) {",
@@ -73,11 +75,17 @@ def part_function(node: Node, g: Graph, prefix: str, e: EmittedOp, split: CoreSp
 
 
 def _row_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi: int):
-    """Output rows [lo, hi): the field settings and the byte offsets of the arguments that move (by index)."""
+    """Output rows [lo, hi) (a 1-D layer's columns): the field settings and the byte offsets of the arguments that
+    move (by index)."""
     f = _NESTED.get(struct, "")
     p = row_params(node, g)
     x, y = g.tensor(node.inputs[0]).shape, g.tensor(node.outputs[0]).shape
-    sets = [f"p.{f}out_h = {hi - lo};"]
+    sets = []
+    if one_row(p):  # [1][W][C] is [W][1][C]: the row seen as a column, its columns as rows (same bytes)
+        p, turned = _turned(p)
+        sets += [f"p.{f}{k} = {v};" for k, v in turned.items()]
+        x, y = (x[0], x[2], 1, x[3]), (y[0], y[2], 1, y[3])
+    sets = [f"p.{f}out_h = {hi - lo};", *(line for line in sets if not line.startswith(f"p.{f}out_h "))]
     in_offset = 0
     first = lo * p.stride_h - p.pad_top  # the first input row the part's windows start at
     if lo > 0 and first >= 0:
@@ -90,6 +98,17 @@ def _row_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi
     if node.op == "conv2d_add":
         moved[1] = out_offset  # the skip has the output's shape
     return sets, moved
+
+
+def _turned(p):
+    """A one-row layer's geometry with rows and columns exchanged: (the turned values, the fields to set)."""
+    pairs = [("in_h", "in_w"), ("out_h", "out_w"), ("kernel_h", "kernel_w"), ("stride_h", "stride_w"),
+             ("dilation_h", "dilation_w"), ("pad_top", "pad_left"), ("pad_bottom", "pad_right")]
+    turned = {}
+    for a, b in pairs:
+        if hasattr(p, a):
+            turned[a], turned[b] = getattr(p, b), getattr(p, a)
+    return replace(p, **turned), turned
 
 
 def _batch_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi: int):

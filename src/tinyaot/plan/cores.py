@@ -25,6 +25,7 @@ from tinyaot.plan.lifetimes import Buffer
 from tinyaot.plan.planner import MemoryPlan
 
 ROWS, CHANNELS = "rows", "channels"  # the registry's `split` trait (ir/ops.py)
+COLUMNS = "columns"  # a 1-D (one-row) layer of a ROWS op: its columns halved
 CORE1_WORK = "__core1"  # core 1's twin of a split layer's work buffer: <work><CORE1_WORK>
 MIN_SPLIT_MACS = 4096  # below this a layer costs about what the barrier and the second call do (~100 instructions)
 _CHANNEL_VARIANTS = {"plain": 4, "wide": 8, "wide_w8": 8}  # kernels that take a channel range: their group
@@ -106,7 +107,8 @@ def _split_kind(node: Node, g: Graph, choice) -> tuple[str, tuple | None]:
     else:
         if variant not in ("plain", "pairs", "pairs_w8"):
             return f"the {variant} kernel writes in its own order (in place): no half of it stands alone", None
-        axis, per, group = ROWS, _row_costs(node, g), 1
+        axis = COLUMNS if one_row(row_params(node, g)) else ROWS
+        per, group = _row_costs(node, g, axis == COLUMNS), 1
     total = int(per.sum())
     if total < MIN_SPLIT_MACS:
         return f"{total} MACs: too small to pay for the barrier", None
@@ -124,7 +126,7 @@ def _split(node: Node, g: Graph, plan: MemoryPlan, job: int) -> tuple[str, CoreS
     choice = plan.kernel_of(node.name)
     if choice is not None and choice.work and not any(b.name == choice.work + CORE1_WORK for b in plan.buffers):
         return "the plan has no work buffer for core 1 (planned for one core)", None
-    if axis == ROWS and any(_overlaps(g, plan, t, node.outputs[0]) for t in node.inputs
+    if axis != CHANNELS and any(_overlaps(g, plan, t, node.outputs[0]) for t in node.inputs
                             if not g.tensor(t).is_const):
         return "its output shares arena bytes with an input: one core's rows would overwrite the other's", None
     cost = (int(per[:cut].sum()), int(per[cut:].sum()))
@@ -144,17 +146,27 @@ def row_params(node: Node, g: Graph):
     return getattr(p, "conv", p)  # a conv2d_add's conv
 
 
-def _row_costs(node: Node, g: Graph) -> np.ndarray:
-    """Estimated multiply-accumulates of each output row: its taps inside the image, times the row's outputs
-    and each output's window depth, plus one per output value (requantization)."""
+def one_row(p) -> bool:
+    """A 1-D layer (Conv1d, pooling over time): one row in and out, no window along the rows. Its columns are then
+    split instead, the kernel seeing the row as a column (codegen/emit_cores.py: the same bytes in memory)."""
+    return p.out_h == 1 and p.in_h == 1 and p.kernel_h == 1 and p.pad_top == 0 and p.out_w > 1
+
+
+def _row_costs(node: Node, g: Graph, columns: bool = False) -> np.ndarray:
+    """Estimated multiply-accumulates of each output row (or column): its taps inside the image, times the row's
+    outputs and each output's window depth, plus one per output value (requantization)."""
     p = row_params(node, g)
-    dilation = getattr(p, "dilation_h", 1)
-    oy = np.arange(p.out_h)[:, None] * p.stride_h - p.pad_top + np.arange(p.kernel_h)[None, :] * dilation
-    taps = ((oy >= 0) & (oy < p.in_h)).sum(axis=1)
+    h, w = ("w", "h") if columns else ("h", "w")
+    dilation = getattr(p, f"dilation_{h}", 1)
+    out, size, kernel = getattr(p, f"out_{h}"), getattr(p, f"in_{h}"), getattr(p, f"kernel_{h}")
+    pad = p.pad_left if columns else p.pad_top
+    oy = np.arange(out)[:, None] * getattr(p, f"stride_{h}") - pad + np.arange(kernel)[None, :] * dilation
+    taps = ((oy >= 0) & (oy < size)).sum(axis=1)
     channels = getattr(p, "out_c", getattr(p, "channels", 1))
     dense = OPS[node.op].macs == "conv"  # every input channel per output (depthwise: one)
-    depth = p.kernel_w * (p.in_c // max(p.groups, 1) if dense else 1)
-    return taps * p.out_w * channels * depth + p.out_w * channels
+    depth = getattr(p, f"kernel_{w}") * (p.in_c // max(p.groups, 1) if dense else 1)
+    across = getattr(p, f"out_{w}")
+    return taps * across * channels * depth + across * channels
 
 
 def _channel_costs(node: Node, g: Graph) -> np.ndarray:
