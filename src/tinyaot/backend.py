@@ -20,15 +20,17 @@ if TYPE_CHECKING:
     from tinyaot.options import CompileOptions
 
 
-def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory", cores: int = 1):
+def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory",
+         layer_modes: tuple[tuple[str, str], ...] = (), cores: int = 1):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
     (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
-    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py)."""
+    output apart; optimize: "speed", "size" or "memory" (plan/kernels.py), and layer_modes the layers given another."""
+    kw = dict(alignment=alignment, contract=contract, optimize=optimize, layer_modes=layer_modes, cores=cores)
     fused = fuse_residual_adds(g)
     if fused is None:
-        return plan_graph(g, alignment=alignment, contract=contract, optimize=optimize, cores=cores)
-    fused_plan = plan_graph(fused, alignment=alignment, contract=contract, optimize=optimize, cores=cores)
-    plain_plan = plan_graph(g, alignment=alignment, contract=contract, optimize=optimize, cores=cores)
+        return plan_graph(g, **kw)
+    fused_plan = plan_graph(fused, **kw)
+    plain_plan = plan_graph(g, **kw)
     if fused_plan.arena_bytes >= plain_plan.arena_bytes:
         return plain_plan
     g.nodes[:], g.tensors = fused.nodes, fused.tensors
@@ -42,7 +44,8 @@ def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
     return plan(g.replace(tensors=tensors), alignment, contract)
 
 
-def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "memory", cores: int = 1):
+def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "memory",
+               layer_modes: tuple[tuple[str, str], ...] = (), cores: int = 1):
     """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
     plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
     says what the contract costs). `g` itself is left as it was."""
@@ -50,8 +53,9 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
     planned = g.replace()
     free = None
     if contract.any:
-        free = plan(planned, alignment, optimize=optimize, cores=cores).arena_bytes
-    memory = plan(planned, alignment, contract, optimize, cores)  # last: reorders `planned` to this plan's order
+        free = plan(planned, alignment, optimize=optimize, layer_modes=layer_modes, cores=cores).arena_bytes
+    # last: planning reorders `planned` to this plan's order
+    memory = plan(planned, alignment, contract, optimize, layer_modes, cores)
     verify_graph(planned, "planning", quantized=True)
     return planned, memory, free
 
@@ -59,7 +63,7 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
 def _plan(u: Unit) -> dict:
     contract = u.contract if u.contract is not None else u.options.contract
     planned, memory, free = plan_stage(u.graph, u.options.alignment, contract, u.options.optimize,
-                                       u.options.cores)
+                                       u.options.layer_modes, u.options.cores)
     return {"graph": planned, "plan": memory, "unconstrained_arena_bytes": free}
 
 
@@ -71,7 +75,7 @@ def _float_plan(u: Unit) -> dict:
 
 def _generate_c(u: Unit) -> dict:
     """Every kernel's Prepare runs here, so its qparam rules fail at compile time, not on the device."""
-    return {"sources": generate_c(u.graph, u.plan, u.name, u.options.cores)}
+    return {"sources": generate_c(u.graph, u.plan, u.name, u.options.sram_constants, u.options.cores)}
 
 
 BACKEND = (

@@ -18,9 +18,11 @@ from tinyaot.plan.contract import contract_report
 from tinyaot.quantize.calibrate import as_real_array, as_sample_batch, as_sample_batches
 from tinyaot.quantize.float_eval import evaluate
 from tinyaot.quantize.scheme import quantize_array
+from tinyaot.report.budget import check_target_memory
 from tinyaot.report.memory import MemoryReport
 from tinyaot.report.profile import profile
 from tinyaot.report.quant_error import compare_float_tflite, layer_errors
+from tinyaot.report.sram_offer import sram_offer
 from tinyaot.result import CompileResult, PassTime, StreamWindow
 from tinyaot.targets.engines import ENGINES, engine_named, host_build
 from tinyaot.targets.pico2 import export_pico2
@@ -98,6 +100,11 @@ class CompiledModel:
         return self._result.budget
 
     @property
+    def tradeoffs(self):
+        """budgets.Tradeoffs: the plans a ram= / flash= compile weighed and the one it chose (None without)."""
+        return self._result.tradeoffs
+
+    @property
     def unconstrained_arena_bytes(self) -> int | None:
         """The arena without preserve_input / separate_output."""
         return self._result.unconstrained_arena_bytes
@@ -149,8 +156,9 @@ class CompiledModel:
 
     @property
     def ram_bytes(self) -> int:
-        """Arena + state: the model's static RAM (the stack comes on top: cm.last_m33.stack_bytes)."""
-        return self.plan.arena_bytes + self.plan.state_bytes
+        """Arena + state + the constants compiled into SRAM (sram_constants): the model's static RAM (the stack
+        comes on top: cm.last_m33.stack_bytes)."""
+        return self.plan.arena_bytes + self.plan.state_bytes + self.sram_constant_bytes
 
     def window_model(self) -> CompiledModel:
         """A streamed model's full-window twin: the same int8 graph (same weights and qparams) before the
@@ -196,7 +204,20 @@ class CompiledModel:
 
     @property
     def constant_bytes(self) -> int:
+        """Flash the constants take (those compiled into SRAM included: flash holds the copy start-up reads)."""
         return self.c_sources.const_bytes
+
+    @property
+    def sram_constant_bytes(self) -> int:
+        """Of constant_bytes, the arrays start-up copies to SRAM (compile(sram_constants=...)): RAM as well."""
+        return self.c_sources.sram_const_bytes
+
+    def sram_offer(self, target_memory=None):
+        """Which layers' constants are worth copying to SRAM on a Pico 2 (report/sram_offer.py), and what it
+        costs; None when the constants already fit the XIP cache or no RAM is left."""
+        target = check_target_memory(target_memory) if target_memory is not None \
+            else self._result.options.target_memory
+        return sram_offer(self.c_sources, self.ram_bytes, target.ram_bytes)
 
     @cached_property
     def code_bytes(self) -> int | None:
@@ -265,7 +286,7 @@ class CompiledModel:
         hand."""
         if self._result.sources is not None:
             return self._result.sources
-        return generate_c(self.graph, self.plan, self.name)
+        return generate_c(self.graph, self.plan, self.name, self._result.options.sram_constants)
 
     def export(self, directory, target: str = "c", inputs=None, labels=None, **pico2_options) -> list[Path]:
         """Write the generated C (target "c") or a Pico SDK project (target "pico2") into `directory`.

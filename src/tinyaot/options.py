@@ -41,6 +41,9 @@ class CompileOptions:
     separate_output: bool = False
     # "speed": int16 weights widened at compile time (fastest); "size": int8 weights; "memory": the smallest arena.
     optimize: str = "speed"
+    # Layer -> optimize mode, for the layers whose kernels are chosen for another mode than `optimize` (the budget
+    # search writes these; cm.plan.mode_of(layer) reads them back).
+    layer_optimize: dict | None = None
     # A causal Conv1d / TCN or recurrent model becomes a one-frame step function keeping its state between invokes.
     stream: bool = False
     # Layers given int16 activations (TFLite's 16x8) where int8 loses too much: names, or "auto" to choose them.
@@ -48,6 +51,15 @@ class CompileOptions:
     # What the target leaves the model, (flash_bytes, ram_bytes) or a TargetMemory: a model that does not fit is
     # warned about with what would help (None: the Raspberry Pi Pico 2).
     target_memory: TargetMemory | tuple[int, int] | None = None
+    # Layers whose constants (weights, biases, multipliers) the start-up code copies from flash to SRAM, or "all":
+    # read at SRAM speed instead of through a Pico 2's 16 KB XIP cache, for the RAM they take (cm.sram_offer says
+    # which pay and what they cost). () keeps every constant in flash.
+    sram_constants: tuple[str, ...] | str = ()
+    # RAM and flash budgets in bytes (model arena + state + constants in SRAM; constants): the compiler searches the
+    # kernel modes per layer and the constants' place for the fastest plan, by estimated cycles, that fits both
+    # (tinyaot/budgets.py; it measures each mode's layers on the emulated Cortex-M33). None: no budget.
+    ram: int | None = None
+    flash: int | None = None
     # 2: the heavy layers split between two cores (RP2350; plan/cores.py), the same bytes; 1: today's one-core C.
     cores: int = 1
     # Called with each stage's name as it starts (a status line); the caller's exceptions pass through unchanged.
@@ -63,13 +75,20 @@ class CompileOptions:
         checked = dict(name=check_name(self.name), alignment=check_alignment(self.alignment),
                        preserve_input=bool(self.preserve_input), separate_output=bool(self.separate_output),
                        optimize=check_optimize(self.optimize), stream=bool(self.stream),
-                       int16=_check_int16(self.int16), target_memory=check_target_memory(self.target_memory))
+                       int16=_check_int16(self.int16), target_memory=check_target_memory(self.target_memory),
+                       sram_constants=_check_sram_constants(self.sram_constants),
+                       ram=_check_budget("ram", self.ram), flash=_check_budget("flash", self.flash))
         if isinstance(self.cores, bool) or self.cores not in (1, 2):
             raise ModelError(f"cores must be 1 (default) or 2 (the RP2350's two Cortex-M33s), got {self.cores!r}")
         if self.input_dtype not in ("int8", "uint8"):
             raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {self.input_dtype!r}")
         for field, value in checked.items():
             object.__setattr__(self, field, value)
+
+    @property
+    def layer_modes(self) -> tuple[tuple[str, str], ...]:
+        """layer_optimize as the plan takes it, each mode checked."""
+        return tuple(sorted((layer, check_optimize(mode)) for layer, mode in (self.layer_optimize or {}).items()))
 
     @property
     def contract(self) -> Contract:
@@ -104,3 +123,23 @@ def _check_int16(int16):
             or not all(isinstance(n, str) for n in int16):
         raise ModelError(f"int16 must be a list of layer names or 'auto', got {int16!r}")
     return tuple(int16)
+
+
+def _check_sram_constants(layers):
+    """A tuple of layer names, or "all" (the names are checked against the graph when the C is generated)."""
+    if layers is None or layers == "all":
+        return layers or ()
+    if isinstance(layers, str) or not isinstance(layers, (list, tuple, set, frozenset)) \
+            or not all(isinstance(n, str) for n in layers):
+        raise ModelError(f"sram_constants must be a list of layer names or 'all', got {layers!r}")
+    return tuple(layers)
+
+
+def _check_budget(what: str, value):
+    """A budget in bytes: a positive integer, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ModelError(f"{what} must be a budget in bytes, a positive integer (e.g. {what}=48 * 1024), or None; "
+                         f"got {value!r}")
+    return value

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import replace
 from typing import Mapping
 
 from tinyaot.backend import BACKEND
+from tinyaot.budgets import budget_error, search
 from tinyaot.diagnostics import MemoryBudgetWarning, raise_or_warn, warn
 from tinyaot.driver import Pass, Unit, result_of, run_passes, say
 from tinyaot.errors import CalibrationError, ModelError
@@ -368,6 +370,23 @@ def compile_model(model, example=None, *, calibration=None, data=None, float_mod
         table = INT8_TFLITE if tflite else PT2E
     else:
         table = STREAM if opts.stream else PYTORCH
-    unit, timings = run_passes(table, Unit(opts.name, opts, model=model, example=example,
-                                           calibration_input=calibration, data=data, float_model=float_model))
+    start = Unit(opts.name, opts, model=model, example=example, calibration_input=calibration, data=data,
+                 float_model=float_model)
+    if opts.ram is not None or opts.flash is not None:
+        return _fit_budgets(table, start, opts)
+    unit, timings = run_passes(table, start)
     return CompiledModel(result_of(unit, timings))
+
+
+def _fit_budgets(table, start: Unit, opts: CompileOptions) -> CompiledModel:
+    """compile(ram=, flash=): the passes before the back end once, the budget search over back-end plans
+    (budgets.py), then the back end and the checks with the chosen plan's options."""
+    cut = table.index(BACKEND[0])
+    unit, front = run_passes(table[:cut], start)
+    say(opts.progress, "searching for the fastest plan within the budgets (each mode profiled on the emulated "
+        "Cortex-M33)")
+    tradeoffs, chosen = search(unit, BACKEND, opts)
+    if chosen is None:
+        raise budget_error(tradeoffs)
+    final, back = run_passes(table[cut:], replace(unit, options=chosen))
+    return CompiledModel(replace(result_of(final, front + back), tradeoffs=tradeoffs))

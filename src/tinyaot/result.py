@@ -56,3 +56,4 @@ class CompileResult:
     stream_info: StreamInfo | None = None  # what stream=True made: frames, receptive field, layers
     window: StreamWindow | None = None  # the full window a streamed model came from
     timings: tuple[PassTime, ...] = ()  # each pass's time, in the order they ran
+    tradeoffs: object | None = None  # budgets.Tradeoffs: the plans a ram= / flash= search weighed

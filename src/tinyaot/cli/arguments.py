@@ -36,6 +36,11 @@ def add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("--cores", type=int, default=1, choices=[1, 2],
                    help="2: split the heavy layers between the RP2350's two Cortex-M33 cores (the same output "
                    "bytes; profile then counts each core on QEMU mps2-an521); 1 (default): one core")
+    p.add_argument("--ram", metavar="BYTES", help="a RAM budget (arena + state + constants in SRAM), e.g. 48K: "
+                   "the compiler chooses each layer's kernels and where constants live for the fastest plan, by "
+                   "estimated cycles, that fits it and --flash (each mode profiled on the emulated Cortex-M33)")
+    p.add_argument("--flash", metavar="BYTES", help="a flash budget for the constants, e.g. 1M (with or without "
+                   "--ram; see --ram)")
     p.add_argument("--target-memory", metavar="FLASH,RAM", help="the flash and RAM the target leaves the model "
                    "(its constants; its arena and state), e.g. 2MB,264KB (K = 1024 bytes): a model that does not fit "
                    "is warned about, with what would help (default pico2: the Raspberry Pi Pico 2's 4 MB less 64 KB, "
@@ -43,6 +48,9 @@ def add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("--int16", action="append", metavar="LAYER", help="give this layer int16 activations (16x8; "
                    "repeat for more layers), or 'auto' for the layers whose int8 kernel loses the most on the "
                    "calibration samples; input and output stay int8")
+    p.add_argument("--sram-constants", action="append", metavar="LAYER", help="copy this layer's constants from "
+                   "flash to SRAM at start-up (repeat for more layers), or 'all': read at SRAM speed instead of "
+                   "through the Pico 2's XIP cache, for the RAM they take (report and profile say which pay)")
     if data:
         p.add_argument("--float-model", help="with --data and an int8 .tflite: the float .tflite it was converted "
                        "from, to compare outputs with")

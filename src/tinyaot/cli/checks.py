@@ -23,10 +23,11 @@ from tinyaot.loader import (
     parse_shape,
 )
 from tinyaot.options import check_alignment, check_name
-from tinyaot.report.budget import parse_target_memory
+from tinyaot.report.budget import parse_bytes, parse_target_memory
 
 _COMMAND_FIELDS = ("engine", "picture", "compare_float", "no_m33", "target", "copy_to_ram", "mix", "no_layers", "out",
-                   "random_calibration", "timings")
+                   "random_calibration", "timings", "speed",
+                   "tradeoffs")
 
 
 def build_request(ns: argparse.Namespace) -> Request:
@@ -43,13 +44,14 @@ def build_request(ns: argparse.Namespace) -> Request:
     shapes = _shapes(files, is_tflite)
     _check_calibration_given(ns.model, files.calibrations[:1], is_tflite, float_tflite)
     memory = parse_target_memory(ns.target_memory) if ns.target_memory else None  # checked before the compile
+    budgets = {k: parse_bytes(f"--{k}", getattr(ns, k)) for k in ("ram", "flash") if getattr(ns, k, None)}
     req = Request(command=ns.command, json=ns.json, model=ns.model, is_tflite=is_tflite, float_tflite=float_tflite,
                   files=files, shapes=shapes, data=ns.data, labels=getattr(ns, "labels", None),
                   float_model=getattr(ns, "float_model", None), layout=ns.layout, name=ns.name,
                   alignment=ns.alignment, observer=ns.observer, strict=ns.strict, preserve_input=ns.preserve_input,
                   separate_output=ns.separate_output, optimize=ns.optimize, int16=tuple(ns.int16 or ()),
-                  cores=getattr(ns, "cores", 1),
-                  memory=memory, output=getattr(ns, "output", None), **given)
+                  sram_constants=tuple(ns.sram_constants or ()), memory=memory, output=getattr(ns, "output", None),
+                  cores=getattr(ns, "cores", 1), **budgets, **given)
     _check_options(req)
     req = replace(req, arrays=_load_arrays(req))
     return replace(req, **_outputs(req))

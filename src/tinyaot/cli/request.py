@@ -66,6 +66,9 @@ class Request:
     optimize: str = "speed"
     cores: int = 1  # --cores
     int16: tuple[str, ...] = ()  # layers, or ("auto",)
+    sram_constants: tuple[str, ...] = ()  # layers, or ("all",)
+    ram: int | None = None  # --ram budget, bytes
+    flash: int | None = None  # --flash budget, bytes
     memory: TargetMemory | None = None  # --target-memory, parsed
     # ---- what the command does with it
     output: str | None = None  # compile, export: the directory; run: the .npy file
@@ -76,6 +79,8 @@ class Request:
     target: str = "c"  # export
     copy_to_ram: bool = False  # export
     mix: bool = False  # profile
+    speed: bool = False  # report: profile one inference too
+    tradeoffs: bool = False  # report: the plans a budget search weighs
     no_layers: bool = False  # eval
     out: str = "out/demo"  # demo
     random_calibration: bool = False  # demo
@@ -122,6 +127,11 @@ class Request:
             options["cores"] = self.cores
         if self.int16:
             options["int16"] = "auto" if self.int16 == ("auto",) else list(self.int16)
+        if self.sram_constants:
+            options["sram_constants"] = "all" if self.sram_constants == ("all",) else list(self.sram_constants)
         if self.memory is not None:
             options["target_memory"] = self.memory
+        for budget in ("ram", "flash"):
+            if getattr(self, budget) is not None:
+                options[budget] = getattr(self, budget)
         return options

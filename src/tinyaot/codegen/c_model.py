@@ -1,7 +1,7 @@
 """Assemble <name>.h and <name>.c from an int8 graph and its memory plan."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -11,6 +11,7 @@ from tinyaot.codegen.emit_inplace import KERNEL_DEPS
 from tinyaot.codegen.folder import write_model_files
 from tinyaot.codegen.ops import EmittedOp, describe, emitter_for, variant_emitter
 from tinyaot.codegen.params import constant_bytes
+from tinyaot.codegen.placement import has_arrays, place_in_sram, sram_layers, sram_macro_lines
 from tinyaot.errors import PlanError
 from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS, state_family
@@ -32,6 +33,10 @@ class CSources:
     name: str
     files: dict[str, str] = field(default_factory=dict)
     const_bytes: int = 0
+    sram_const_bytes: int = 0  # of const_bytes, what the start-up code copies to SRAM (codegen/placement.py)
+    layer_array_bytes: dict[str, int] = field(default_factory=dict)  # each layer's constant arrays (what SRAM
+    #                                                                   placing them would take)
+    sram_layers: tuple[str, ...] = ()  # the layers whose arrays are in SRAM
 
     def write(self, directory: Path) -> list[Path]:
         """Write into `directory`, beside other models exported there (they share the kernel files)."""
@@ -46,9 +51,10 @@ def _library_file(sub: str, fname: str) -> str:
     return resources.files("tinyaot").joinpath("c", sub, fname).read_text()
 
 
-def generate_c(g: Graph, plan: MemoryPlan, name: str, cores: int = 1) -> CSources:
-    """cores=2: the heavy layers split between two cores (plan/cores.py, codegen/emit_cores.py); cores=1 is the
-    one-core C, unchanged."""
+def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=(), cores: int = 1) -> CSources:
+    """sram_constants: the layers whose constant arrays go to SRAM, or "all" (codegen/placement.py). cores=2: the
+    heavy layers split between two cores (plan/cores.py, codegen/emit_cores.py); cores=1 is the one-core C,
+    unchanged."""
     prefix = c_ident(name).lower()
     macro = prefix.upper()
     unplaced = [n.name for n in g.nodes if state_family(n) is not None and plan.state_of(n.name) is None]
@@ -58,10 +64,15 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, cores: int = 1) -> CSource
     offsets = {t: f"{macro}_OFFSET_{c_ident(b.name).upper()}" + (f" + {b.offset_in(t)}" if b.offset_in(t) else "")
                for b in plan.buffers for t in b.tensors}  # a slice read in place: at its offset in its input
     emitted = [(node, _emit(node, g, prefix, offsets, plan)) for node in g.nodes]
-    src = CSources(name=prefix)
+    arrays = {node.name: constant_bytes(place_in_sram(e.constants, macro), placed_in_sram=True)
+              for node, e in emitted if has_arrays(e.constants)}
+    in_sram = sram_layers(sram_constants, list(arrays))
+    emitted = [(node, replace(e, constants=place_in_sram(e.constants, macro)) if node.name in in_sram else e)
+               for node, e in emitted]
+    src = CSources(name=prefix, layer_array_bytes=arrays, sram_layers=tuple(n for n in arrays if n in in_sram))
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
     two = _two_cores(g, plan, prefix, macro, emitted, offsets) if cores == 2 else None
-    src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, two)
+    src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, sram=bool(in_sram), two=two)
     if two is not None:
         src.files[f"{prefix}.h"] = src.files[f"{prefix}.h"].replace(
             f"#define {macro}_ARENA_SIZE", "\n".join(_cores_contract(prefix, macro, two)) + "\n"
@@ -69,6 +80,7 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, cores: int = 1) -> CSource
         src.files["tinyaot_multicore.h"] = _library_file("include", "tinyaot_multicore.h")
         src.files["multicore.c"] = _library_file("kernels", "multicore.c")
     src.const_bytes = constant_bytes(src.files[f"{prefix}.c"])
+    src.sram_const_bytes = constant_bytes(src.files[f"{prefix}.c"], placed_in_sram=True)
     for h in SUPPORT_HEADERS:
         src.files[h] = _library_file("include", h)
     used = {e.kernel_file for _, e in emitted if e.kernel_file}
@@ -106,7 +118,7 @@ def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan
     kernel; nothing for a slice the plan reads in place."""
     if not OPS[node.op].view and plan.reads_in_place(node):
         return EmittedOp("", "/* a slice read in place: its bytes are a run of its input's, nothing to do */", None)
-    speed = plan.optimize == "speed"  # tables that only buy speed are flash the other modes keep
+    speed = plan.mode_of(node.name) == "speed"  # tables that only buy speed are flash the other modes keep
     choice = plan.kernel_of(node.name)
     variant = OPS[node.op].variant(choice.variant) if choice is not None else None
     if variant is not None:
@@ -302,7 +314,7 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
     return "\n".join(lines)
 
 
-def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, two=None) -> str:
+def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: bool = False, two=None) -> str:
     """two: a two-core model's file-scope C and split calls (_two_cores); None for one core."""
     _, in_ctype = _input_ctype(g)
     parts, split_calls = two if two is not None else ([], {})
@@ -332,6 +344,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, two=No
         "#endif",
         *(emit_cores.profile_hooks(macro) if two is not None else []),
         "",
+        *(sram_macro_lines(macro) if sram else []),
     ]
     for node, e in emitted:
         if e.constants:

@@ -148,15 +148,18 @@ def _scalar(where: str, v) -> str:
 
 
 # ---- flash taken by the emitted constants, measured from the emitted definitions ----------------------------
-_DEFINITION = re.compile(r"^static const (\w+) (\w+)(?:\[([^\]]*)\])? =", flags=re.M)
+_DEFINITION = re.compile(r"^static const (\w+) (\w+)(?:\[([^\]]*)\])?( \w+_IN_SRAM\(\w+\))? =", flags=re.M)
 
 
-def constant_bytes(c_source: str, pointer_bytes: int = TARGET_POINTER_BYTES) -> int:
+def constant_bytes(c_source: str, pointer_bytes: int = TARGET_POINTER_BYTES, placed_in_sram: bool | None = None) -> int:
     """Bytes of every file-scope `static const` definition in a generated .c: arrays as element count x element
     size (the count read from the emitted dimension, e.g. `[32 * 784]`), params structs by their layout.
-    tests/test_kernel_params.py checks this against the compiled object's .rodata."""
+    tests/test_kernel_params.py checks this against the compiled object's .rodata. placed_in_sram=True counts only
+    the arrays codegen/placement.py put in SRAM (False: only the others)."""
     total = 0
-    for ctype, name, dims in _DEFINITION.findall(c_source):
+    for ctype, name, dims, sram in _DEFINITION.findall(c_source):
+        if placed_in_sram is not None and bool(sram) != placed_in_sram:
+            continue
         size = SCALAR_BYTES.get(ctype) or kernel_header().size(ctype, pointer_bytes)
         if dims:
             if not re.fullmatch(r"\s*\d+(\s*\*\s*\d+)*\s*", dims):

@@ -35,6 +35,11 @@ class KernelOptions:
 
     optimize: str = "memory"
     alignment: int = 4
+    layer_modes: tuple[tuple[str, str], ...] = ()  # (layer, mode) where a layer's mode is not `optimize`
+
+    def mode(self, layer: str) -> str:
+        """The optimize mode this layer's kernels are chosen for."""
+        return dict(self.layer_modes).get(layer, self.optimize)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ __all__ = [
 
 
 def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None,
-               optimize: str = "memory", cores: int = 1) -> MemoryPlan:
+               optimize: str = "memory", layer_modes: tuple[tuple[str, str], ...] = (), cores: int = 1) -> MemoryPlan:
     """Schedule (reorders g.nodes when that lowers the peak), choose kernels, find the allowed overlaps, place,
     verify.
 
@@ -42,10 +42,11 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     graph_buffers = buffers_of(g, alignment)
-    kernels = kernel_choices(g, KernelOptions(optimize, alignment), {t for b in graph_buffers for t in b.tensors})
+    kernels = kernel_choices(g, KernelOptions(optimize, alignment, tuple(layer_modes)),
+                             {t for b in graph_buffers for t in b.tensors})
     apart = split_candidates(g, kernels) if cores == 2 else frozenset()
     plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, apart)
-    plan = replace(plan, state=plan_state(g, alignment))  # the state region, apart from the arena
+    plan = replace(plan, state=plan_state(g, alignment), layer_modes=tuple(layer_modes))  # state: apart from the arena
     if chosen is not None:
         plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
     return plan

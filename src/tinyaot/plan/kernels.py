@@ -43,6 +43,8 @@ def kernel_choices(g: Graph, options: KernelOptions, taken: set[str]) -> list[Ke
     """One record per node whose op has variants, in graph order; a chosen variant's work buffer gets a name not
     in `taken` (which it then joins)."""
     check_optimize(options.optimize)
+    for layer, mode in options.layer_modes:
+        check_optimize(mode)
     out = []
     for node in g.nodes:
         variants = OPS[node.op].variants
@@ -62,11 +64,12 @@ def kernel_choices(g: Graph, options: KernelOptions, taken: set[str]) -> list[Ke
 def _qualifies(v: KernelVariant, node: Node, g: Graph, options: KernelOptions,
                chosen: KernelVariant | None) -> tuple[bool, str]:
     """Whether `v` runs `node`, and why not (or, when it does, what its home notes of the layer)."""
-    if not v.serves(options.optimize):
-        return False, f"optimize={options.optimize!r} does not choose it (it is for {' / '.join(v.modes)})"
+    mode = options.mode(node.name)
+    if not v.serves(mode):
+        return False, f"optimize={mode!r} does not choose it (it is for {' / '.join(v.modes)})"
     if chosen is not None:
         return False, f"{chosen.name} comes first"
-    return home(v).qualifies(node, g, options)
+    return home(v).qualifies(node, g, replace(options, optimize=mode, layer_modes=()))
 
 
 def _record(node: Node, g: Graph, chosen: KernelVariant | None, rejected, taken: set[str],

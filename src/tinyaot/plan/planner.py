@@ -37,6 +37,7 @@ class MemoryPlan:
     separate_output: bool = False  # asked: the output may not share a byte with the input
     kernels: tuple[KernelChoice, ...] = ()  # per node whose op has kernel variants: the one it runs (plan/choice.py)
     optimize: str = "memory"  # the mode the kernels were chosen for: speed | size | memory
+    layer_modes: tuple[tuple[str, str], ...] = ()  # (layer, mode) of the layers chosen for another mode (budgets)
     state: tuple = ()  # StateSlot per stateful node: the state region, apart from the arena (plan/state.py)
 
     @property
@@ -73,6 +74,10 @@ class MemoryPlan:
         a, b = self.buffer_of_name(ov.input), self.buffer_of_name(ov.output)
         oa, ob = self.offsets[a.name], self.offsets[b.name]
         return oa < ob + b.nbytes and ob < oa + a.nbytes and a.nbytes > 0 and b.nbytes > 0
+
+    def mode_of(self, node: str) -> str:
+        """The optimize mode this node's kernel was chosen for (a budget may give a layer another than the plan's)."""
+        return dict(self.layer_modes).get(node, self.optimize)
 
     def kernel_of(self, node: str) -> KernelChoice | None:
         """The plan's record of how this node runs (its variant, its scratch); None: its op's plain kernel."""

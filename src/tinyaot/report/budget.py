@@ -86,6 +86,15 @@ def parse_target_memory(text: str) -> TargetMemory:
     return check_target_memory(tuple(sizes))
 
 
+def parse_bytes(flag: str, text: str) -> int:
+    """A byte count on the command line, with optional units (K/KB = 1024 bytes, M/MB = 1024 KB): 48K, 1M."""
+    value = _bytes(text)
+    if value is None:
+        raise ModelError(f"{flag} {text!r}: give a number of bytes with optional units (K/KB = 1024 bytes, "
+                         "M/MB = 1024 KB), e.g. 48K or 1M")
+    return value
+
+
 def _bytes(text: str) -> int | None:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     if m is None or m.group(2).lower() not in _UNITS:

@@ -18,6 +18,7 @@ from tinyaot.plan.lifetimes import busiest_step_text
 from tinyaot.report.budget import Budget
 from tinyaot.report.picture import Box, memory_html, plan_svg
 from tinyaot.report.render import render_text
+from tinyaot.report.sram_offer import SramOffer
 from tinyaot.targets.sizes import m33_static_state_bytes
 from tinyaot.targets.toolchain import have_m33_toolchain
 
@@ -68,6 +69,8 @@ class MemoryReport:
     state_bytes: int = 0  # the state region (kept between invokes: streamed layers' state), apart from the arena
     int16_layers: dict = field(default_factory=dict)  # layer -> why it has int16 activations (quantize/mixed.py)
     budget: Budget | None = None  # the flash and RAM the target leaves the model, and whether it fits
+    sram_constant_bytes: int = 0  # of constant_bytes, the arrays start-up copies to SRAM (sram_constants)
+    sram_offer: SramOffer | None = None  # the Pico 2's estimated gain from copying more constants to SRAM
 
     @property
     def ram_bytes(self) -> int | None:
@@ -101,7 +104,8 @@ class MemoryReport:
             float_tensors=tensor_rows(cm.float_plan, float_graph),
             float_reasons=tuple(float_reasons(cm)), overlap_note=overlap_note(plan),
             contract=cm.contract, state_bytes=cm.state_bytes, int16_layers=dict(getattr(cm, "int16_layers", {})),
-            budget=getattr(cm, "budget", None),
+            budget=getattr(cm, "budget", None), sram_constant_bytes=cm.sram_constant_bytes,
+            sram_offer=cm.sram_offer(),
         )
 
     def to_dict(self) -> dict:
@@ -109,6 +113,7 @@ class MemoryReport:
         d["ram_bytes"] = self.ram_bytes
         d["contract"] = self.contract.to_dict() if self.contract is not None else None  # with its cost
         d["budget"] = self.budget.to_dict() if self.budget is not None else None  # with its verdict
+        d["sram_offer"] = self.sram_offer.to_dict() if self.sram_offer is not None else None
         return d
 
     # ---- text --------------------------------------------------------------------------------
@@ -146,6 +151,9 @@ class MemoryReport:
         s.add_row("RAM total", _opt(self.ram_bytes), "arena + state region + static state + stack")
         s.add_row("arena if fp32", f"{self.float_arena_bytes:,}", "same graph planned with float32 activations")
         s.add_row("flash: constants", f"{self.constant_bytes:,}", "int8 weights, int32 bias, multipliers")
+        if self.sram_constant_bytes:
+            s.add_row("  of them in SRAM", f"{self.sram_constant_bytes:,}",
+                      "sram_constants: copied to SRAM at start-up (in static state and the RAM budget)")
         s.add_row("flash: code", _opt(self.code_bytes), "Cortex-M33 -O2 .text of model + kernels")
         s.add_row("fp32 weights", f"{self.float_weight_bytes:,}", "what the float model's parameters take")
         for row in self.budget.rows() if self.budget is not None else ():
@@ -153,6 +161,8 @@ class MemoryReport:
         yield s
         for f in self.budget.findings if self.budget is not None else ():
             yield f"does not fit: {f}"
+        if self.sram_offer is not None:
+            yield self.sram_offer.text()
 
     def comparison_table(self):
         """int8 vs fp32 side by side, with the reasons."""

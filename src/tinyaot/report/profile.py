@@ -15,6 +15,7 @@ from rich.table import Table
 from tinyaot.report.kernels import Coverage, choice_reason, fast_kernel_coverage
 from tinyaot.report.macs import node_macs
 from tinyaot.report.render import render_text
+from tinyaot.report.sram_offer import SramOffer
 from tinyaot.targets.base import ModelSources
 from tinyaot.targets.engines import raw_rows
 from tinyaot.targets.m33 import M33Target
@@ -57,9 +58,10 @@ class ProfileReport:
     total_instructions: int  # one inference, measured without per-op markers
     ops: tuple[OpProfile, ...]
     stack_bytes: int
-    constant_bytes: int = 0  # what the Pico 2 reads through its XIP cache (xip)
+    constant_bytes: int = 0  # what the Pico 2 reads through its XIP cache (xip): the constants left in flash
     coverage: Coverage | None = None  # conv / FC MACs on fast kernels, from the plan
     clock_hz: int = SYS_CLOCK_HZ
+    sram_offer: SramOffer | None = None  # which constants to copy to SRAM on a Pico 2, and the estimated gain
 
     @property
     def estimated_cycles(self) -> int | None:
@@ -98,8 +100,16 @@ class ProfileReport:
         d["estimated"] = {"note": "estimates from a simple Cortex-M33 timing model (docs/timing.md); the "
                           "instructions are exact", "clock_hz": self.clock_hz,
                           "cycles": self.estimated_cycles, "ms": self.estimated_ms,
-                          "pico2_xip": self.xip.to_dict()}
+                          "pico2_xip": self.xip.to_dict(),
+                          "pico2_sram_offer": None if self.sram_offer is None else self.sram_offer.to_dict()}
         return d
+
+    def speed_lines(self) -> list[str]:
+        """The totals, for reports that show speed beside memory: exact instructions, then the estimates."""
+        lines = [f"Cortex-M33 instructions per inference: {self.total_instructions:,} (QEMU -icount, exact), "
+                 f"{self.total_macs:,} MACs"]
+        offer = self.sram_offer.text() if self.sram_offer is not None else None
+        return lines + [line for line in self._summary_lines() if line != offer]  # the report has the offer
 
     def __rich_console__(self, console, options):
         t = Table(title=f"Cortex-M33 profile of '{self.model}': {self.total_instructions:,} instructions per "
@@ -141,6 +151,8 @@ class ProfileReport:
                    "per inference more")
         else:
             yield f"estimated Pico 2 XIP cost: none ({x.constant_bytes:,} B of constants fit the {cache})"
+        if self.sram_offer is not None:
+            yield self.sram_offer.text()
         if self.coverage is not None and self.coverage.share is not None:
             c = self.coverage
             yield (f"fast-kernel coverage: {c.share:.1%} of conv / FC MACs ({c.fast_macs:,} of {c.macs:,}) run a "
@@ -211,8 +223,9 @@ def profile(cm, x=None, mix: bool = False) -> ProfileReport:
                           mixes.get(step), kernels.get(step, ""),
                           choice_reason(nodes[step].op, cm.plan.kernel_of(nodes[step].name)))
                 for step, n in sorted(steps.items()))
-    return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes, cm.constant_bytes,
-                         fast_kernel_coverage(cm.graph, cm.plan))
+    return ProfileReport(cm.name, plain.instructions, ops, plain.stack_bytes,
+                         cm.constant_bytes - cm.sram_constant_bytes, fast_kernel_coverage(cm.graph, cm.plan),
+                         sram_offer=cm.sram_offer())
 
 
 def kernel_calls(c_source: str) -> dict[int, str]:
