@@ -85,7 +85,7 @@ def fc_case(k: int, c_in: int | None = None, optimize: str = "speed") -> Case:
 
 
 def shaped_case(k: int, kernel: tuple[int, int], c_in: int, c_out: int, hw: tuple[int, int],
-                stride: tuple[int, int], pad: tuple[int, int, int, int]) -> Case:
+                stride: tuple[int, int], pad: tuple[int, int, int, int], clamp=None, optimize: str = "speed") -> Case:
     """The geometries of the MLPerf Tiny layers, whose paths the random cases may miss: a first 3x3 conv on three
     channels (whole windows through the patch row by row), a 10x4 conv on one channel (rows of one quad straight
     from the image, unaligned), 32- and 64-channel pointwise and 3x3 convs (the most unrolled microkernel)."""
@@ -101,9 +101,10 @@ def shaped_case(k: int, kernel: tuple[int, int], c_in: int, c_out: int, hw: tupl
     bt = Tensor("b", (c_out,), "int32", data=bias, qparams=QParams(tuple(s_in * s for s in w_scales), (0,) * c_out, 0))
     out_scale = float(np.float32(s_in * np.mean(w_scales) * np.sqrt(kh * kw * c_in) * 10 ** rng.uniform(0.5, 2.0)))
     y = act("y", (1, oh, ow, c_out), out_scale, int(rng.integers(-40, 40)))
-    attrs = {"stride": (sh, sw), "padding": pad, "dilation": (1, 1), "clamp": None}
+    attrs = {"stride": (sh, sw), "padding": pad, "dilation": (1, 1), "clamp": clamp}
     g = one_op_graph("conv2d", [x, wt, bt], y, attrs)
-    return Case(f"pairs_shaped{k}", g, [_samples(x.shape, rng)], optimize="speed")
+    return Case(f"pairs_shaped{k}{'_w8' if optimize == 'size' else ''}", g, [_samples(x.shape, rng)],
+                optimize=optimize)
 
 
 KINDS = ("right", "dead", "zero", "flush", "left", "dead_big", "dead_flush")
@@ -204,10 +205,32 @@ SHAPED = [shaped_case(0, (3, 3), 3, 16, (6, 5), (1, 1), (1, 1, 1, 1)),
           shaped_case(1, (10, 4), 1, 8, (13, 6), (2, 2), (4, 5, 1, 1)),
           shaped_case(2, (1, 1), 32, 12, (3, 3), (1, 1), (0, 0, 0, 0)),
           shaped_case(3, (3, 3), 64, 8, (4, 3), (1, 1), (1, 1, 1, 1))]
-CONVS = [conv_case(k) for k in range(32)] + SHAPED
+# First convs of 1-3 channels (the stem window order: 3x3x3 in 28 taps where the microkernel is called straight,
+# else 32; leftovers of 1, 2, 3 bytes a row; 7 rows of one leftover), and the 8- and 16-channel pointwise and 3x3
+# convs of VWW and ResNet-8, in both modes, under a ReLU (the clamped path) and without.
+STEMS = [shaped_case(10 + i, *geometry, clamp=clamp, optimize=mode)
+         for i, (geometry, clamp, mode) in enumerate([
+             (((3, 3), 3, 8, (9, 9), (2, 2), (0, 1, 0, 1)), None, "speed"),  # VWW conv2d_0
+             (((3, 3), 3, 8, (9, 9), (2, 2), (0, 1, 0, 1)), None, "size"),
+             (((3, 3), 3, 16, (7, 8), (1, 1), (1, 1, 1, 1)), RELU, "speed"),  # ResNet-8 conv2d_0, clamped
+             (((3, 3), 3, 12, (7, 8), (1, 1), (1, 1, 1, 1)), None, "size"),
+             (((3, 3), 3, 6, (6, 7), (1, 1), (1, 1, 1, 1)), None, "speed"),  # out_c a tail: 32 taps
+             (((3, 3), 1, 8, (6, 7), (2, 1), (1, 1, 1, 1)), None, "speed"),  # no whole quad in a row
+             (((3, 3), 2, 8, (7, 6), (1, 2), (1, 1, 0, 1)), None, "speed"),
+             (((5, 5), 3, 8, (8, 9), (2, 2), (2, 2, 2, 2)), None, "speed"),
+             (((7, 7), 3, 8, (11, 10), (2, 2), (3, 3, 3, 3)), None, "speed"),
+             (((10, 4), 1, 16, (14, 7), (2, 1), (4, 5, 1, 2)), None, "size"),  # KWS conv2d_0
+             (((1, 1), 8, 16, (5, 7), (1, 1), (0, 0, 0, 0)), None, "speed"),  # VWW conv2d_2
+             (((1, 1), 8, 16, (5, 7), (1, 1), (0, 0, 0, 0)), None, "size"),
+             (((1, 1), 16, 32, (4, 5), (1, 1), (0, 0, 0, 0)), RELU, "speed"),  # VWW conv2d_4
+             (((3, 3), 16, 16, (6, 7), (1, 1), (1, 1, 1, 1)), None, "speed"),  # ResNet-8 conv2d_1
+             (((3, 3), 16, 16, (6, 7), (1, 1), (1, 1, 1, 1)), RELU, "size"),
+             (((3, 3), 8, 16, (7, 6), (2, 2), (0, 1, 0, 1)), None, "speed")])]
+CONVS = [conv_case(k) for k in range(32)] + SHAPED + [c for c in STEMS if c.optimize == "speed"]
 RESIDUAL = [conv_case(k, residual=True) for k in range(6)]
 FCS = [fc_case(k) for k in range(12)] + [fc_case(k, optimize="size") for k in range(12, 20)]
-SIZE = [conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]
+SIZE = ([conv_case(k, optimize="size") for k in range(0, 32, 2)] + [conv_case(k, True, "size") for k in range(3)]
+        + [c for c in STEMS if c.optimize == "size"])
 QUANT = ([quant_case(k) for k in range(8)] + [quant_case(k, optimize="size") for k in range(4)]
          + [quant_case(k, "conv2d_add") for k in range(2)] + [quant_case(k, "conv2d_add", "size") for k in range(2)]
          + [quant_case(k, "fully_connected") for k in range(4)]
@@ -242,6 +265,25 @@ def test_the_speed_plan_gives_every_case_the_pairs_kernel_and_its_work_buffer():
               for c in CONVS + RESIDUAL}
     assert all({s[i] for s in shapes} == {0, 1} for i in range(3)) and len(shapes) >= 7  # padded or not, patch
     # or direct windows, even or odd pixel counts: each met, and nearly every combination
+
+
+def test_stems_take_their_window_order_and_28_taps_where_the_microkernel_is_called_straight():
+    """ref/conv2d_pairs_s8.py pairs_taps, which the C's pairs_taps mirrors: an RGB 3x3 stem in speed mode whose
+    channels are whole groups in the full int8 range pads its 27 taps to 28; clamped, a channel tail or size mode
+    keep 32; rows of whole quads have no stem order."""
+    from tinyaot.ref.conv2d_pairs_s8 import pairs_taps, window_order
+    from tinyaot.ref.conv2d_s8 import prepare
+
+    taps = {}
+    for case in STEMS:
+        p = prepare(case.graph.nodes[0], case.graph)
+        taps[case.name] = (pairs_taps(p, case.optimize == "size"), window_order(p) is not None)
+    assert taps["pairs_shaped10"] == (28, True) and taps["pairs_shaped11_w8"] == (32, True)
+    assert taps["pairs_shaped12"] == (32, True) and taps["pairs_shaped14"] == (32, True)  # ReLU; 6 channels
+    assert taps["pairs_shaped15"] == (16, True) and taps["pairs_shaped18"] == (152, True)  # 3x3x1; 7x7x3
+    assert taps["pairs_shaped19_w8"] == (40, False) and taps["pairs_shaped20"] == (8, False)  # 10x4x1; 1x1x8
+    order = window_order(prepare(STEMS[0].graph.nodes[0], STEMS[0].graph))
+    assert order.tolist() == [*range(8), *range(9, 17), *range(18, 26), 8, 17, 26]
 
 
 def test_every_quantization_case_takes_the_fast_kernel_with_its_forms():

@@ -215,8 +215,9 @@ class CompiledModel:
     def sram_offer(self, target_memory=None):
         """Which layers' constants are worth copying to SRAM on a Pico 2 (report/sram_offer.py), and what it
         costs; None when the constants already fit the XIP cache or no RAM is left."""
-        target = check_target_memory(target_memory) if target_memory is not None \
-            else self._result.options.target_memory
+        options = self._result.options
+        given = target_memory if target_memory is not None else options.target_memory if options is not None else None
+        target = check_target_memory(given)
         return sram_offer(self.c_sources, self.ram_bytes, target.ram_bytes)
 
     @cached_property
@@ -286,7 +287,8 @@ class CompiledModel:
         hand."""
         if self._result.sources is not None:
             return self._result.sources
-        return generate_c(self.graph, self.plan, self.name, self._result.options.sram_constants)
+        options = self._result.options
+        return generate_c(self.graph, self.plan, self.name, options.sram_constants if options is not None else ())
 
     def export(self, directory, target: str = "c", inputs=None, labels=None, **pico2_options) -> list[Path]:
         """Write the generated C (target "c") or a Pico SDK project (target "pico2") into `directory`.

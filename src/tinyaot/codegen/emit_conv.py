@@ -69,8 +69,11 @@ def pairs_params(p, int8: bool, fast: FastRequant):
     channel, padded to the group. Speed mode doubles weights and bias: the accumulators come out as the 2 * acc
     the requantization's SMMLAR wants, one instruction less per output (exact: the plan proved |acc| * 2^left <
     2^30, and 2 * 2^left * int8 fits the int16 halves)."""
-    taps_padded = conv2d_pairs_s8.taps_padded(p.kernel_h, p.kernel_w, p.in_c)
+    taps_padded = conv2d_pairs_s8.pairs_taps(p, int8)
     weights, bias = fast.weights(p.weights), fast.scaled_bias()
+    order = conv2d_pairs_s8.window_order(p)
+    if order is not None:  # a stem's window order (the kernel widens its rows' whole quads first)
+        weights = weights.reshape(p.out_c, -1)[:, order]
     if int8:
         return replace(p, weights=w8_weights(weights.astype(np.int8), taps_padded), shift=fast.right,
                        bias=pair_bias(bias.astype(np.int32), 2), multiplier=fast.multiplier)

@@ -7,11 +7,13 @@ the fast requantization (ref/per_channel.py) finishes each output. A conv2d whos
 weights or multiplier 0, as trained models' dead channels) cost more than placing the others does runs them
 skipped (`skipped_channels`: tinyaot_conv2d_pairs_sparse_s8, ConvSparseParams). The reference is the plain
 kernel's; this module holds what the plan needs to know of these kernels: when a layer qualifies and the work
-buffer's size.
+buffer's size. A window whose kernel rows are not whole quads of bytes (a first conv on 1-3 channels) is widened
+in its own tap order (`window_order`), which the emitter gives the weights too, and an RGB 3x3 stem's 27 taps pad
+to 28 where the kernel allows (`pairs_taps`); the plan's record notes it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -59,11 +61,23 @@ def qualifies(node: Node, g: Graph, options: KernelOptions) -> tuple[bool, str]:
     if isinstance(fast, str):
         return False, fast
     skip = skipped_channels(node, g)
+    p = conv_params(node, g)
+    stem = stem_note(replace(p, out_c=int((~skip).sum())) if skip.any() else p, variant.weights == "int8")
     if not skip.any():
-        return True, fast.note
+        return True, "; ".join(part for part in (fast.note, stem) if part)
     n = int(skip.sum())
     notes = [f"{n} constant channel{'s' * (n > 1)} skipped (zero weights or multiplier 0)"]
-    return True, "; ".join(notes + [part for part in fast.note.split("; ") if part and "constant" not in part])
+    return True, "; ".join(notes + [part for part in fast.note.split("; ") if part and "constant" not in part]
+                           + ([stem] if stem else []))
+
+
+def stem_note(p: ConvParams, int8: bool) -> str:
+    """What the plan's record says of a stem window (window_order), '' for the plain order."""
+    if window_order(p) is None:
+        return ""
+    taps = p.kernel_h * p.kernel_w * p.in_c
+    return f"stem window ({p.kernel_h}x{p.kernel_w}x{p.in_c}: rows' whole quads, then their last bytes; " \
+           f"{taps} taps in {pairs_taps(p, int8)})"
 
 
 def conv_params(node: Node, g: Graph):
@@ -121,6 +135,36 @@ def skipped_channels(node: Node, g: Graph) -> np.ndarray:
 def taps_padded(kernel_h: int, kernel_w: int, in_c: int) -> int:
     """A window's taps rounded up to whole groups, as the C computes them ((taps + 7) & ~7)."""
     return -(-kernel_h * kernel_w * in_c // TAP_GROUP) * TAP_GROUP
+
+
+def window_order(p: ConvParams) -> np.ndarray | None:
+    """The stem window's tap order, as the C widens it (conv2d_pairs_s8.c stem_pair), for a layer whose kernel rows
+    are not whole quads of bytes and that has no dilation (an RGB stem's 3x3x3): each row's whole quads, row after
+    row, then every row's leftover bytes; indices into the window's [kh][kw][in_c] taps. None: the plain order.
+
+    >>> window_order(conv2d_s8.ConvParams.__new__(conv2d_s8.ConvParams)) is None or True
+    True
+    """
+    row = p.kernel_w * p.in_c
+    quads = row // 4
+    if row % 4 == 0 or (p.dilation_h, p.dilation_w) != (1, 1):
+        return None
+    t = np.arange(p.kernel_h * row).reshape(p.kernel_h, row)
+    return np.concatenate([t[:, : 4 * quads].reshape(-1), t[:, 4 * quads:].reshape(-1)])
+
+
+def pairs_taps(p: ConvParams, int8: bool) -> int:
+    """The taps a window is padded to, as conv2d_pairs_s8.c pairs_taps computes them: whole groups of 8 (every
+    microkernel takes them), or, for a stem (window_order) in speed mode whose channels are whole groups of 4 in the
+    full int8 range (the requantizing microkernel called straight), whole quads where their words are a multiple
+    of 14 (the 14-word microkernel): an RGB 3x3 stem's 27 taps are 28, not 32. At most taps_padded, so the work
+    buffer's size holds."""
+    taps = p.kernel_h * p.kernel_w * p.in_c
+    quads = -(-taps // 4) * 4
+    direct = not int8 and p.act_min == -128 and p.act_max == 127 and p.out_c % 4 == 0
+    if direct and window_order(p) is not None and quads % 28 == 0:
+        return quads
+    return taps_padded(p.kernel_h, p.kernel_w, p.in_c)
 
 
 def work_bytes(node: Node, g: Graph) -> int:

@@ -481,7 +481,9 @@ void tinyaot_conv2d_add_s8(const int8_t *input, const int8_t *skip, const tinyao
 /*
  * The speed kernels of conv2d and conv2d_add (conv2d_pairs_s8.c): the same results, two output pixels at a time
  * through an int16 matrix microkernel. weights is int32 [ceil(out_c / 4)][taps_padded / 2][4] with
- * taps_padded = kernel_h * kernel_w * in_c rounded up to 8: for output channel 4g + i and taps 4j..4j+3 the
+ * taps_padded = kernel_h * kernel_w * in_c rounded up to 8 (an RGB 3x3 stem called straight: 28; the taps in
+ * the stem order where kernel rows are not whole quads: ref/conv2d_pairs_s8.py window_order, pairs_taps): for
+ * output channel 4g + i and taps 4j..4j+3 the
  * words (w[4j] | w[4j+2] << 16) at [g][2j][i] and (w[4j+1] | w[4j+3] << 16) at [g][2j+1][i], low halves first,
  * each weight doubled (so is bias: the sums are 2 * acc), zero beyond the taps and out_c (codegen/emit_conv.py:
  * pair_weights). work is the plan's buffer for this layer,
