@@ -85,9 +85,10 @@ def test_two_cortex_m33s_give_the_one_core_bytes_in_about_half_the_instructions(
     assert rep.outputs_equal
     split = [r for r in rep.layers if r.core1]
     assert {r.layer for r in split} == {s.node for s in plan_cores(two.graph, two.plan, 2).splits}
-    for r in split:  # the halves add up to the one-core layer, give or take the params copy and the handshake
+    for r in split:  # the halves add up to the one-core layer, give or take the params copy, the handshake and
+        #              the kernel's border work at the cut (a pairs stem's border pairs)
         assert 0.45 * r.single < max(r.core0, r.core1) < 0.62 * r.single, r
-        assert r.core0 + r.core1 < r.single + 400, r
+        assert r.core0 + r.core1 < 1.02 * r.single + 400, r
     assert rep.critical_path_instructions < 0.65 * rep.single_core_instructions
     assert rep.second_core_ram_bytes == rep.arena_bytes[1] - rep.arena_bytes[0] > 0
     core1 = [b for b in two.plan.buffers if b.name.endswith("__core1")]  # core 1's work buffers, in the arena

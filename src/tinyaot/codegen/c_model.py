@@ -17,7 +17,6 @@ from tinyaot.ir import Graph
 from tinyaot.ir.ops import OPS, state_family
 from tinyaot.plan import MemoryPlan
 from tinyaot.plan.contract import io_facts
-from tinyaot.plan.cores import plan_cores
 from tinyaot.version import __version__
 
 SUPPORT_HEADERS = ("tinyaot_kernels.h", "tinyaot_fixedpoint.h", "tinyaot_dsp.h")
@@ -71,11 +70,11 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=(), cores: 
                for node, e in emitted]
     src = CSources(name=prefix, layer_array_bytes=arrays, sram_layers=tuple(n for n in arrays if n in in_sram))
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
-    two = _two_cores(g, plan, prefix, macro, emitted, offsets) if cores == 2 else None
+    two = emit_cores.two_cores(g, plan, prefix, macro, emitted, offsets) if cores == 2 else None
     src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, sram=bool(in_sram), two=two)
     if two is not None:
         src.files[f"{prefix}.h"] = src.files[f"{prefix}.h"].replace(
-            f"#define {macro}_ARENA_SIZE", "\n".join(_cores_contract(prefix, macro, two)) + "\n"
+            f"#define {macro}_ARENA_SIZE", "\n".join(emit_cores.cores_contract(prefix, macro, two)) + "\n"
             f"#define {macro}_ARENA_SIZE", 1)
         src.files["tinyaot_multicore.h"] = _library_file("include", "tinyaot_multicore.h")
         src.files["multicore.c"] = _library_file("kernels", "multicore.c")
@@ -87,30 +86,6 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=(), cores: 
     for kernel in sorted(used | {d for k in used for d in KERNEL_DEPS.get(k, ())}):
         src.files[kernel] = _library_file("kernels", kernel)
     return src
-
-
-def _cores_contract(prefix: str, macro: str, two) -> list[str]:
-    """The header's word on the second core (tinyaot_multicore.h has the details)."""
-    n = len(two[1])
-    return ["/*",
-            f" * Two cores: {n} layers run half on each core. {prefix}_init launches core 1 once, through",
-            " * tinyaot_core1_launch (the port's: multicore_launch_core1 on an RP2350; tinyaot_multicore.h), into a",
-            " * loop that runs the second halves; call init and invoke from core 0, and leave core 1 to the model.",
-            " * Without a second core (the weak tinyaot_core1_launch) core 0 runs both halves: the same bytes.",
-            f" * {prefix}_set_cores(1) makes core 0 run both halves from the next invoke (to compare), (2) both",
-            " * cores again; it answers how many cores the next invoke will use.",
-            " */",
-            f"#define {macro}_CORES 2",
-            f"int {prefix}_set_cores(int cores);"]
-
-
-def _two_cores(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, offsets: dict[str, str]):
-    """The file-scope C of a two-core model and each split layer's call in invoke."""
-    def work_of(node: str) -> str:
-        choice = plan.kernel_of(node)
-        return choice.work if choice is not None else ""
-    offsets = offsets | {b.name: f"{macro}_OFFSET_{c_ident(b.name).upper()}" for b in plan.buffers}
-    return emit_cores.two_core_parts(g, plan_cores(g, plan, 2), prefix, macro, emitted, work_of, offsets)
 
 
 def _emit(node, g: Graph, prefix: str, offsets: dict[str, str], plan: MemoryPlan):

@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit import EmittedOp, c_call, layer_base
 from tinyaot.errors import InternalCompilerError
 from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
-from tinyaot.plan.cores import CHANNELS, CORE1_WORK, CorePlan, CoreSplit, one_row, row_params
+from tinyaot.plan import MemoryPlan
+from tinyaot.plan.cores import CHANNELS, CORE1_WORK, CorePlan, CoreSplit, one_row, plan_cores, row_params
 
 _NESTED = {"tinyaot_conv_add_params": "conv.", "tinyaot_conv_sparse_params": "conv."}
 _WORK = "(int32_t *)(void *)(arena + "
@@ -215,3 +217,26 @@ def two_core_parts(g: Graph, cplan: CorePlan, prefix: str, macro: str, emitted, 
     head = [f"/* Two cores (tinyaot_multicore.h): {len(cplan.splits)} layers split, core 1 launched by init. */"]
     return [*head, "", *lines, *runtime(prefix, macro, jobs)], calls
 
+
+def cores_contract(prefix: str, macro: str, two) -> list[str]:
+    """The header's word on the second core (tinyaot_multicore.h has the details)."""
+    n = len(two[1])
+    return ["/*",
+            f" * Two cores: {n} layers run half on each core. {prefix}_init launches core 1 once, through",
+            " * tinyaot_core1_launch (the port's: multicore_launch_core1 on an RP2350; tinyaot_multicore.h), into a",
+            " * loop that runs the second halves; call init and invoke from core 0, and leave core 1 to the model.",
+            " * Without a second core (the weak tinyaot_core1_launch) core 0 runs both halves: the same bytes.",
+            f" * {prefix}_set_cores(1) makes core 0 run both halves from the next invoke (to compare), (2) both",
+            " * cores again; it answers how many cores the next invoke will use.",
+            " */",
+            f"#define {macro}_CORES 2",
+            f"int {prefix}_set_cores(int cores);"]
+
+
+def two_cores(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, offsets: dict[str, str]):
+    """The file-scope C of a two-core model and each split layer's call in invoke."""
+    def work_of(node: str) -> str:
+        choice = plan.kernel_of(node)
+        return choice.work if choice is not None else ""
+    offsets = offsets | {b.name: f"{macro}_OFFSET_{c_ident(b.name).upper()}" for b in plan.buffers}
+    return two_core_parts(g, plan_cores(g, plan, 2), prefix, macro, emitted, work_of, offsets)
