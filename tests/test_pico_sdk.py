@@ -266,6 +266,14 @@ def kws(pico_sdk, tmp_path_factory):
     return cm, _build(pico_sdk, root / "pico2", root / "build", "kws_pico2", call_graph=True)
 
 
+@pytest.fixture(scope="module")
+def kws_two_cores(pico_sdk, tmp_path_factory):
+    cm = tinyaot.compile(str(shared_file(KWS)), name="kws", cores=2)
+    root = tmp_path_factory.mktemp("kws2")
+    cm.export(root / "pico2", target="pico2", inputs=np.load(shared_file(KWS_INPUT)), labels=[KWS_WORD_ON])
+    return cm, _build(pico_sdk, root / "pico2", root / "build", "kws_pico2")
+
+
 # --- what a build must show --------------------------------------------------------------------------------
 
 
@@ -432,6 +440,19 @@ def test_kws_export_builds_into_a_pico2_uf2(pico_sdk, kws):
     assert abs(_readme_bytes(project, "RAM: whole firmware") - _sram_bytes(build.elf)) <= 64
     print(f"\nkws: project built in {build.seconds:.1f} s, .bin {build.bin.stat().st_size:,} B, "
           f".uf2 {build.uf2.stat().st_size:,} B, PICO_STACK_SIZE {_stack_size(project):#x}")
+
+
+def test_kws_for_two_cores_builds_with_pico_multicore(pico_sdk, kws_two_cores):
+    """compile(cores=2): main.c launches core 1 through pico_multicore (its tinyaot_core1_launch replaces the
+    model's weak one-core fallback) and the firmware builds with zero warnings."""
+    cm, build = kws_two_cores
+    _check_build(pico_sdk, cm, build)
+    assert "multicore_launch_core1" in (build.project / "main.c").read_text()
+    assert "pico_multicore" in (build.project / "CMakeLists.txt").read_text()
+    with open(build.elf, "rb") as f:
+        symtab = ELFFile(f).get_section_by_name(".symtab")
+        names = {sym.name for sym in symtab.iter_symbols()}
+    assert {"multicore_launch_core1", "tinyaot_core1_launch", "kws_core1_main"} <= names
 
 
 @pytest.mark.parametrize("which", ["kws", "demo_in_ram"])

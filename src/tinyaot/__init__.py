@@ -36,7 +36,7 @@ def compile(model, example=None, *, calibration=None, data=None, float_model=Non
             observer: str = "auto", layer_observers: dict | None = None, strict: bool = False,
             preserve_input: bool = False, separate_output: bool = False, optimize: str = "speed",
             stream: bool = False, int16=(), target_memory=None, sram_constants=(), ram=None, flash=None,
-            layer_optimize=None, patch=False, progress=None):
+            layer_optimize=None, patch=False, cores: int = 1, progress=None):
     """Compile a model to int8 C; returns a CompiledModel (a read-only view of its CompileResult, cm.result).
 
     model: a PyTorch nn.Module, a PT2E-converted GraphModule, or a .tflite model (its path or bytes; int8, 16x8
@@ -69,7 +69,8 @@ def compile(model, example=None, *, calibration=None, data=None, float_model=Non
                    observer=observer, layer_observers=layer_observers, strict=strict, preserve_input=preserve_input,
                    separate_output=separate_output, optimize=optimize, stream=stream, int16=int16,
                    target_memory=target_memory, sram_constants=sram_constants, ram=ram, flash=flash,
-                   layer_optimize=layer_optimize, patch=patch, progress=progress)  # CompileOptions' fields
+                   layer_optimize=layer_optimize, patch=patch, cores=cores,
+                   progress=progress)  # CompileOptions' fields, checked by it
     return compile_model(model, example, calibration=calibration, data=data, float_model=float_model,
                          options=options)
 

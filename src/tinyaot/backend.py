@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 
 def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory",
-         layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None):
+         layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None, cores: int = 1):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
     (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
     output apart; optimize: "speed", "size" or "memory" (plan/kernels.py), and layer_modes the layers given
-    another; patch: a patch stage's bound on extra MACs (plan/patch.py), None for layer by layer."""
-    kw = dict(alignment=alignment, contract=contract, optimize=optimize, layer_modes=layer_modes, patch=patch)
+    another; patch: a patch stage's bound on extra MACs (plan/patch.py), None for layer by layer; cores: 2 splits
+    the heavy layers between two cores (plan/cores.py)."""
+    kw = dict(alignment=alignment, contract=contract, optimize=optimize, layer_modes=layer_modes, patch=patch,
+              cores=cores)
     fused = fuse_residual_adds(g)
     if fused is None:
         return plan_graph(g, **kw)
@@ -47,7 +49,7 @@ def float_plan(g: Graph, alignment: int = 4, contract: Contract | None = None):
 
 
 def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "memory",
-               layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None):
+               layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None, cores: int = 1):
     """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
     plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
     says what the contract costs). `g` itself is left as it was."""
@@ -55,9 +57,10 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
     planned = g.replace()
     free = None
     if contract.any:
-        free = plan(planned, alignment, optimize=optimize, layer_modes=layer_modes, patch=patch).arena_bytes
+        free = plan(planned, alignment, optimize=optimize, layer_modes=layer_modes, patch=patch,
+                    cores=cores).arena_bytes
     # last: planning reorders `planned` to this plan's order
-    memory = plan(planned, alignment, contract, optimize, layer_modes, patch)
+    memory = plan(planned, alignment, contract, optimize, layer_modes, patch, cores)
     verify_graph(planned, "planning", quantized=True)
     return planned, memory, free
 
@@ -65,7 +68,7 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
 def _plan(u: Unit) -> dict:
     contract = u.contract if u.contract is not None else u.options.contract
     planned, memory, free = plan_stage(u.graph, u.options.alignment, contract, u.options.optimize,
-                                       u.options.layer_modes, patch_fraction(u.options.patch))
+                                       u.options.layer_modes, patch_fraction(u.options.patch), u.options.cores)
     return {"graph": planned, "plan": memory, "unconstrained_arena_bytes": free}
 
 
@@ -77,7 +80,7 @@ def _float_plan(u: Unit) -> dict:
 
 def _generate_c(u: Unit) -> dict:
     """Every kernel's Prepare runs here, so its qparam rules fail at compile time, not on the device."""
-    return {"sources": generate_c(u.graph, u.plan, u.name, u.options.sram_constants)}
+    return {"sources": generate_c(u.graph, u.plan, u.name, u.options.sram_constants, u.options.cores)}
 
 
 BACKEND = (

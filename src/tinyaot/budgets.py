@@ -236,7 +236,9 @@ def _mixed_for_ram(s: _Search, tables) -> None:
 
 def _patched(s: _Search, tables) -> None:
     """Each plan whose constants fit but whose arena does not, with its first stages run band by band (patch-based
-    execution, plan/patch.py, within its default bound on recomputed MACs)."""
+    execution, plan/patch.py, within its default bound on recomputed MACs); not with cores=2, which it excludes."""
+    if s.base.cores == 2:
+        return
     for point, cm in list(s.points):
         if point.ram_bytes <= s.ram or point.flash_bytes > s.flash or point.patched:
             continue

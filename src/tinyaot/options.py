@@ -65,6 +65,8 @@ class CompileOptions:
     # the arena: True within 15 % more MACs (recomputed halos), or the largest fraction to spend (plan/patch.py).
     # False: layer by layer, the C as without it.
     patch: bool | float = False
+    # 2: the heavy layers split between two cores (RP2350; plan/cores.py), the same bytes; 1: today's one-core C.
+    cores: int = 1
     # Called with each stage's name as it starts (a status line); the caller's exceptions pass through unchanged.
     progress: Callable[[str], None] | None = None
 
@@ -81,6 +83,11 @@ class CompileOptions:
                        int16=_check_int16(self.int16), target_memory=check_target_memory(self.target_memory),
                        sram_constants=_check_sram_constants(self.sram_constants), patch=_check_patch(self.patch),
                        ram=_check_budget("ram", self.ram), flash=_check_budget("flash", self.flash))
+        if isinstance(self.cores, bool) or self.cores not in (1, 2):
+            raise ModelError(f"cores must be 1 (default) or 2 (the RP2350's two Cortex-M33s), got {self.cores!r}")
+        if self.cores == 2 and self.patch:
+            raise ModelError("patch and cores=2 are not combined yet: a patch stage's layers run band by band on one "
+                             "core; compile with one of them")
         if self.input_dtype not in ("int8", "uint8"):
             raise ModelError(f"input_dtype must be 'int8' (default) or 'uint8', got {self.input_dtype!r}")
         for field, value in checked.items():

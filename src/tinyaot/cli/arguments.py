@@ -33,6 +33,9 @@ def add_model_args(p: argparse.ArgumentParser, data: bool = True) -> None:
                    "compile time (about twice their weight flash; convs use a small work buffer in the arena); "
                    "size: int8 weights, a fast conv kernel that widens them as it reads; memory: the plain int8 "
                    "kernels and the smallest arena")
+    p.add_argument("--cores", type=int, default=1, choices=[1, 2],
+                   help="2: split the heavy layers between the RP2350's two Cortex-M33 cores (the same output "
+                   "bytes; profile then counts each core on QEMU mps2-an521); 1 (default): one core")
     p.add_argument("--ram", metavar="BYTES", help="a RAM budget (arena + state + constants in SRAM), e.g. 48K: "
                    "the compiler chooses each layer's kernels and where constants live for the fastest plan, by "
                    "estimated cycles, that fits it and --flash (each mode profiled on the emulated Cortex-M33)")

@@ -51,7 +51,7 @@ def build_request(ns: argparse.Namespace) -> Request:
                   alignment=ns.alignment, observer=ns.observer, strict=ns.strict, preserve_input=ns.preserve_input,
                   separate_output=ns.separate_output, optimize=ns.optimize, int16=tuple(ns.int16 or ()),
                   sram_constants=tuple(ns.sram_constants or ()), patch=getattr(ns, "patch", False), memory=memory,
-                  output=getattr(ns, "output", None), **budgets, **given)
+                  output=getattr(ns, "output", None), cores=getattr(ns, "cores", 1), **budgets, **given)
     _check_options(req)
     req = replace(req, arrays=_load_arrays(req))
     return replace(req, **_outputs(req))

@@ -64,6 +64,7 @@ class Request:
     preserve_input: bool = False
     separate_output: bool = False
     optimize: str = "speed"
+    cores: int = 1  # --cores
     int16: tuple[str, ...] = ()  # layers, or ("auto",)
     sram_constants: tuple[str, ...] = ()  # layers, or ("all",)
     ram: int | None = None  # --ram budget, bytes
@@ -123,6 +124,8 @@ class Request:
             options["separate_output"] = True
         if self.optimize != "speed":
             options["optimize"] = self.optimize
+        if self.cores != 1:
+            options["cores"] = self.cores
         if self.int16:
             options["int16"] = "auto" if self.int16 == ("auto",) else list(self.int16)
         if self.sram_constants:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from tinyaot.codegen import emit_cores
 from tinyaot.codegen.cformat import c_ident
 from tinyaot.codegen.emit_inplace import KERNEL_DEPS
 from tinyaot.codegen.emit_patch import emit_stage
@@ -50,8 +51,10 @@ def _library_file(sub: str, fname: str) -> str:
     return resources.files("tinyaot").joinpath("c", sub, fname).read_text()
 
 
-def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=()) -> CSources:
-    """sram_constants: the layers whose constant arrays go to SRAM, or "all" (codegen/placement.py)."""
+def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=(), cores: int = 1) -> CSources:
+    """sram_constants: the layers whose constant arrays go to SRAM, or "all" (codegen/placement.py). cores=2: the
+    heavy layers split between two cores (plan/cores.py, codegen/emit_cores.py); cores=1 is the one-core C,
+    unchanged."""
     prefix = c_ident(name).lower()
     macro = prefix.upper()
     unplaced = [n.name for n in g.nodes if state_family(n) is not None and plan.state_of(n.name) is None]
@@ -72,7 +75,14 @@ def generate_c(g: Graph, plan: MemoryPlan, name: str, sram_constants=()) -> CSou
                for node, e in emitted]
     src = CSources(name=prefix, layer_array_bytes=arrays, sram_layers=tuple(n for n in arrays if n in in_sram))
     src.files[f"{prefix}.h"] = _header(g, plan, prefix, macro)
-    src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, sram=bool(in_sram))
+    two = emit_cores.two_cores(g, plan, prefix, macro, emitted, offsets) if cores == 2 else None
+    src.files[f"{prefix}.c"] = _source(g, plan, prefix, macro, emitted, sram=bool(in_sram), two=two)
+    if two is not None:
+        src.files[f"{prefix}.h"] = src.files[f"{prefix}.h"].replace(
+            f"#define {macro}_ARENA_SIZE", "\n".join(emit_cores.cores_contract(prefix, macro, two)) + "\n"
+            f"#define {macro}_ARENA_SIZE", 1)
+        src.files["tinyaot_multicore.h"] = _library_file("include", "tinyaot_multicore.h")
+        src.files["multicore.c"] = _library_file("kernels", "multicore.c")
     src.const_bytes = constant_bytes(src.files[f"{prefix}.c"])
     src.sram_const_bytes = constant_bytes(src.files[f"{prefix}.c"], placed_in_sram=True)
     for h in SUPPORT_HEADERS:
@@ -286,8 +296,10 @@ def _header(g: Graph, plan: MemoryPlan, prefix: str, macro: str) -> str:
     return "\n".join(lines)
 
 
-def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: bool = False) -> str:
+def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: bool = False, two=None) -> str:
+    """two: a two-core model's file-scope C and split calls (_two_cores); None for one core."""
     _, in_ctype = _input_ctype(g)
+    parts, split_calls = two if two is not None else ([], {})
     out = [
         _banner(f"{prefix}.c", prefix),
         "#include <stddef.h>",
@@ -296,6 +308,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: 
         "",
         f'#include "{prefix}.h"',
         '#include "tinyaot_kernels.h"',
+        *(['#include "tinyaot_multicore.h"'] if two is not None else []),
         "",
         "/* Arena offset of every activation buffer, from the static memory plan. */",
     ]
@@ -311,6 +324,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: 
         f"#ifndef {macro}_PROFILE_STEP",
         f"#define {macro}_PROFILE_STEP(step) ((void)0)",
         "#endif",
+        *(emit_cores.profile_hooks(macro) if two is not None else []),
         "",
         *(sram_macro_lines(macro) if sram else []),
     ]
@@ -319,6 +333,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: 
             out.append(f"/* {describe(node, g)} */")
             out.append(e.constants)
     out += [
+        *parts,
         f"#ifndef {macro}_NO_STATIC_ARENA",
         f"/* The arena needs {macro}_ARENA_ALIGNMENT-byte alignment: the union gives 8 in any C99, the",
         " * attribute more on GCC/Clang; init checks the address either way. */",
@@ -349,6 +364,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: 
         "    }",
         "    instance->arena = arena;",
         *(["    instance->state = NULL;"] if plan.state else []),
+        *(emit_cores.launch(prefix) if two is not None else []),
         f"    return {macro}_OK;",
         "}",
         "",
@@ -369,6 +385,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: 
         "}",
         "",
         *_io_accessors(g, plan, prefix, macro, in_ctype),
+        *(emit_cores.set_cores(prefix) if two is not None else []),
         f"int {prefix}_invoke(void)",
         "{",
         f"    return {prefix}_instance_invoke(&{prefix}_default_instance);",
@@ -388,7 +405,7 @@ def _source(g: Graph, plan: MemoryPlan, prefix: str, macro: str, emitted, sram: 
         if e.kernel_file is None or not e.call:  # a view; a layer of a patch stage, called at the stage's start
             continue
         out.append(f"    /* {describe(node, g)} */")
-        out.append("    " + e.call.replace("\n", "\n    "))
+        out.append("    " + split_calls.get(node.name, e.call).replace("\n", "\n    "))
         out.append(f"    {macro}_PROFILE_STEP({step});")
     out += [f"    return {macro}_OK;", "}", ""]
     return "\n".join(out)

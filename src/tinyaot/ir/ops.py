@@ -124,6 +124,8 @@ class OpSpec:
     variants: tuple[KernelVariant, ...] = ()  # kernels the plan may run it as instead of `ref` (ir/variants.py), in
     #                                           the order it tries them
     fixed_qparams: tuple[float, int] | None = None  # qparams FIXED: the output's (scale, zero point)
+    split: str | None = None  # compile(cores=2) may share it between two cores (plan/cores.py): by output "rows" or
+    #                          "channels", each core's kernel call given its half
 
     @property
     def outputs(self) -> int:
@@ -153,11 +155,11 @@ _SPECS = (
     _spec("fully_connected", ("x", "weight[out, in]", "bias[out]"), ClampAttrs,
           "y = x @ weight.T + bias over the last axis", WEIGHTED, weight_axis=0, fuses_clamp=True, macs="dense",
           ref="fully_connected_s8", s16="fully_connected_s16", emit="emit_conv", title="Linear",
-          variants=FULLY_CONNECTED_VARIANTS),
+          variants=FULLY_CONNECTED_VARIANTS, split="channels"),
     _spec("conv2d", ("x NHWC", "weight[out, kh, kw, in / groups]", "bias[out]"), ConvAttrs, "2-D convolution; "
           "grouped when the weight's input depth is in / groups (TFLite's rule)",
           WEIGHTED, weight_axis=0, fuses_clamp=True, overlap="window", macs="conv", ref="conv2d_s8",
-          emit="emit_conv", title="Conv2d", s16="conv2d_s16", variants=CONV2D_VARIANTS),
+          emit="emit_conv", title="Conv2d", s16="conv2d_s16", variants=CONV2D_VARIANTS, split="rows"),
     _spec("transpose_conv2d", ("x NHWC", "weight[out, kh, kw, in]", "bias[out]"), TransposeConvAttrs,
           "transposed convolution (TFLite's TRANSPOSE_CONV, PyTorch's ConvTranspose2d, groups = dilation = 1)",
           WEIGHTED, weight_axis=0, fuses_clamp=True, overlap="transposed", macs="transposed", ref="transpose_conv2d_s8",
@@ -165,12 +167,12 @@ _SPECS = (
     _spec("depthwise_conv2d", ("x NHWC", "weight[1, kh, kw, in * multiplier]", "bias[in * multiplier]"),
           DepthwiseAttrs, "depthwise convolution (groups = in_channels)", WEIGHTED, weight_axis=3,
           fuses_clamp=True, overlap="window", macs="depthwise", ref="depthwise_conv2d_s8",
-          title="DepthwiseConv2d", s16="depthwise_conv2d_s16", variants=DEPTHWISE_VARIANTS),
+          title="DepthwiseConv2d", s16="depthwise_conv2d_s16", variants=DEPTHWISE_VARIANTS, split="rows"),
     _spec("max_pool2d", ("x NHWC",), MaxPoolAttrs, "max pooling; padding never wins; output keeps the input's "
           "qparams", INHERIT, fuses_clamp=True, overlap="window", ref="max_pool2d_s8", s16="max_pool2d_s16",
-          title="MaxPool"),
+          title="MaxPool", split="rows"),
     _spec("avg_pool2d", ("x NHWC",), AvgPoolAttrs, "average pooling", INHERIT, fuses_clamp=True,
-          overlap="window", ref="avg_pool2d_s8", s16="avg_pool2d_s16", title="AvgPool"),
+          overlap="window", ref="avg_pool2d_s8", s16="avg_pool2d_s16", title="AvgPool", split="rows"),
     _spec("mean", ("x",), MeanAttrs, "mean over a run of consecutive axes ((1, 2) of NHWC: global average "
           "pooling); clamp optional", OWN, rescales=True, ref="mean_s8", s16="mean_s16"),
     _spec("sum", ("x",), MeanAttrs, "sum over a run of consecutive axes (the mean's kernel without 1 / count); "
@@ -191,7 +193,7 @@ _SPECS = (
           ConvAddAttrs, "add(skip, conv2d(x)) fused (passes/fuse_residual.py): the conv rounds to conv_qparams "
           "and conv_clamp, then int8 add with clamp; skip_input 1|2 is the skip's operand slot", AFTER_LOWERING,
           overlap="residual", macs="conv", ref="conv2d_add_s8",
-          emit="emit_residual", variants=CONV2D_ADD_VARIANTS),
+          emit="emit_residual", variants=CONV2D_ADD_VARIANTS, split="rows"),
     _spec("mul", ("a", "b"), ClampAttrs, "elementwise multiply with rescaling; NumPy broadcasting up to 4-D; one "
           "operand may be constant", OWN, rescales=True, fuses_clamp=True, overlap="elementwise", ref="mul_s8",
           s16="mul_s16", int8_constants=True),

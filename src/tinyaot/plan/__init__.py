@@ -6,6 +6,7 @@ from tinyaot.ir.macs import node_macs
 from tinyaot.ir.variants import KernelOptions
 from tinyaot.plan.choice import KernelChoice, merge
 from tinyaot.plan.contract import Contract, with_contract
+from tinyaot.plan.cores import core1_work_buffers, split_candidates
 from tinyaot.plan.inplace import plan_with_rings
 from tinyaot.plan.kernels import kernel_choices, own_overlap, work_buffers
 from tinyaot.plan.lifetimes import Buffer, buffers_of, lower_bound
@@ -43,7 +44,7 @@ __all__ = [
 
 def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None,
                optimize: str = "memory", layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None,
-               stages: tuple[PatchStage, ...] = ()) -> MemoryPlan:
+               stages: tuple[PatchStage, ...] = (), cores: int = 1) -> MemoryPlan:
     """Schedule (reorders g.nodes when that lowers the peak), choose kernels, find the allowed overlaps, place,
     verify.
 
@@ -52,13 +53,15 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     and its work buffer), which the plan records per node (MemoryPlan.kernels); patch: run a chain of the first
     layers band by band (plan/patch.py) where that shrinks the arena, within this fraction of the model's MACs
     recomputed (None: layer by layer); stages: these stages (plan/patch.py stage_of, made for g as scheduled), not
-    searched (tests, benchmarks)."""
+    searched (tests, benchmarks); cores=2 places the layers two cores will share (plan/cores.py) apart from their
+    inputs."""
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     graph_buffers = buffers_of(g, alignment)
     kernels = kernel_choices(g, KernelOptions(optimize, alignment, tuple(layer_modes)),
                              {t for b in graph_buffers for t in b.tensors})
-    plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, tuple(stages))
+    apart = split_candidates(g, kernels) if cores == 2 else frozenset()
+    plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, tuple(stages), apart)
     if patch is not None and not stages:
         plan = _patched(g, graph_buffers, kernels, contract, alignment, exact, optimize, plan, patch)
     plan = replace(plan, state=plan_state(g, alignment), layer_modes=tuple(layer_modes))  # state: apart from the arena
@@ -118,7 +121,8 @@ def _stage_buffers(buffers, stages, g):
     return buffers
 
 
-def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, stages=()) -> MemoryPlan:
+def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, stages=(),
+               apart=frozenset()) -> MemoryPlan:
     if stages:  # their layers run their plain kernels on windows, their inner tensors have no buffer
         stages = _named(stages, g)
         graph_buffers = _stage_buffers(graph_buffers, stages, g)
@@ -128,7 +132,7 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, 
                    keeps_variant(k, nodes[k.node], g) else k for k in kernels]
     work = [replace(b, first=inside[b.producer], last=inside[b.producer]) if stages and b.producer in inside else b
             for b in work_buffers(g, kernels)]  # a stage's layers run at its step, their work buffers too
-    buffers = graph_buffers + work
+    buffers = graph_buffers + work + core1_work_buffers(g, kernels, apart)
     owner = {t: b.name for b in buffers for t in b.tensors}
     input_buf, output_buf = owner[g.inputs[0]], owner[g.outputs[0]]
     if contract.any and (len(g.inputs) > 1 or len(g.outputs) > 1):
@@ -136,10 +140,10 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, 
                          f"one has {len(g.inputs)} inputs and {len(g.outputs)} outputs. Compile without them "
                          "(the header's buffer contract says what invoke does to every input)")
     hows = ("output-early", "input-late") if contract.separate_output and not contract.keep_input else ("",)
-    plans = [_place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stages)
+    plans = [_place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stages, apart)
              for how in hows]
     if contract.any:  # the plain plan may meet the contract by itself, and then costs nothing
-        plain = _place(g, buffers, kernels, Contract(), "", input_buf, output_buf, alignment, exact, stages)
+        plain = _place(g, buffers, kernels, Contract(), "", input_buf, output_buf, alignment, exact, stages, apart)
         plain = replace(plain, keep_input=contract.keep_input, separate_output=contract.separate_output)
         if not contract_problems(plain):
             plans.insert(0, plain)
@@ -149,11 +153,15 @@ def _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, 
     return plan
 
 
-def _place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stages=()) -> MemoryPlan:
+def _place(g, buffers, kernels, contract, how, input_buf, output_buf, alignment, exact, stages=(),
+           apart=frozenset()) -> MemoryPlan:
+    """apart: layers whose output may not overlap their inputs (two cores share them), and get no ring."""
     buffers, pinned = with_contract(buffers, len(g.nodes), input_buf, output_buf, contract, how or "output-early")
     pairs = own_overlap(g, kernels, "pairs")  # the nodes whose variant reads a pixel pair before writing it
     overlaps = buffer_overlaps(g, buffers, pinned, pairs)
-    keep = frozenset(k.node for k in kernels if not k.plain)  # a variant runs them: no ring
+    if apart:
+        overlaps = tuple(ov for ov in overlaps if g.nodes[ov.step].name not in apart)
+    keep = frozenset(k.node for k in kernels if not k.plain) | apart  # a variant runs them (or two cores): no ring
     for stage in stages:
         own = stage_overlap(buffers, stage, pinned, g.outputs)
         overlaps += (own,) if own is not None else ()

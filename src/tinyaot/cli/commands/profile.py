@@ -10,6 +10,8 @@ from tinyaot.cli.compiling import compile_request
 from tinyaot.cli.feedback import Feedback
 from tinyaot.cli.inputs import model_inputs
 from tinyaot.cli.request import Request
+from tinyaot.errors import ModelError
+from tinyaot.report.dual import dual_profile
 
 NAME = "profile"
 HELP = "exact Cortex-M33 instructions per op for one inference (QEMU)"
@@ -28,6 +30,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(req: Request, feedback: Feedback) -> int:
     cm = compile_request(req, feedback).cm
     x = _first_sample(cm, req) if req.input else None
+    if req.cores == 2:
+        if req.mix:
+            raise ModelError("--mix counts one core's instruction kinds: profile --cores 2 without it")
+        feedback.stage("profiling on two emulated Cortex-M33s (QEMU mps2-an521) and on one")
+        rep = dual_profile(cm, x)
+        if req.json:
+            feedback.print_json(rep.to_dict())
+        else:
+            feedback.results().print(rep)
+        return 0
     feedback.stage("profiling on the emulated Cortex-M33" + (" (with the instruction mix)" if req.mix else ""))
     rep = cm.profile(x, mix=req.mix)
     if req.json:

@@ -14,12 +14,13 @@ from elftools.elf.elffile import ELFFile
 from tinyaot.targets.m33.config import FAULT_EXIT_STATUS, ICOUNT_SHIFT, M33RunError
 
 
-def qemu_command(qemu: Path, elf: Path, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
+def qemu_command(qemu: Path, elf: Path, extra: tuple[str, ...] | list[str] = (),
+                 machine: str = "mps2-an505") -> list[str]:
     """The emulator's command line: virtual time advances 2^ICOUNT_SHIFT ns per instruction; `extra` options
-    (such as a -plugin) come before the image."""
+    (such as a -plugin) come before the image; `machine` mps2-an521 has two cores (an521.py)."""
     return [
         str(qemu),
-        "-M", "mps2-an505",
+        "-M", machine,
         "-display", "none",
         "-monitor", "none",
         "-serial", "null",
@@ -32,10 +33,11 @@ def qemu_command(qemu: Path, elf: Path, extra: tuple[str, ...] | list[str] = ())
     ]  # fmt: skip
 
 
-def run_elf(qemu: Path, elf: Path, timeout: float, extra: tuple[str, ...] | list[str] = ()) -> str:
+def run_elf(qemu: Path, elf: Path, timeout: float, extra: tuple[str, ...] | list[str] = (),
+            machine: str = "mps2-an505") -> str:
     """Run `elf` to its exit and return what the guest printed; a hang, fault or non-zero exit is M33RunError."""
     try:
-        proc = subprocess.run(qemu_command(qemu, elf, extra), stdin=subprocess.DEVNULL, capture_output=True,
+        proc = subprocess.run(qemu_command(qemu, elf, extra, machine), stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
         raise M33RunError(

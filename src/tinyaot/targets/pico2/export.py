@@ -70,6 +70,7 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
         "@SOURCES@": "\n".join(f"  {s}" for s in ("main.c", *APP_SOURCES, *model_c)),
         "@OUTPUT_TYPE@": cm.output_dtype,
         "@OUTPUT_CTYPE@": f"{cm.output_dtype}_t",  # int8, or uint8 (a legacy .tflite's output)
+        **_two_cores(cm),
     }
     texts = {f: fill(_template(f), fields) for f in SOURCE_TEMPLATES}
     texts["test_vectors.h"] = vectors_h(name, len(x_q))
@@ -92,6 +93,53 @@ def export_pico2(cm, out_dir, inputs=None, labels=None, copy_to_ram: bool = Fals
     model_files = cm.c_sources.write(out / MODEL_DIR)
     written = [_write(out / fname, text) for fname, text in texts.items()]
     return sorted(written + model_files)
+
+
+CORE1_LAUNCH = """
+
+#include "pico/multicore.h"
+
+/* The model was compiled for two cores (tinyaot_multicore.h): its init launches core 1 through this, once, into
+ * a loop that waits for the split layers' second halves (a mailbox in shared SRAM, DMB + SEV / WFE). Core 1 runs
+ * on the SDK's core-1 stack (SCRATCH_X): PICO_CORE1_STACK_SIZE follows PICO_STACK_SIZE, sized for core 0's
+ * calls, of which core 1's (a split layer's kernel) are a part. */
+int tinyaot_core1_launch(void (*entry)(void))
+{
+    multicore_launch_core1(entry);
+    return 0;
+}"""
+
+
+ONE_CORE_RUN = """
+    /* The model was compiled for two cores: the same inputs again on core 0 alone, to compare. */
+    uint64_t one_core = 0u;
+    int cores = NAME_set_cores(1);
+    for (size_t k = 0u; k < APP_N_INPUTS; k++) {
+        memcpy(NAME_input(), app_inputs[k], UNAME_INPUT_SIZE);
+        uint64_t start = now();
+        rc = NAME_invoke();
+        one_core += now() - start;
+        if (rc != UNAME_OK) {
+            (void)NAME_set_cores(2);
+            return fail(print, "NAME_invoke", rc);
+        }
+    }
+    cores = NAME_set_cores(2);
+    put_u64(print, one_core / APP_N_INPUTS);
+    print(" ");
+    print(time_unit);
+    print(" per inference on one core (mean); the times above used ");
+    put_u64(print, (uint64_t)cores);
+    print(cores == 2 ? " cores\\n" : " core (no second core started)\\n");"""
+
+
+def _two_cores(cm) -> dict[str, str]:
+    """A model compiled with cores=2: main.c launches core 1 with pico_multicore, and app.c times the inputs on
+    both cores and on core 0 alone; one core: nothing added (the templates' text is today's)."""
+    if "multicore.c" not in cm.c_sources.files:
+        return {"@CORE1@": "", "@MULTICORE_LIB@": "", "@ONE_CORE_RUN@": ""}
+    run = ONE_CORE_RUN.replace("UNAME_", f"{cm.name.upper()}_").replace("NAME_", f"{cm.name}_")
+    return {"@CORE1@": CORE1_LAUNCH, "@MULTICORE_LIB@": " pico_multicore", "@ONE_CORE_RUN@": run}
 
 
 def _test_inputs(cm, inputs) -> np.ndarray:

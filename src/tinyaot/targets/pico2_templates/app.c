@@ -137,6 +137,6 @@ int app_run(app_print_fn print, app_time_fn now, const char *time_unit)
     put_u64(print, total / APP_N_INPUTS);
     print(" ");
     print(time_unit);
-    print(" per inference (mean)\n");
+    print(" per inference (mean)\n");@ONE_CORE_RUN@
     return 0;
 }

@@ -8,7 +8,7 @@
 
 #include "pico/stdlib.h"
 
-#include "app.h"
+#include "app.h"@CORE1@
 
 #define APP_REPEAT_MS @REPEAT_MS@u
 
