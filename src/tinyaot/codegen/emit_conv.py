@@ -26,6 +26,7 @@ from tinyaot.ref import (
 )
 from tinyaot.ref.conv2d_pairs_s8 import ConvSparseParams
 from tinyaot.ref.conv2d_s8 import ConvParams
+from tinyaot.ref.fully_connected_wide_s8 import wide_six_rows
 from tinyaot.ref.per_channel import ACC_LIMIT, FAST_MAX_RIGHT, FastRequant
 
 # The patch kernel's limits, read from tinyaot_kernels.h: the C sizes its stack buffers with them.
@@ -144,23 +145,6 @@ def wide_fc_w8_weights(weights: np.ndarray) -> np.ndarray:
     w = np.zeros((groups * 8, in_f), dtype=np.int8)
     w[:out_f] = weights
     return np.ascontiguousarray(w.reshape(groups, 8, in_f // 4, 4).transpose(0, 2, 1, 3))
-
-
-def wide_six_rows(out_features: int) -> int:
-    """The rows tinyaot_fully_connected_wide_s8 computes in groups of six before its groups of eight (its
-    fc_six_rows; a multiple of 6, past out_features where the last group of six is partial): the most whose rest
-    is whole groups of eight; else, one or two rows left over (and at least 8 rows), one group of six less; else
-    out_features rounded up to a multiple of 6.
-
-    >>> [wide_six_rows(n) for n in (1, 4, 5, 6, 8, 10, 12, 13, 14, 15, 21, 128, 640)]
-    [6, 6, 6, 6, 0, 12, 12, 6, 6, 18, 24, 120, 624]
-    """
-    for six in range(out_features - out_features % 6, -1, -6)[:4]:
-        if (out_features - six) % 8 == 0:
-            return six
-    left = out_features % 6
-    six = out_features - left
-    return six - 6 if left in (1, 2) and six >= 6 else six + (6 if left else 0)
 
 
 def wide_fc_weights(weights: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from tinyaot.plan.cores import CHANNELS, CORE1_WORK, CorePlan, CoreSplit, one_ro
 
 _NESTED = {"tinyaot_conv_add_params": "conv.", "tinyaot_conv_sparse_params": "conv."}
 _WORK = "(int32_t *)(void *)(arena + "
-_WIDE_INT16 = "tinyaot_fully_connected_wide_s8"  # int16 pairs: 4 * in_features words per 8 channels
+_WIDE_INT16 = "tinyaot_fully_connected_wide_s8"  # int16 pairs: in_features / 2 words per row
 
 
 def parse_call(call: str) -> tuple[str, list[str]]:
@@ -122,8 +122,8 @@ def _batch_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, 
 def _channel_part(node: Node, g: Graph, base: str, struct: str, fn: str, lo: int, hi: int):
     """Output channels [lo, hi) of a fully connected layer."""
     in_features = g.tensor(node.inputs[1]).shape[1]
-    if fn == _WIDE_INT16:
-        weights, triples = f"(const int32_t *){base}_params.weights + {lo // 8 * 4 * in_features}", 3
+    if fn.startswith(_WIDE_INT16[:-3]) and "_w8" not in fn:  # the speed kernels (and their _mixed form)
+        weights, triples = f"(const int32_t *){base}_params.weights + {lo * in_features // 2}", 3  # [rows][in / 2]
     else:
         weights, triples = f"(const int8_t *){base}_params.weights + {lo * in_features}", 1
     sets = [f"p.out_features = {hi - lo};"]

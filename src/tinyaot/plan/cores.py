@@ -23,6 +23,7 @@ from tinyaot.ir import Graph, Node
 from tinyaot.ir.ops import OPS
 from tinyaot.plan.lifetimes import Buffer
 from tinyaot.plan.planner import MemoryPlan
+from tinyaot.ref.fully_connected_wide_s8 import wide_cut_keeps_layout
 
 ROWS, CHANNELS = "rows", "channels"  # the registry's `split` trait (ir/ops.py)
 COLUMNS = "columns"  # a 1-D (one-row) layer of a ROWS op: its columns halved
@@ -112,7 +113,12 @@ def _split_kind(node: Node, g: Graph, choice) -> tuple[str, tuple | None]:
     total = int(per.sum())
     if total < MIN_SPLIT_MACS:
         return f"{total} MACs: too small to pay for the barrier", None
-    cut = _balanced_cut(per, group)
+    allowed = None
+    if axis == CHANNELS and variant == "wide":  # its rows of six and of eight: only some cuts keep the layout
+        allowed = [c for c in range(1, len(per)) if wide_cut_keeps_layout(len(per), c)]
+        if not allowed:
+            return "the wide kernel's groups of six and eight rows: no cut leaves both halves their layout", None
+    cut = _balanced_cut(per, group, allowed)
     if cut in (0, len(per)):
         return "one part would be empty", None
     return "", (axis, per, cut)
@@ -174,10 +180,10 @@ def _channel_costs(node: Node, g: Graph) -> np.ndarray:
     return np.full(g.tensor(node.inputs[1]).shape[0], in_features + 1)
 
 
-def _balanced_cut(per: np.ndarray, group: int) -> int:
-    """The cut (a multiple of `group`) that makes the larger half smallest."""
+def _balanced_cut(per: np.ndarray, group: int, allowed: list[int] | None = None) -> int:
+    """The cut (a multiple of `group`, or one of `allowed`) that makes the larger half smallest."""
     prefix = np.concatenate([[0], np.cumsum(per)])
     total = prefix[-1]
-    cuts = np.arange(0, len(per) + 1, group)
+    cuts = np.arange(0, len(per) + 1, group) if allowed is None else np.asarray(allowed)
     worst = np.maximum(prefix[cuts], total - prefix[cuts])
     return int(cuts[int(np.argmin(worst))])

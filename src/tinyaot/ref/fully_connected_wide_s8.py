@@ -65,3 +65,39 @@ def requantization(node: Node, g: Graph, weights: str) -> FastRequant | str:
 def work_bytes(node: Node, g: Graph) -> int:
     """No work buffer: the kernel keeps its eight accumulators in registers."""
     return 0
+
+
+def wide_six_rows(out_features: int) -> int:
+    """The rows tinyaot_fully_connected_wide_s8 computes in groups of six before its groups of eight (its
+    fc_six_rows; a multiple of 6, past out_features where the last group of six is partial): the most whose rest
+    is whole groups of eight; else, one or two rows left over (and at least 8 rows), one group of six less; else
+    out_features rounded up to a multiple of 6.
+
+    >>> [wide_six_rows(n) for n in (1, 4, 5, 6, 8, 10, 12, 13, 14, 15, 21, 128, 640)]
+    [6, 6, 6, 6, 0, 12, 12, 6, 6, 18, 24, 120, 624]
+    """
+    for six in range(out_features - out_features % 6, -1, -6)[:4]:
+        if (out_features - six) % 8 == 0:
+            return six
+    left = out_features % 6
+    six = out_features - left
+    return six - 6 if left in (1, 2) and six >= 6 else six + (6 if left else 0)
+
+
+def wide_cut_keeps_layout(out_features: int, cut: int) -> bool:
+    """Whether the speed kernel's rows [0, cut) and [cut, out_features), each run as a layer of its own (two cores
+    sharing the layer, plan/cores.py), find their weights laid out as the whole layer's are: each half's own
+    wide_six_rows must be the whole layout's rows of six that fall in it.
+
+    >>> [c for c in range(1, 40) if wide_cut_keeps_layout(40, c)]
+    [6, 12, 18, 24, 32]
+    """
+    six = wide_six_rows(out_features)
+    if six > out_features:  # a padded last group of six: no half of it stands alone
+        return False
+    first, second = min(cut, six), max(six - cut, 0)
+    if cut <= six and cut % 6:
+        return False
+    if cut > six and (cut - six) % 8:
+        return False
+    return wide_six_rows(cut) == first and wide_six_rows(out_features - cut) == second
