@@ -166,3 +166,19 @@ def test_one_row_layers_split_by_columns(optimize):
     assert {s.axis for s in splits} == {"columns"}
     x = _inputs(one)
     assert np.array_equal(two.run(x, engine="host"), one.run(x, engine="host"))
+
+
+@pytest.mark.host
+def test_the_depthwise_rows_kernel_splits_by_rows_with_the_one_core_bytes():
+    """The speed plan's rows kernel (a ring of widened input rows in its work buffer) takes a half of the output
+    rows like the plain kernel: its geometry moves, core 1 gets its own ring."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Conv2d(3, 8, 1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU()).eval()
+    calib = torch.randn(16, 3, 17, 16, generator=torch.Generator().manual_seed(2))
+    one = tinyaot.compile(model, calib[:1], calibration=calib, name="dwr")
+    two = CompiledModel(plan_and_generate("dwr", replace(one.result.options, cores=2), one.graph))
+    dw = next(n.name for n in two.graph.nodes if n.op == "depthwise_conv2d")
+    assert two.plan.kernel_of(dw).variant == "rows"
+    assert dw in {s.node for s in plan_cores(two.graph, two.result.plan, 2).splits}
+    x = _inputs(one)
+    assert np.array_equal(two.run(x, engine="host"), one.run(x, engine="host"))

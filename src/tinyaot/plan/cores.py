@@ -106,7 +106,7 @@ def _split_kind(node: Node, g: Graph, choice) -> tuple[str, tuple | None]:
     elif not y.shape or y.shape[0] != 1:
         return "batches > 1: the halves would be strided", None
     else:
-        if variant not in ("plain", "pairs", "pairs_w8"):
+        if variant not in ("plain", "pairs", "pairs_w8", "rows"):
             return f"the {variant} kernel writes in its own order (in place): no half of it stands alone", None
         axis = COLUMNS if one_row(row_params(node, g)) else ROWS
         per, group = _row_costs(node, g, axis == COLUMNS), 1
