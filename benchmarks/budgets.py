@@ -62,7 +62,7 @@ def measure(name: str, path: Path) -> list[dict]:
                      "fastest_single_cycles": None if best_single is None else best_single.estimated_cycles,
                      "plans_considered": len(t.points), "outputs_equal_speed_mode": same})
     try:
-        tinyaot.compile(str(path), ram=min(cm.ram_bytes for cm in modes.values()) - 1)
+        tinyaot.compile(str(path), ram=min(cm.ram_bytes for cm in modes.values()) // 4)  # below any patching
         rows.append({"model": name, "budget": "impossible", "error": None})
     except ModelError as e:
         rows.append({"model": name, "budget": "impossible", "error": str(e)})
