@@ -10,7 +10,8 @@ accuracy is a fixed count of the 2,000 held-out digits, which a float's last bit
 tie. Measured: int8 is 1-3 digits above float on every model and outlier count (mlp 92.90%, lenet5 96.75%, dscnn
 94.65%), 12 digits inside the half-point bound and 22 inside the one-point bound; min/max with the outliers scores
 10.85% / 84.30% / 11.00%, 147+ digits below its bound. On the zoo the default observer keeps min/max's range on
-every tensor (no zoo sample is an outlier), so the two SQNRs are equal to the last bit.
+every tensor (no zoo sample is an outlier), so the two give the same C byte for byte and the same SQNR; the test
+runs the held-out samples only where the C differs.
 """
 from __future__ import annotations
 
@@ -115,9 +116,13 @@ def zoo_sqnr(request):
     model = zoo_trained(entry)
     cal = synthetic_data(entry, 500, seed=1)[0][:200]  # the zoo's calibration set (tests/test_zoo.py)
     held_out = synthetic_data(entry, N_SQNR_HELD_OUT, seed=2)[0]
+    cms = {observer: tinyaot.compile(model, torch.from_numpy(cal[:1]), calibration=cal, observer=observer,
+                                     name=entry.name) for observer in ("minmax", "auto")}
+    if cms["auto"].c_sources.files == cms["minmax"].c_sources.files:
+        # the same ranges, so the same C byte for byte: the same SQNR on any samples, no run needed
+        return entry, {"minmax": 0.0, "auto": 0.0, "same_c": True}
     out, want = {}, None
-    for observer in ("minmax", "auto"):
-        cm = tinyaot.compile(model, torch.from_numpy(cal[:1]), calibration=cal, observer=observer, name=entry.name)
+    for observer, cm in cms.items():
         x = cm.to_model_layout(held_out)
         if want is None:
             want = np.asarray(cm.float_reference(x), np.float64).reshape(len(x), -1)
@@ -130,7 +135,10 @@ def zoo_sqnr(request):
 @pytest.mark.slow
 def test_default_observer_no_worse_than_minmax_on_the_zoo(zoo_sqnr):
     entry, sqnr = zoo_sqnr
-    print(f"{entry.name}: SQNR minmax {sqnr['minmax']:.2f} dB, auto {sqnr['auto']:.2f} dB")
+    if sqnr.get("same_c"):
+        print(f"{entry.name}: both observers give the same C, so the same SQNR")
+    else:
+        print(f"{entry.name}: SQNR minmax {sqnr['minmax']:.2f} dB, auto {sqnr['auto']:.2f} dB")
     assert sqnr["auto"] >= sqnr["minmax"] - SQNR_TOLERANCE_DB, (
         f"{entry.name}: the default observer's output SQNR {sqnr['auto']:.2f} dB is "
         f"{sqnr['minmax'] - sqnr['auto']:.2f} dB below min/max's ({sqnr['minmax']:.2f} dB)")
