@@ -22,14 +22,16 @@ if TYPE_CHECKING:
 
 
 def plan(g: Graph, alignment: int = 4, contract: Contract | None = None, optimize: str = "memory",
-         layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None, cores: int = 1):
+         layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None, cores: int = 1,
+         within_bound: bool = False):
     """Residual adds fused into their convs where that shrinks the arena (rewrites g), memory-aware op order
     (reorders g.nodes), kernel choices, overlaps, placement; every plan verified. contract: keep the input /
     output apart; optimize: "speed", "size" or "memory" (plan/kernels.py), and layer_modes the layers given
     another; patch: a patch stage's bound on extra MACs (plan/patch.py), None for layer by layer; cores: 2 splits
-    the heavy layers between two cores (plan/cores.py)."""
+    the heavy layers between two cores (plan/cores.py); within_bound: no kernel scratch above the layer-by-layer
+    bound (plan_graph)."""
     kw = dict(alignment=alignment, contract=contract, optimize=optimize, layer_modes=layer_modes, patch=patch,
-              cores=cores)
+              cores=cores, within_bound=within_bound)
     fused = fuse_residual_adds(g)
     if fused is None:
         return plan_graph(g, **kw)
@@ -52,15 +54,16 @@ def plan_stage(g: Graph, alignment: int, contract: Contract, optimize: str = "me
                layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None, cores: int = 1):
     """The planning stage: a planned copy of `g` (op order chosen, residual adds fused where that pays), its
     plan under the caller's buffer contract, and the arena the graph needs without the contract (the report
-    says what the contract costs). `g` itself is left as it was."""
+    says what the contract costs). `g` itself is left as it was. Kernel scratch never lifts a compiled model's arena
+    above its layer-by-layer bound (plan_graph within_bound)."""
     verify_graph(g, "quantization", quantized=True)
     planned = g.replace()
     free = None
     if contract.any:
         free = plan(planned, alignment, optimize=optimize, layer_modes=layer_modes, patch=patch,
-                    cores=cores).arena_bytes
+                    cores=cores, within_bound=True).arena_bytes
     # last: planning reorders `planned` to this plan's order
-    memory = plan(planned, alignment, contract, optimize, layer_modes, patch, cores)
+    memory = plan(planned, alignment, contract, optimize, layer_modes, patch, cores, within_bound=True)
     verify_graph(planned, "planning", quantized=True)
     return planned, memory, free
 

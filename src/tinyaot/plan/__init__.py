@@ -44,7 +44,7 @@ __all__ = [
 
 def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, contract=None,
                optimize: str = "memory", layer_modes: tuple[tuple[str, str], ...] = (), patch: float | None = None,
-               stages: tuple[PatchStage, ...] = (), cores: int = 1) -> MemoryPlan:
+               stages: tuple[PatchStage, ...] = (), cores: int = 1, within_bound: bool = False) -> MemoryPlan:
     """Schedule (reorders g.nodes when that lowers the peak), choose kernels, find the allowed overlaps, place,
     verify.
 
@@ -54,7 +54,8 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
     layers band by band (plan/patch.py) where that shrinks the arena, within this fraction of the model's MACs
     recomputed (None: layer by layer); stages: these stages (plan/patch.py stage_of, made for g as scheduled), not
     searched (tests, benchmarks); cores=2 places the layers two cores will share (plan/cores.py) apart from their
-    inputs."""
+    inputs; within_bound: kernel scratch may not lift the arena above the layer-by-layer bound (_within_bound: the
+    compile's plans; a one-op test graph keeps the variant it asks for)."""
     contract = contract or Contract()
     chosen = schedule(g) if reorder else None
     graph_buffers = buffers_of(g, alignment)
@@ -62,12 +63,35 @@ def plan_graph(g, alignment: int = 4, reorder: bool = True, exact: bool = True, 
                              {t for b in graph_buffers for t in b.tensors})
     apart = split_candidates(g, kernels) if cores == 2 else frozenset()
     plan = _plan_with(g, graph_buffers, kernels, contract, alignment, exact, optimize, tuple(stages), apart)
+    if within_bound and plan.arena_bytes > plan.lower_bound and not stages and not apart:
+        kernels, plan = _within_bound(g, graph_buffers, kernels, plan,
+                                      lambda ks, ex: _plan_with(g, graph_buffers, ks, contract, alignment, ex,
+                                                                optimize, (), apart), exact)
     if patch is not None and not stages:
         plan = _patched(g, graph_buffers, kernels, contract, alignment, exact, optimize, plan, patch)
     plan = replace(plan, state=plan_state(g, alignment), layer_modes=tuple(layer_modes))  # state: apart from the arena
     if chosen is not None:
         plan = replace(plan, schedule=chosen.method, source_lower_bound=chosen.source_peak)
     return plan
+
+
+def _within_bound(g, graph_buffers, kernels, plan: MemoryPlan, place, exact: bool):
+    """A plan whose arena is above the layer-by-layer bound gives up, largest first, the work buffers that raise
+    it: each variant with scratch is tried on its plain kernel (the reason recorded) and kept so where the arena
+    shrinks, until it is at or below the bound. Speed buys instructions with scratch, never past the bound."""
+    bound, given = plan.lower_bound, kernels
+    why = "its work buffer raised the arena above the layer-by-layer bound"
+    for c in sorted((k for k in kernels if k.work_bytes), key=lambda k: -k.work_bytes):
+        trial_kernels = [KernelChoice(k.node, rejected=k.rejected + ((k.variant, why),)) if k is c else k
+                         for k in kernels]
+        trial = place(trial_kernels, False)
+        if trial.arena_bytes < plan.arena_bytes:
+            kernels, plan = trial_kernels, trial
+            if plan.arena_bytes <= bound:
+                break
+    if kernels is given:
+        return kernels, plan
+    return kernels, place(kernels, exact) if exact else plan
 
 
 PATCH_PLACED = 4  # per round, the stages placed in full: the ones with the smallest live-bytes bound
