@@ -38,6 +38,7 @@ MACHINE = "mps2-an521"
 # hw/arm/armsse.c): both cores here are the RP2350's, with both.
 CORE0_AS_RP2350 = ("-global", "sse-200.CPU0_FPU=on", "-global", "sse-200.CPU0_DSP=on")
 CORE1_SOURCE = SUPPORT_DIR / "an521.c"
+PLUGIN_API_HEADER = "qemu_plugin_api.h"  # the plugin API declarations both plugins include
 PLUGIN_SOURCE = "core_count_plugin.c"
 MARK_FUNCTION = "tinyaot_core_mark"
 
@@ -56,7 +57,9 @@ def build_two_core_program(gcc: Path, sources: list[Path], build_dir: Path, *, i
 
 def build_plugin(qemu: Path) -> Path:
     """core_count_plugin.c as a host shared library for this QEMU (cached by the host build cache)."""
-    return build_shared_library({"core_count.c": (SUPPORT_DIR / PLUGIN_SOURCE).read_text()}, "core_count",
+    files = {"core_count.c": (SUPPORT_DIR / PLUGIN_SOURCE).read_text(),
+             PLUGIN_API_HEADER: (SUPPORT_DIR / PLUGIN_API_HEADER).read_text()}
+    return build_shared_library(files, "core_count",
                                 ["-fvisibility=hidden", f"-DQEMU_PLUGIN_API={plugin_api(qemu)}"])
 
 

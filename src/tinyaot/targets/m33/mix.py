@@ -22,6 +22,7 @@ from tinyaot.targets.host import build_shared_library
 from tinyaot.targets.m33.config import SUPPORT_DIR, M33RunError
 from tinyaot.targets.toolchain import INSTALL_HINT, ToolchainMissing
 
+PLUGIN_API_HEADER = "qemu_plugin_api.h"  # the plugin API declarations both plugins include
 PLUGIN_SOURCE = "insn_mix_plugin.c"
 TIMER_READERS = ("bench_begin", "bench_end", "bench_now")  # bench.c: each reads TIMER0's VALUE register once
 
@@ -178,7 +179,9 @@ def disassemble(objdump: Path, elf: Path) -> Disassembly:
 
 def build_plugin(qemu: Path) -> Path:
     """The plugin as a host shared library for this QEMU (the host build cache keeps it across runs)."""
-    return build_shared_library({"insn_mix.c": (SUPPORT_DIR / PLUGIN_SOURCE).read_text()}, "insn_mix",
+    files = {"insn_mix.c": (SUPPORT_DIR / PLUGIN_SOURCE).read_text(),
+             PLUGIN_API_HEADER: (SUPPORT_DIR / PLUGIN_API_HEADER).read_text()}
+    return build_shared_library(files, "insn_mix",
                                 ["-fvisibility=hidden", f"-DQEMU_PLUGIN_API={plugin_api(qemu)}"])
 
 
