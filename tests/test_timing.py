@@ -115,9 +115,14 @@ def test_fast_kernel_coverage():
     assert (c.fast_macs, c.macs) == (13_824, 13_824 + 4_608 + 5_120)
     plan = SimpleNamespace(kernel_of={conv: KernelChoice(conv, "pairs_w8"), fc: KernelChoice(fc, "wide")}.get)
     assert fast_kernel_coverage(cm.graph, plan).fast_macs == 13_824 + 5_120
-    # The real plan (speed): the depthwise runs the rows kernel, a fast one too.
+    # The depthwise's rows kernel is a fast one too.
+    plan = SimpleNamespace(kernel_of={conv: KernelChoice(conv, "pairs"), dw: KernelChoice(dw, "rows")}.get)
+    assert fast_kernel_coverage(cm.graph, plan).fast_macs == 13_824 + 4_608
+    # The real plan (speed): this small graph's peak is the depthwise, whose rows kernel's ring would lift the
+    # arena above the layer-by-layer bound, so it runs its plain kernel and says why.
     real = fast_kernel_coverage(cm.graph, cm.plan)
-    assert cm.plan.kernel_of(dw).variant == "rows" and real.macs == 23_552 and real.fast_macs >= 13_824 + 4_608
+    assert cm.plan.kernel_of(dw).variant == "plain" and real.macs == 23_552 and real.fast_macs >= 13_824
+    assert "above the layer-by-layer bound" in dict(cm.plan.kernel_of(dw).rejected)["rows"]
 
 
 def test_corpus_table_has_the_coverage_column(tmp_path):
