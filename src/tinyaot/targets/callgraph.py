@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinyaot.errors import TinyAOTError
-from tinyaot.targets.elf import matching_section_bytes
+from tinyaot.targets.elf import matching_section_bytes, text_closure
 
 
 class CallGraphError(TinyAOTError):
@@ -82,11 +82,13 @@ class CallGraph:
         return seen
 
     def code_bytes(self, functions) -> int:
-        """Bytes of .text of `functions` (compiled with -ffunction-sections: one section each)."""
+        """Bytes of .text of `functions` (compiled with -ffunction-sections: one section each) and of the functions
+        whose addresses they take (elf.text_closure), as the link keeps them."""
         by_object: dict[Path, set[str]] = {}
         for f in functions:
             by_object.setdefault(self.source[f].with_suffix(".o"), set()).add(".text." + f.rsplit(":", 1)[-1])
-        return sum(matching_section_bytes(obj, sections.__contains__) for obj, sections in by_object.items())
+        return sum(matching_section_bytes(obj, text_closure(obj, sections).__contains__)
+                   for obj, sections in by_object.items())
 
     def worst_path(self, root: str, *, indirect=(), leaf_bytes: int = 0, stop=(), cut_cycles: bool = False
                    ) -> StackPath:

@@ -42,3 +42,30 @@ def elf_sizes(elf: Path, skip: tuple[str, ...] = ()) -> ImageSizes:
             else:
                 text += section["sh_size"]
     return ImageSizes(text, data, bss)
+
+
+def text_closure(obj: Path, sections: set[str]) -> set[str]:
+    """`sections` (an object's .text.* function sections) and every .text.* section their relocations point at,
+    transitively: a function whose address a kept one takes (a function pointer) is kept too, as --gc-sections
+    keeps it, though no call edge leads there."""
+    with open(obj, "rb") as f:
+        elf = ELFFile(f)
+        refs: dict[str, set[str]] = {}
+        for rel in elf.iter_sections():
+            if rel["sh_type"] not in ("SHT_REL", "SHT_RELA"):
+                continue
+            target = elf.get_section(rel["sh_info"]).name
+            symtab = elf.get_section(rel["sh_link"])
+            for r in rel.iter_relocations():
+                shndx = symtab.get_symbol(r["r_info_sym"])["st_shndx"]
+                if isinstance(shndx, int) and shndx > 0:
+                    name = elf.get_section(shndx).name
+                    if name.startswith(".text."):
+                        refs.setdefault(target, set()).add(name)
+    kept, todo = set(), list(sections)
+    while todo:
+        s = todo.pop()
+        if s not in kept:
+            kept.add(s)
+            todo.extend(refs.get(s, ()))
+    return kept
