@@ -119,8 +119,7 @@ class _Search:
         unit, _ = run_passes(self.backend, replace(self.unit, options=opts))
         return CompiledModel(result_of(unit, ()))
 
-    def measure(self, mode: str) -> _Measured:
-        cm = self.build(mode)
+    def measure(self, cm: CompiledModel) -> _Measured:
         prof = cm.profile(mix=True)
         cycles = {o.layer: o.estimated_cycles for o in prof.ops}
         return _Measured(cm, cycles, prof.estimated_cycles - sum(cycles.values()))
@@ -150,12 +149,16 @@ class _Search:
 def search(unit, backend, options) -> tuple[Tradeoffs, object]:
     """The plans weighed for `options`' budgets (the target's memory where one is not given) and the options of
     the chosen plan (None when none fits: the caller raises budget_error)."""
+    s = _Search(unit, backend, options)
+    single = {mode: s.build(mode) for mode in OPTIMIZE_MODES}
+    least = _least(s, single)
+    if least is not None:  # no plan the search can make fits: said without profiling anything
+        return Tradeoffs(s.ram, s.flash, least, None), None
     if not have_m33_toolchain():
         raise ModelError("ram= / flash= budgets measure each kernel mode on the emulated Cortex-M33: install "
                          "gcc-arm-none-eabi, libnewlib-arm-none-eabi and qemu-system-arm (scripts/setup.sh), or "
                          "compile with one optimize= mode and read cm.budget")
-    s = _Search(unit, backend, options)
-    tables = {mode: s.measure(mode) for mode in OPTIMIZE_MODES}
+    tables = {mode: s.measure(cm) for mode, cm in single.items()}
     for mode, m in tables.items():
         s.add(m.cm, s.estimate(m.cm, tables))
     _mixed_for_flash(s, tables)
@@ -168,6 +171,30 @@ def search(unit, backend, options) -> tuple[Tradeoffs, object]:
         return t, None
     return t, replace(options, optimize=chosen.optimize, layer_optimize=dict(chosen.layer_modes) or None,
                       sram_constants=chosen.sram_constants, patch=chosen.patched or options.patch)
+
+
+def _least(s: _Search, single: dict[str, CompiledModel]) -> tuple[PlanPoint, ...] | None:
+    """When even the least RAM and the least flash any plan could take exceed the budgets, the plans that show
+    it (their cycles not estimated: 0); else None. The least RAM: a single mode's plan, or memory mode's patched
+    (constants in SRAM only add RAM); the least flash: each layer's arrays in its smallest mode."""
+    plans = list(single.values())
+    if s.base.cores != 2:
+        patched = s.build("memory", patch=True)
+        plans += [patched] if patched.plan.patches else []
+    ram = min(plans, key=lambda cm: cm.ram_bytes)
+    arrays = {m: cm.c_sources.layer_array_bytes for m, cm in single.items()}
+    speed = single["speed"]
+    least_flash = speed.constant_bytes + sum(min(a.get(n, 0) for a in arrays.values()) - arrays["speed"].get(n, 0)
+                                             for n in arrays["speed"])
+    if ram.ram_bytes <= s.ram and least_flash <= s.flash:
+        return None
+    modes = tuple(sorted((n, min(arrays, key=lambda m: (arrays[m].get(n, 0), m != "size"))) for n in arrays["speed"]))
+    modes = tuple((n, m) for n, m in modes if m != "speed")
+    if modes:  # each layer in its smallest mode: the plan with the least flash
+        plans.append(s.build("speed", modes))
+    for cm in plans:
+        s.add(cm, 0)
+    return tuple(p for p, _ in s.points)
 
 
 def _label(cm: CompiledModel) -> str:
